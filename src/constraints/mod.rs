@@ -1,0 +1,305 @@
+//! Constraints: one interface, one file per kind.
+//!
+//! Every constraint — built-in or user-defined — is a [`Constraint`]: it declares its rows (each
+//! position-, velocity- or acceleration-level, `physics.md` §5), its per-instance parameters (SoA
+//! columns of the batch) and, per instance, fills Jacobian blocks, position errors, velocity errors
+//! and the acceleration bias. The solver assembles these without knowing which kind produced them.
+//!
+//! Sign conventions (`physics.md` §1): `aerr(u̇) = G u̇ + k`, `k = aerr(u̇ = 0)` with prescribed
+//! bodies keeping their prescribed accelerations; the solver's bias is `b = −k`.
+
+pub mod point_on_plane;
+pub mod point_to_ground;
+pub mod sphere_on_plane;
+
+use std::fmt::Debug;
+
+use crate::math::{Mat3, Vec3, all_finite, normalize_quaternion, vec3};
+use crate::model::BodyId;
+
+pub use point_on_plane::PointOnPlaneContact;
+pub use point_to_ground::PointToGround;
+pub use sphere_on_plane::SphereOnPlaneContact;
+
+/// Most rows one constraint may declare.
+pub const MAX_ROWS: usize = 6;
+
+/// What a row constrains (RBDL's `CustomConstraint` tags, `physics.md` §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowLevel {
+    /// Holonomic: a position error exists and its derivatives give the velocity and acceleration
+    /// errors.
+    Position,
+    /// Nonholonomic: a velocity error, no position error.
+    Velocity,
+    /// Acceleration only: neither position nor velocity error.
+    Acceleration,
+}
+
+/// Accepted values of a parameter, checked whenever it is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Check {
+    /// Any finite numbers.
+    Finite,
+    /// One finite number > 0.
+    Positive,
+    /// A frame `[e0, e1, e2, e3, x, y, z]`: a non-zero finite quaternion (normalised when stored)
+    /// and a finite origin.
+    Frame,
+    /// `width / 3` vectors, each of unit length and mutually orthogonal (within 1e-9).
+    UnitOrthogonal,
+}
+
+impl Check {
+    /// Human-readable accepted range, used in error messages.
+    pub fn accepted(&self) -> &'static str {
+        match self {
+            Check::Finite => "finite numbers",
+            Check::Positive => "a finite number > 0",
+            Check::Frame => {
+                "[e0, e1, e2, e3, x, y, z]: finite, quaternion not zero (it is normalised)"
+            }
+            Check::UnitOrthogonal => "finite unit vectors (|n| = 1 ± 1e-9), mutually orthogonal (|ni·nj| ≤ 1e-9)",
+        }
+    }
+
+    /// Checks `values` and normalises them where the check says so. `Err` leaves `values` in an
+    /// unspecified state: callers check a copy.
+    pub fn apply(&self, values: &mut [f64]) -> Result<(), ()> {
+        if !all_finite(values) {
+            return Err(());
+        }
+        match self {
+            Check::Finite => Ok(()),
+            Check::Positive => {
+                if values.iter().all(|v| *v > 0.0) {
+                    Ok(())
+                } else {
+                    Err(())
+                }
+            }
+            Check::Frame => {
+                if values.len() == 7 && normalize_quaternion(&mut values[..4]) {
+                    Ok(())
+                } else {
+                    Err(())
+                }
+            }
+            Check::UnitOrthogonal => {
+                if values.len() % 3 != 0 {
+                    return Err(());
+                }
+                let normals: Vec<Vec3> = values.chunks(3).map(vec3).collect();
+                for (i, n) in normals.iter().enumerate() {
+                    if (n.norm() - 1.0).abs() > 1e-9 {
+                        return Err(());
+                    }
+                    for m in &normals[i + 1..] {
+                        if n.dot(m).abs() > 1e-9 {
+                            return Err(());
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One per-instance parameter of a constraint: a column of `width` f64 per instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSpec {
+    /// Name, as used by [`Batch::param`](crate::batch::Batch::param) and in errors.
+    pub name: &'static str,
+    /// Value given to new instances; its length is the column's width.
+    pub default: Vec<f64>,
+    /// Accepted values.
+    pub check: Check,
+}
+
+/// Pose and motion of one body in Ground, as a constraint sees it.
+///
+/// For free bodies the accelerations are whatever the caller is evaluating at: zero when the
+/// engine computes the bias `k`, the actual `u̇` when it checks acceleration errors directly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BodyKinematics {
+    /// `R_GB`.
+    pub rotation: Mat3,
+    /// `p_GBo`.
+    pub origin: Vec3,
+    /// `w_GB` in Ground.
+    pub ang_vel: Vec3,
+    /// Velocity of the body origin in Ground.
+    pub lin_vel: Vec3,
+    /// `b_GB` in Ground.
+    pub ang_acc: Vec3,
+    /// Acceleration of the body origin in Ground.
+    pub lin_acc: Vec3,
+}
+
+impl BodyKinematics {
+    /// Ground: identity pose, at rest.
+    pub fn ground() -> Self {
+        Self {
+            rotation: Mat3::identity(),
+            origin: Vec3::zeros(),
+            ang_vel: Vec3::zeros(),
+            lin_vel: Vec3::zeros(),
+            ang_acc: Vec3::zeros(),
+            lin_acc: Vec3::zeros(),
+        }
+    }
+}
+
+/// Per-instance parameter values of one constraint, in the order of
+/// [`Constraint::params`].
+#[derive(Debug, Clone, Copy)]
+pub struct Params<'a> {
+    columns: &'a [Vec<f64>],
+    widths: &'a [usize],
+    instance: usize,
+}
+
+impl<'a> Params<'a> {
+    /// A view of instance `instance` over flat parameter columns of the given widths.
+    pub fn new(columns: &'a [Vec<f64>], widths: &'a [usize], instance: usize) -> Self {
+        Self {
+            columns,
+            widths,
+            instance,
+        }
+    }
+
+    /// Parameter `k` of this instance.
+    #[inline]
+    pub fn get(&self, k: usize) -> &'a [f64] {
+        let w = self.widths[k];
+        &self.columns[k][self.instance * w..(self.instance + 1) * w]
+    }
+
+    /// Parameter `k` as a 3-vector (its first three values).
+    #[inline]
+    pub fn vec3(&self, k: usize) -> Vec3 {
+        vec3(self.get(k))
+    }
+}
+
+/// One constraint row, as evaluated for one instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Row {
+    /// Jacobian blocks `(angular, linear)` on each of the constraint's bodies, in the order of
+    /// [`Constraint::bodies`] (`G_e` of `physics.md`); only free bodies' blocks enter G, but all
+    /// are used to report forces on every body, Ground included.
+    pub jacobian: [[f64; 6]; 2],
+    /// Position error (0 for velocity- and acceleration-level rows).
+    pub position_error: f64,
+    /// Velocity error (0 for acceleration-level rows).
+    pub velocity_error: f64,
+    /// `aerr` at the accelerations held in the kinematics (the bias `k` when free bodies' are 0).
+    pub acceleration_error: f64,
+}
+
+/// Extra per-constraint outputs after the multipliers are known (all in Ground unless said).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ContactReport {
+    /// Contact point in Ground.
+    pub contact_point: [f64; 3],
+    /// Signed separation, valid when the constraint is disabled.
+    pub separation: f64,
+    /// The kind's own force accessor (see [`ReportedExtras`]).
+    pub contact_force: [f64; 3],
+}
+
+/// Which of [`ContactReport`]'s fields a constraint kind fills, and what `contact_force` means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportedExtras {
+    /// `contact_point` is meaningful.
+    pub contact_point: bool,
+    /// `separation` is meaningful.
+    pub separation: bool,
+    /// `contact_force` is meaningful; its meaning is documented by the kind.
+    pub contact_force: bool,
+}
+
+/// A constraint kind: the formulas, the rows and the parameters.
+///
+/// Implementations must be pure functions of their inputs (determinism across threads and
+/// backends depends on it).
+pub trait Constraint: Send + Sync + Debug {
+    /// Short name of the kind, e.g. `sphere_on_plane`.
+    fn kind_name(&self) -> &'static str;
+
+    /// Bodies the constraint acts on (1 or 2), in the order of [`Row::jacobian`]'s blocks.
+    fn bodies(&self) -> &[BodyId];
+
+    /// Per-instance parameters.
+    fn params(&self) -> Vec<ParamSpec>;
+
+    /// Level of each row, in internal row order.
+    fn row_levels(&self) -> &[RowLevel];
+
+    /// How rows are reported: entry `s` of the reported triple/vector comes from internal row
+    /// `report_slots()[s]`, or is 0 when `None` (e.g. slip of a sliding sphere is not reported).
+    fn report_slots(&self) -> &[Option<usize>];
+
+    /// Fills one [`Row`] per entry of [`row_levels`](Self::row_levels) for one instance.
+    /// `kinematics` follows [`bodies`](Self::bodies).
+    fn evaluate(&self, params: &Params<'_>, kinematics: &[BodyKinematics], rows: &mut [Row]);
+
+    /// Which extra outputs [`report`](Self::report) fills.
+    fn reported_extras(&self) -> ReportedExtras {
+        ReportedExtras::default()
+    }
+
+    /// Extra outputs given the multipliers (internal row order; zeros when disabled).
+    fn report(
+        &self,
+        _params: &Params<'_>,
+        _kinematics: &[BodyKinematics],
+        _multipliers: &[f64],
+    ) -> ContactReport {
+        ContactReport::default()
+    }
+}
+
+/// A Jacobian row `[ (c × e)ᵀ, eᵀ ]` of a point `c` (from the body origin, in Ground) moving
+/// along direction `e`.
+#[inline]
+pub fn point_row(c: &Vec3, e: &Vec3) -> [f64; 6] {
+    let t = c.cross(e);
+    [t.x, t.y, t.z, e.x, e.y, e.z]
+}
+
+/// The negated [`point_row`], used for the second body of a two-body contact.
+#[inline]
+pub fn negated_point_row(c: &Vec3, e: &Vec3) -> [f64; 6] {
+    let r = point_row(c, e);
+    [-r[0], -r[1], -r[2], -r[3], -r[4], -r[5]]
+}
+
+/// Rotation and origin of a plane frame parameter `[e0, e1, e2, e3, x, y, z]` (normalised at
+/// store time, so this is exact).
+pub fn plane_frame(frame: &[f64]) -> (Mat3, Vec3) {
+    let rotation = crate::math::rotation_from_quaternion(&frame[..4]).unwrap_or_else(Mat3::identity);
+    (rotation, vec3(&frame[4..7]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_accept_and_reject() {
+        assert!(Check::Positive.apply(&mut [0.1]).is_ok());
+        assert!(Check::Positive.apply(&mut [0.0]).is_err());
+        assert!(Check::Positive.apply(&mut [f64::NAN]).is_err());
+        assert!(Check::Finite.apply(&mut [1.0, f64::INFINITY]).is_err());
+        let mut f = [2.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0];
+        assert!(Check::Frame.apply(&mut f).is_ok());
+        assert_eq!(f[0], 1.0);
+        assert!(Check::Frame.apply(&mut [0.0; 7]).is_err());
+        assert!(Check::UnitOrthogonal.apply(&mut [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]).is_ok());
+        assert!(Check::UnitOrthogonal.apply(&mut [1.0, 0.0, 0.0, 0.6, 0.8, 0.0]).is_err());
+        assert!(Check::UnitOrthogonal.apply(&mut [1.1, 0.0, 0.0]).is_err());
+    }
+}

@@ -1,0 +1,151 @@
+//! Simbody's `Constraint::PointOnPlaneContact` (`physics.md` §3): a follower point F on body B
+//! stays on a plane fixed on surface body S and does not slip on it.
+//!
+//! Always one holonomic row (`z`) and two nonholonomic rows (`x`, `y`), internal order
+//! `[z, x, y]`; reported in `(x, y, z)` order in the plane frame P, as Simbody documents (Simbody
+//! 3.x's code returns `z, x, y`; the golden README explains the comparison).
+
+use crate::constraints::{
+    BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
+    RowLevel, negated_point_row, plane_frame, point_row,
+};
+use crate::math::Vec3;
+use crate::model::BodyId;
+
+/// Index of the `plane_frame` parameter: `X_SP` as `[e0, e1, e2, e3, x, y, z]` in S.
+pub const PLANE_FRAME: usize = 0;
+/// Index of the `follower_point` parameter: `p_BF` in B.
+pub const FOLLOWER_POINT: usize = 1;
+
+const LEVELS: [RowLevel; 3] = [RowLevel::Position, RowLevel::Velocity, RowLevel::Velocity];
+const SLOTS: [Option<usize>; 3] = [Some(1), Some(2), Some(0)];
+
+/// A point on body `follower` in no-slip contact with a plane on body `surface`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointOnPlaneContact {
+    bodies: [BodyId; 2],
+    default_plane_frame: [f64; 7],
+    default_follower_point: [f64; 3],
+}
+
+impl PointOnPlaneContact {
+    /// A contact between a plane fixed on `surface` and a point fixed on `follower`. Defaults:
+    /// plane frame = S's frame, follower point at B's origin.
+    pub fn new(surface: BodyId, follower: BodyId) -> Self {
+        Self {
+            bodies: [surface, follower],
+            default_plane_frame: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            default_follower_point: [0.0; 3],
+        }
+    }
+
+    /// Default plane frame `X_SP` for new instances.
+    pub fn with_plane_frame(mut self, frame: [f64; 7]) -> Self {
+        self.default_plane_frame = frame;
+        self
+    }
+
+    /// Default follower point `p_BF` for new instances.
+    pub fn with_follower_point(mut self, point: [f64; 3]) -> Self {
+        self.default_follower_point = point;
+        self
+    }
+
+    /// Surface body S.
+    pub fn surface_body(&self) -> BodyId {
+        self.bodies[0]
+    }
+
+    /// Follower body B.
+    pub fn follower_body(&self) -> BodyId {
+        self.bodies[1]
+    }
+}
+
+impl Constraint for PointOnPlaneContact {
+    fn kind_name(&self) -> &'static str {
+        "point_on_plane"
+    }
+
+    fn bodies(&self) -> &[BodyId] {
+        &self.bodies
+    }
+
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec {
+                name: "plane_frame",
+                default: self.default_plane_frame.to_vec(),
+                check: Check::Frame,
+            },
+            ParamSpec {
+                name: "follower_point",
+                default: self.default_follower_point.to_vec(),
+                check: Check::Finite,
+            },
+        ]
+    }
+
+    fn row_levels(&self) -> &[RowLevel] {
+        &LEVELS
+    }
+
+    fn report_slots(&self) -> &[Option<usize>] {
+        &SLOTS
+    }
+
+    fn evaluate(&self, params: &Params<'_>, kinematics: &[BodyKinematics], rows: &mut [Row]) {
+        let (surface, follower) = (&kinematics[0], &kinematics[1]);
+        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
+        let r_gp = surface.rotation * r_sp;
+        let px: Vec3 = r_gp.column(0).into_owned();
+        let py: Vec3 = r_gp.column(1).into_owned();
+        let pz: Vec3 = r_gp.column(2).into_owned();
+        let h = (surface.rotation * p_sp).dot(&pz);
+        let (w_s, b_s) = (surface.ang_vel, surface.ang_acc);
+        let (w_b, b_b) = (follower.ang_vel, follower.ang_acc);
+
+        let f_b = follower.rotation * params.vec3(FOLLOWER_POINT);
+        let p_gf = follower.origin + f_b;
+        let v_gf = follower.lin_vel + w_b.cross(&f_b);
+        let a_gf = follower.lin_acc + b_b.cross(&f_b) + w_b.cross(&w_b.cross(&f_b));
+        let s = p_gf - surface.origin;
+        let v_gc = surface.lin_vel + w_s.cross(&s);
+        let a_gc = surface.lin_acc + b_s.cross(&s) + w_s.cross(&w_s.cross(&s));
+        let v_sf = v_gf - v_gc;
+        let a_sf = (a_gf - a_gc) - 2.0 * w_s.cross(&v_sf);
+
+        let position_error = s.dot(&pz) - h;
+        for (k, e) in [pz, px, py].iter().enumerate() {
+            rows[k] = Row {
+                jacobian: [negated_point_row(&s, e), point_row(&f_b, e)],
+                position_error: if k == 0 { position_error } else { 0.0 },
+                velocity_error: e.dot(&v_sf),
+                acceleration_error: e.dot(&a_sf),
+            };
+        }
+    }
+
+    fn reported_extras(&self) -> ReportedExtras {
+        ReportedExtras {
+            contact_point: true,
+            separation: true,
+            contact_force: true,
+        }
+    }
+
+    /// `contact_point` = the follower point in Ground; `separation` = its signed height above the
+    /// plane; `contact_force` = `force_on_follower_point` = `−(λx, λy, λz)` in the plane frame P.
+    fn report(&self, params: &Params<'_>, kinematics: &[BodyKinematics], multipliers: &[f64]) -> ContactReport {
+        let (surface, follower) = (&kinematics[0], &kinematics[1]);
+        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
+        let pz: Vec3 = (surface.rotation * r_sp).column(2).into_owned();
+        let p_gf = follower.origin + follower.rotation * params.vec3(FOLLOWER_POINT);
+        let p_gpo = surface.origin + surface.rotation * p_sp;
+        ContactReport {
+            contact_point: p_gf.into(),
+            separation: (p_gf - p_gpo).dot(&pz),
+            contact_force: [-multipliers[1], -multipliers[2], -multipliers[0]],
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! RBDL's `ContactConstraint` (`physics.md` §4): a body point held along 1 to 3 world normals.
+//!
+//! Rows are velocity-level by default (`ė_i = n_i · v_p`, no position error, as in RBDL); with
+//! [`PointToGround::position_level`] they become holonomic with `e_i = n_i · (x_p − ground_point)`
+//! — RBDL fixes the ground point at the world origin, simbatch makes it a per-instance parameter.
+//! Baumgarte stabilisation is the engine's, enabled per constraint on the template
+//! ([`SystemTemplate::set_baumgarte`](crate::model::SystemTemplate::set_baumgarte)).
+//!
+//! Multipliers use simbatch's sign (`λ = −λ_rbdl`); `contact_force` reports RBDL's physical force
+//! on the body `Σ n_i λ_rbdl,i` in Ground, and [`body_frame_force`] / [`root_frame_wrench`] give
+//! RBDL's two wrench forms.
+
+use crate::constraints::{
+    BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
+    RowLevel, point_row,
+};
+use crate::error::{Error, Result};
+use crate::math::{Mat3, Vec3};
+use crate::model::BodyId;
+
+/// Index of the `point` parameter: `p_b` in the body frame.
+pub const POINT: usize = 0;
+/// Index of the `normals` parameter: `3 × k` numbers, unit, mutually orthogonal, in Ground.
+pub const NORMALS: usize = 1;
+/// Index of the `ground_point` parameter: where position-level rows measure from.
+pub const GROUND_POINT: usize = 2;
+
+const VELOCITY_LEVELS: [RowLevel; 3] = [RowLevel::Velocity; 3];
+const POSITION_LEVELS: [RowLevel; 3] = [RowLevel::Position; 3];
+const SLOTS: [Option<usize>; 3] = [Some(0), Some(1), Some(2)];
+
+/// A point of a free body held along 1–3 world normals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointToGround {
+    bodies: [BodyId; 1],
+    normal_count: usize,
+    position_level: bool,
+    default_point: [f64; 3],
+    default_normals: Vec<f64>,
+}
+
+impl PointToGround {
+    /// A contact of `point` (body frame) of `body` along `normals` (Ground; 1 to 3, unit,
+    /// mutually orthogonal — RBDL only asserts this in debug builds, simbatch rejects them).
+    /// The normals are the default for every instance and may be changed per instance.
+    pub fn new(body: BodyId, point: [f64; 3], normals: &[[f64; 3]]) -> Result<Self> {
+        if normals.is_empty() || normals.len() > 3 {
+            return Err(Error::Template(format!(
+                "point_to_ground: {} normals given; accepted: 1 to 3",
+                normals.len()
+            )));
+        }
+        let mut flat: Vec<f64> = normals.iter().flatten().copied().collect();
+        if Check::UnitOrthogonal.apply(&mut flat).is_err() {
+            return Err(Error::Template(format!(
+                "point_to_ground: normals {normals:?} not accepted; accepted: {}",
+                Check::UnitOrthogonal.accepted()
+            )));
+        }
+        if !point.iter().all(|v| v.is_finite()) {
+            return Err(Error::Template(format!(
+                "point_to_ground: point {point:?} not accepted; accepted: finite numbers"
+            )));
+        }
+        Ok(Self {
+            bodies: [body],
+            normal_count: normals.len(),
+            position_level: false,
+            default_point: point,
+            default_normals: flat,
+        })
+    }
+
+    /// Makes the rows position-level: `e_i = n_i · (x_p − ground_point)`.
+    pub fn position_level(mut self) -> Self {
+        self.position_level = true;
+        self
+    }
+
+    /// Number of normals (rows).
+    pub fn normal_count(&self) -> usize {
+        self.normal_count
+    }
+
+    /// Whether rows carry position errors.
+    pub fn is_position_level(&self) -> bool {
+        self.position_level
+    }
+}
+
+impl Constraint for PointToGround {
+    fn kind_name(&self) -> &'static str {
+        "point_to_ground"
+    }
+
+    fn bodies(&self) -> &[BodyId] {
+        &self.bodies
+    }
+
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec {
+                name: "point",
+                default: self.default_point.to_vec(),
+                check: Check::Finite,
+            },
+            ParamSpec {
+                name: "normals",
+                default: self.default_normals.clone(),
+                check: Check::UnitOrthogonal,
+            },
+            ParamSpec {
+                name: "ground_point",
+                default: vec![0.0; 3],
+                check: Check::Finite,
+            },
+        ]
+    }
+
+    fn row_levels(&self) -> &[RowLevel] {
+        if self.position_level {
+            &POSITION_LEVELS[..self.normal_count]
+        } else {
+            &VELOCITY_LEVELS[..self.normal_count]
+        }
+    }
+
+    fn report_slots(&self) -> &[Option<usize>] {
+        &SLOTS[..self.normal_count]
+    }
+
+    fn evaluate(&self, params: &Params<'_>, kinematics: &[BodyKinematics], rows: &mut [Row]) {
+        let body = &kinematics[0];
+        let (w, b) = (body.ang_vel, body.ang_acc);
+        let r_p = body.rotation * params.vec3(POINT);
+        let x_p = body.origin + r_p;
+        let v_p = body.lin_vel + w.cross(&r_p);
+        let a_p = body.lin_acc + b.cross(&r_p) + w.cross(&w.cross(&r_p));
+        let ground_point = params.vec3(GROUND_POINT);
+        let normals = params.get(NORMALS);
+        for (i, row) in rows.iter_mut().enumerate().take(self.normal_count) {
+            let n = Vec3::new(normals[3 * i], normals[3 * i + 1], normals[3 * i + 2]);
+            *row = Row {
+                jacobian: [point_row(&r_p, &n), [0.0; 6]],
+                position_error: if self.position_level {
+                    n.dot(&(x_p - ground_point))
+                } else {
+                    0.0
+                },
+                velocity_error: n.dot(&v_p),
+                acceleration_error: n.dot(&a_p),
+            };
+        }
+    }
+
+    fn reported_extras(&self) -> ReportedExtras {
+        ReportedExtras {
+            contact_point: true,
+            separation: false,
+            contact_force: true,
+        }
+    }
+
+    /// `contact_point` = `x_p` in Ground; `contact_force` = physical force on the body,
+    /// `Σ n_i λ_rbdl,i = −Σ n_i λ_i`, in Ground.
+    fn report(&self, params: &Params<'_>, kinematics: &[BodyKinematics], multipliers: &[f64]) -> ContactReport {
+        let body = &kinematics[0];
+        let x_p = body.origin + body.rotation * params.vec3(POINT);
+        let normals = params.get(NORMALS);
+        let mut force = Vec3::zeros();
+        for (i, lambda) in multipliers.iter().enumerate().take(self.normal_count) {
+            force -= *lambda * Vec3::new(normals[3 * i], normals[3 * i + 1], normals[3 * i + 2]);
+        }
+        ContactReport {
+            contact_point: x_p.into(),
+            separation: 0.0,
+            contact_force: force.into(),
+        }
+    }
+}
+
+/// RBDL's body-frame form: the physical force in the body's frame, applied at the contact point
+/// (the torque about the point is zero). `rotation` is `R_GB`.
+pub fn body_frame_force(rotation: &Mat3, force_in_ground: &[f64; 3]) -> [f64; 3] {
+    (rotation.transpose() * Vec3::from(*force_in_ground)).into()
+}
+
+/// RBDL's root-frame form: the physical force as a spatial force `(torque, force)` about the
+/// Ground origin, for a contact point `x_p` in Ground.
+pub fn root_frame_wrench(contact_point: &[f64; 3], force_in_ground: &[f64; 3]) -> [f64; 6] {
+    let f = Vec3::from(*force_in_ground);
+    let t = Vec3::from(*contact_point).cross(&f);
+    [t.x, t.y, t.z, f.x, f.y, f.z]
+}

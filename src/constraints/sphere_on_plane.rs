@@ -1,0 +1,235 @@
+//! Simbody's `Constraint::SphereOnPlaneContact` (`physics.md` §2).
+//!
+//! A sphere (centre `p_BO`, radius `r`) fixed on body B touches a plane (frame `X_FP`, normal
+//! `Pz`) fixed on body F. One holonomic row keeps the sphere on the plane; with
+//! `enforce_rolling` two nonholonomic rows forbid slip at the contact point `C = O − r Pz`.
+//!
+//! Internal row order is Simbody's: `[z]`, or `[z, x, y]` when rolling. Reported quantities are
+//! in `(x, y, z)` order in the plane frame P; x and y are 0 when rolling is not enforced (slip is
+//! not reported, as in Simbody).
+
+use crate::constraints::{
+    BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
+    RowLevel, negated_point_row, plane_frame, point_row,
+};
+use crate::math::Vec3;
+use crate::model::BodyId;
+
+/// Index of the `plane_frame` parameter: `X_FP` as `[e0, e1, e2, e3, x, y, z]` in F.
+pub const PLANE_FRAME: usize = 0;
+/// Index of the `sphere_center` parameter: `p_BO` in B.
+pub const SPHERE_CENTER: usize = 1;
+/// Index of the `radius` parameter: `r > 0`.
+pub const RADIUS: usize = 2;
+
+/// A sphere on body `ball` in contact with a plane on body `plane`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SphereOnPlaneContact {
+    bodies: [BodyId; 2],
+    enforce_rolling: bool,
+    default_plane_frame: [f64; 7],
+    default_sphere_center: [f64; 3],
+    default_radius: f64,
+}
+
+const ROLLING_LEVELS: [RowLevel; 3] = [RowLevel::Position, RowLevel::Velocity, RowLevel::Velocity];
+const SLIDING_LEVELS: [RowLevel; 1] = [RowLevel::Position];
+const ROLLING_SLOTS: [Option<usize>; 3] = [Some(1), Some(2), Some(0)];
+const SLIDING_SLOTS: [Option<usize>; 3] = [None, None, Some(0)];
+
+/// What [`SphereOnPlaneContact::geometry`] computes: the contact geometry in Ground.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SphereOnPlaneGeometry {
+    /// Plane axes `Px, Py, Pz` in Ground (columns of `R_GF R_FP`).
+    pub plane_axes: [Vec3; 3],
+    /// Sphere centre `p_GO` in Ground.
+    pub sphere_center: Vec3,
+    /// Contact point `C = O − r Pz` in Ground.
+    pub contact_point: Vec3,
+    /// Signed distance from C to the plane.
+    pub position_error: f64,
+}
+
+impl SphereOnPlaneContact {
+    /// A contact between a plane fixed on `plane` and a sphere fixed on `ball`. Defaults: plane
+    /// frame = F's frame, sphere centre at B's origin, radius 1; change them with the builder
+    /// methods (template defaults) or per instance on the batch.
+    pub fn new(plane: BodyId, ball: BodyId, enforce_rolling: bool) -> Self {
+        Self {
+            bodies: [plane, ball],
+            enforce_rolling,
+            default_plane_frame: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            default_sphere_center: [0.0; 3],
+            default_radius: 1.0,
+        }
+    }
+
+    /// Default plane frame `X_FP` `[e0, e1, e2, e3, x, y, z]` for new instances.
+    pub fn with_plane_frame(mut self, frame: [f64; 7]) -> Self {
+        self.default_plane_frame = frame;
+        self
+    }
+
+    /// Default sphere centre `p_BO` for new instances.
+    pub fn with_sphere_center(mut self, center: [f64; 3]) -> Self {
+        self.default_sphere_center = center;
+        self
+    }
+
+    /// Default radius for new instances.
+    pub fn with_radius(mut self, radius: f64) -> Self {
+        self.default_radius = radius;
+        self
+    }
+
+    /// Whether the two no-slip rows are present.
+    pub fn enforce_rolling(&self) -> bool {
+        self.enforce_rolling
+    }
+
+    /// Plane body F.
+    pub fn plane_body(&self) -> BodyId {
+        self.bodies[0]
+    }
+
+    /// Ball body B.
+    pub fn ball_body(&self) -> BodyId {
+        self.bodies[1]
+    }
+
+    /// Contact geometry from poses only (valid whether or not the constraint is enabled).
+    pub fn geometry(params: &Params<'_>, plane: &BodyKinematics, ball: &BodyKinematics) -> SphereOnPlaneGeometry {
+        let (r_fp, p_fp) = plane_frame(params.get(PLANE_FRAME));
+        let r = params.get(RADIUS)[0];
+        let r_gp = plane.rotation * r_fp;
+        let (px, py, pz) = (
+            r_gp.column(0).into_owned(),
+            r_gp.column(1).into_owned(),
+            r_gp.column(2).into_owned(),
+        );
+        let p_gpo = plane.origin + plane.rotation * p_fp;
+        let sphere_center = ball.origin + ball.rotation * params.vec3(SPHERE_CENTER);
+        SphereOnPlaneGeometry {
+            plane_axes: [px, py, pz],
+            sphere_center,
+            contact_point: sphere_center - r * pz,
+            position_error: (sphere_center - p_gpo).dot(&pz) - r,
+        }
+    }
+}
+
+impl Constraint for SphereOnPlaneContact {
+    fn kind_name(&self) -> &'static str {
+        "sphere_on_plane"
+    }
+
+    fn bodies(&self) -> &[BodyId] {
+        &self.bodies
+    }
+
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec {
+                name: "plane_frame",
+                default: self.default_plane_frame.to_vec(),
+                check: Check::Frame,
+            },
+            ParamSpec {
+                name: "sphere_center",
+                default: self.default_sphere_center.to_vec(),
+                check: Check::Finite,
+            },
+            ParamSpec {
+                name: "radius",
+                default: vec![self.default_radius],
+                check: Check::Positive,
+            },
+        ]
+    }
+
+    fn row_levels(&self) -> &[RowLevel] {
+        if self.enforce_rolling {
+            &ROLLING_LEVELS
+        } else {
+            &SLIDING_LEVELS
+        }
+    }
+
+    fn report_slots(&self) -> &[Option<usize>] {
+        if self.enforce_rolling {
+            &ROLLING_SLOTS
+        } else {
+            &SLIDING_SLOTS
+        }
+    }
+
+    fn evaluate(&self, params: &Params<'_>, kinematics: &[BodyKinematics], rows: &mut [Row]) {
+        let (plane, ball) = (&kinematics[0], &kinematics[1]);
+        let (r_fp, p_fp) = plane_frame(params.get(PLANE_FRAME));
+        let r = params.get(RADIUS)[0];
+        let r_gp = plane.rotation * r_fp;
+        let px: Vec3 = r_gp.column(0).into_owned();
+        let py: Vec3 = r_gp.column(1).into_owned();
+        let pz: Vec3 = r_gp.column(2).into_owned();
+        let h = (plane.rotation * p_fp).dot(&pz);
+        let (w_f, b_f) = (plane.ang_vel, plane.ang_acc);
+        let (w_b, b_b) = (ball.ang_vel, ball.ang_acc);
+
+        let o_b = ball.rotation * params.vec3(SPHERE_CENTER);
+        let p_go = ball.origin + o_b;
+        let v_go = ball.lin_vel + w_b.cross(&o_b);
+        let a_go = ball.lin_acc + b_b.cross(&o_b) + w_b.cross(&w_b.cross(&o_b));
+        let d = p_go - plane.origin;
+        let d_dot = v_go - plane.lin_vel;
+        let d_ddot = a_go - plane.lin_acc;
+        let v_fo = d_dot - w_f.cross(&d);
+        let a_fo = d_ddot - b_f.cross(&d) - 2.0 * w_f.cross(&d_dot) + w_f.cross(&w_f.cross(&d));
+
+        let position_error = d.dot(&pz) - h - r;
+        let c_b = o_b - r * pz; // p_BC
+        let c_f = d - r * pz; // p_FC
+
+        rows[0] = Row {
+            jacobian: [negated_point_row(&c_f, &pz), point_row(&c_b, &pz)],
+            position_error,
+            velocity_error: v_fo.dot(&pz),
+            acceleration_error: a_fo.dot(&pz),
+        };
+        if self.enforce_rolling {
+            let v_fc = v_fo - r * (w_b - w_f).cross(&pz);
+            let b_fb = (b_b - b_f) - w_f.cross(&w_b);
+            let a_fc = a_fo - r * b_fb.cross(&pz);
+            for (row, e) in rows[1..3].iter_mut().zip([px, py]) {
+                *row = Row {
+                    jacobian: [negated_point_row(&c_f, &e), point_row(&c_b, &e)],
+                    position_error: 0.0,
+                    velocity_error: e.dot(&v_fc),
+                    acceleration_error: e.dot(&a_fc),
+                };
+            }
+        }
+    }
+
+    fn reported_extras(&self) -> ReportedExtras {
+        ReportedExtras {
+            contact_point: true,
+            separation: true,
+            contact_force: true,
+        }
+    }
+
+    /// `contact_force` = `force_on_sphere_in_ground` = `R_GP (−λ)`.
+    fn report(&self, params: &Params<'_>, kinematics: &[BodyKinematics], multipliers: &[f64]) -> ContactReport {
+        let g = Self::geometry(params, &kinematics[0], &kinematics[1]);
+        let [px, py, pz] = g.plane_axes;
+        let mut f = multipliers[0] * pz;
+        if self.enforce_rolling {
+            f += multipliers[1] * px + multipliers[2] * py;
+        }
+        ContactReport {
+            contact_point: g.contact_point.into(),
+            separation: g.position_error,
+            contact_force: (-f).into(),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Typed errors of the library.
+//!
+//! Every error that comes from user input names the field, the instance (where there is one) and
+//! the accepted range, so a user randomising thousands of parameters can find the bad draw.
+
+use thiserror::Error;
+
+/// Errors returned by simbatch.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum Error {
+    /// A parameter or state value is outside its accepted range.
+    #[error("invalid {field} for instance {instance}: got {value}; accepted: {accepted}")]
+    InvalidValue {
+        /// Qualified field name, e.g. `body[1].mass` or `constraint[0].radius`.
+        field: String,
+        /// Instance index in the batch.
+        instance: usize,
+        /// The offending value, formatted.
+        value: String,
+        /// What the field accepts.
+        accepted: String,
+    },
+    /// An instance index is past the end of the batch.
+    #[error("instance {instance} out of range: the batch holds {len} instances")]
+    InstanceOutOfRange {
+        /// Requested instance.
+        instance: usize,
+        /// Number of instances in the batch.
+        len: usize,
+    },
+    /// A bulk write or read got a column of the wrong length.
+    #[error("column {field}: got {got} values, expected {expected}")]
+    ColumnLength {
+        /// Qualified field name.
+        field: String,
+        /// Number of values given.
+        got: usize,
+        /// Number of values expected.
+        expected: usize,
+    },
+    /// The system template is inconsistent.
+    #[error("invalid template: {0}")]
+    Template(String),
+    /// A body or constraint handle does not fit the template or the operation.
+    #[error("{what} {index} is not valid here: {reason}")]
+    BadHandle {
+        /// `body` or `constraint`.
+        what: &'static str,
+        /// The index of the handle.
+        index: usize,
+        /// Why it does not fit.
+        reason: String,
+    },
+    /// A named parameter does not exist on that constraint.
+    #[error("constraint {constraint} ({kind}) has no parameter {name:?}; it has: {available}")]
+    UnknownParameter {
+        /// Constraint index.
+        constraint: usize,
+        /// Constraint kind name.
+        kind: String,
+        /// The requested name.
+        name: String,
+        /// Comma-separated list of existing parameter names.
+        available: String,
+    },
+    /// A vector handed to a per-instance computation has the wrong size.
+    #[error("{what}: got {got} values, expected {expected}")]
+    Dimension {
+        /// What the vector is.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The expected length.
+        expected: usize,
+    },
+    /// A reference-data file could not be read or does not have the expected format.
+    #[error("{file}:{line}: {message}")]
+    Data {
+        /// File path.
+        file: String,
+        /// 1-based line number (0 when the whole file is concerned).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The instance's state or result is not finite (see [`crate::batch::status`]).
+    #[error("instance {instance} is not finite (status bits {status:#x})")]
+    NonFinite {
+        /// Instance index.
+        instance: usize,
+        /// Its status bits.
+        status: u32,
+    },
+}
+
+/// Result alias used throughout simbatch.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,607 @@
+//! The f64 CPU reference path: per-instance assembly, solve and reporting, rayon-parallel over
+//! instances.
+//!
+//! Each instance is computed by the same sequential code whatever the thread count, and nothing
+//! is reduced across instances, so results are bit-identical with 1 thread and with many.
+
+use nalgebra::{DMatrix, DVector, Matrix6};
+use rayon::prelude::*;
+
+use crate::batch::{Batch, status};
+use crate::constraints::{BodyKinematics, ContactReport, Params, Row, RowLevel};
+use crate::dynamics::{Loads, MassProperties, applied_minus_coriolis, energy, mass_matrix};
+use crate::error::{Error, Result};
+use crate::math::{Vec3, all_finite, rotation_from_quaternion, vec3};
+use crate::model::{BodyKind, ConstraintId};
+use crate::solver::{MassFactor, Solution, solve};
+
+/// Rows of one constraint in one instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConstraintRows {
+    /// Whether the constraint is enabled for this instance (disabled rows are not in G).
+    pub enabled: bool,
+    /// First row in G when enabled.
+    pub offset: usize,
+    /// The rows as the constraint evaluated them (also when disabled).
+    pub rows: Vec<Row>,
+}
+
+/// Everything assembled for one instance, before and independent of the solve.
+#[derive(Debug, Clone)]
+pub struct InstanceSystem {
+    /// Instance index.
+    pub instance: usize,
+    /// Status bits found while assembling (see [`status`]).
+    pub status: u32,
+    /// Kinematics of every body, indexed by `BodyId` (free bodies' accelerations are 0).
+    pub kinematics: Vec<BodyKinematics>,
+    /// 6×6 mass matrix of each free body, in column order.
+    pub mass_blocks: Vec<Matrix6<f64>>,
+    /// `f − c(q, u)` (nu).
+    pub applied: DVector<f64>,
+    /// Constraint Jacobian G (m × nu), enabled rows only, constraints in template order.
+    pub jacobian: DMatrix<f64>,
+    /// `k = aerr(u̇ = 0)` (m).
+    pub bias_acceleration: DVector<f64>,
+    /// The solver's right-hand side `b = −k`, with Baumgarte terms where enabled (m).
+    pub bias: DVector<f64>,
+    /// Position errors of the enabled rows (0 on non-holonomic rows).
+    pub position_errors: DVector<f64>,
+    /// Velocity errors of the enabled rows.
+    pub velocity_errors: DVector<f64>,
+    /// Per constraint, its rows.
+    pub constraints: Vec<ConstraintRows>,
+}
+
+impl InstanceSystem {
+    /// Number of enabled rows.
+    pub fn rows(&self) -> usize {
+        self.jacobian.nrows()
+    }
+
+    /// `aerr(u̇) = G u̇ + k` for the enabled rows.
+    pub fn acceleration_errors(&self, udot: &DVector<f64>) -> Result<DVector<f64>> {
+        if udot.len() != self.jacobian.ncols() {
+            return Err(Error::Dimension {
+                what: "udot",
+                got: udot.len(),
+                expected: self.jacobian.ncols(),
+            });
+        }
+        Ok(&self.jacobian * udot + &self.bias_acceleration)
+    }
+
+    /// Solves for u̇ and λ; `Err` when the instance is not finite or its mass matrix is singular.
+    pub fn solve(&self) -> Result<Solution> {
+        if self.status != status::OK {
+            return Err(Error::NonFinite {
+                instance: self.instance,
+                status: self.status,
+            });
+        }
+        let factor = MassFactor::new(&self.mass_blocks).ok_or(Error::NonFinite {
+            instance: self.instance,
+            status: status::SINGULAR_MASS,
+        })?;
+        Ok(solve(&factor, &self.applied, &self.jacobian, &self.bias))
+    }
+}
+
+/// Outputs of one constraint for every instance, in reported order (`report_slots`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConstraintEvaluation {
+    /// Values per instance in the reported vectors (3 for plane contacts, the normal count for
+    /// point-to-ground contacts).
+    pub width: usize,
+    /// Number of bodies of the constraint (entries per instance of `body_forces`).
+    pub body_count: usize,
+    /// Position errors, reported order (plane contacts: `(0, 0, perr)`).
+    pub position_errors: Vec<f64>,
+    /// Velocity errors, reported order.
+    pub velocity_errors: Vec<f64>,
+    /// Acceleration errors at the constrained u̇ (≈ 0), reported order.
+    pub acceleration_errors: Vec<f64>,
+    /// Multipliers (Simbody's sign), reported order; 0 when disabled.
+    pub multipliers: Vec<f64>,
+    /// Constraint force on each of the constraint's bodies, `(torque about the body origin,
+    /// force)` in Ground with Simbody's sign (= minus the force applied), Ground included.
+    pub body_forces: Vec<[f64; 6]>,
+    /// `−λ · verr`.
+    pub power: Vec<f64>,
+    /// Contact point in Ground, where the kind reports one.
+    pub contact_point: Option<Vec<[f64; 3]>>,
+    /// Separation (valid when disabled), where the kind reports one.
+    pub separation: Option<Vec<f64>>,
+    /// The kind's force accessor (sphere: force on sphere in Ground; point on plane: force on
+    /// follower point in the plane frame; point to ground: physical force in Ground).
+    pub contact_force: Option<Vec<[f64; 3]>>,
+}
+
+impl ConstraintEvaluation {
+    fn slice(v: &[f64], w: usize, i: usize) -> &[f64] {
+        &v[i * w..(i + 1) * w]
+    }
+
+    /// Position errors of instance `i`.
+    pub fn position_errors_of(&self, i: usize) -> &[f64] {
+        Self::slice(&self.position_errors, self.width, i)
+    }
+
+    /// Velocity errors of instance `i`.
+    pub fn velocity_errors_of(&self, i: usize) -> &[f64] {
+        Self::slice(&self.velocity_errors, self.width, i)
+    }
+
+    /// Acceleration errors of instance `i`.
+    pub fn acceleration_errors_of(&self, i: usize) -> &[f64] {
+        Self::slice(&self.acceleration_errors, self.width, i)
+    }
+
+    /// Multipliers of instance `i`.
+    pub fn multipliers_of(&self, i: usize) -> &[f64] {
+        Self::slice(&self.multipliers, self.width, i)
+    }
+
+    /// Constraint forces on the bodies of instance `i`.
+    pub fn body_forces_of(&self, i: usize) -> &[[f64; 6]] {
+        &self.body_forces[i * self.body_count..(i + 1) * self.body_count]
+    }
+}
+
+/// Results of evaluating every instance of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Number of instances.
+    pub len: usize,
+    /// Mobilities per instance.
+    pub nu: usize,
+    /// Status bits per instance ([`status`]); outputs of a flagged instance are NaN.
+    pub status: Vec<u32>,
+    /// Constrained u̇, `nu` per instance.
+    pub udot: Vec<f64>,
+    /// Unconstrained u̇ = M⁻¹ (f − c), `nu` per instance.
+    pub udot_unconstrained: Vec<f64>,
+    /// Per constraint, in template order.
+    pub constraints: Vec<ConstraintEvaluation>,
+}
+
+impl Evaluation {
+    /// Constrained u̇ of instance `i`.
+    pub fn udot_of(&self, i: usize) -> &[f64] {
+        &self.udot[i * self.nu..(i + 1) * self.nu]
+    }
+
+    /// Unconstrained u̇ of instance `i`.
+    pub fn udot_unconstrained_of(&self, i: usize) -> &[f64] {
+        &self.udot_unconstrained[i * self.nu..(i + 1) * self.nu]
+    }
+
+    /// Outputs of one constraint.
+    pub fn constraint(&self, c: ConstraintId) -> Result<&ConstraintEvaluation> {
+        self.constraints.get(c.0).ok_or_else(|| Error::BadHandle {
+            what: "constraint",
+            index: c.0,
+            reason: format!("the evaluation holds {} constraints", self.constraints.len()),
+        })
+    }
+
+    /// Number of instances whose status is not OK.
+    pub fn flagged(&self) -> usize {
+        self.status.iter().filter(|s| **s != status::OK).count()
+    }
+}
+
+/// One constraint's outputs for one instance, before scattering into columns.
+struct ConstraintInstanceOutput {
+    position_errors: [f64; crate::constraints::MAX_ROWS],
+    velocity_errors: [f64; crate::constraints::MAX_ROWS],
+    acceleration_errors: [f64; crate::constraints::MAX_ROWS],
+    multipliers: [f64; crate::constraints::MAX_ROWS],
+    body_forces: [[f64; 6]; 2],
+    power: f64,
+    report: ContactReport,
+}
+
+struct InstanceOutput {
+    status: u32,
+    udot: Vec<f64>,
+    udot_unconstrained: Vec<f64>,
+    constraints: Vec<ConstraintInstanceOutput>,
+}
+
+impl Batch {
+    /// Kinematics of every body of instance `i`, with the given free-body accelerations
+    /// (`None`: zero). Also returns status bits for non-finite state.
+    fn kinematics(&self, i: usize, udot: Option<&[f64]>) -> (Vec<BodyKinematics>, u32) {
+        let template = self.template();
+        let mut st = status::OK;
+        let gravity = self.gravity()[i];
+        if !all_finite(&gravity) || !self.time()[i].is_finite() {
+            st |= status::NONFINITE_STATE;
+        }
+        let kin = template
+            .bodies()
+            .iter()
+            .map(|body| match body.kind {
+                BodyKind::Ground => BodyKinematics::ground(),
+                BodyKind::Free => {
+                    let cols = &self.free_columns()[body.slot];
+                    let (q, u) = (&cols.q[i], &cols.u[i]);
+                    let rotation = rotation_from_quaternion(&q[..4]);
+                    if rotation.is_none() || !all_finite(q) || !all_finite(u) {
+                        st |= status::NONFINITE_STATE;
+                    }
+                    let acc = udot.map(|a| &a[6 * body.slot..6 * body.slot + 6]);
+                    BodyKinematics {
+                        rotation: rotation.unwrap_or_default(),
+                        origin: vec3(&q[4..7]),
+                        ang_vel: vec3(&u[0..3]),
+                        lin_vel: vec3(&u[3..6]),
+                        ang_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[0..3])),
+                        lin_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[3..6])),
+                    }
+                }
+                BodyKind::Prescribed => {
+                    let cols = &self.prescribed_columns()[body.slot];
+                    let (pose, vel, acc) = (&cols.pose[i], &cols.velocity[i], &cols.acceleration[i]);
+                    let rotation = rotation_from_quaternion(&pose[..4]);
+                    if rotation.is_none() || !all_finite(pose) || !all_finite(vel) || !all_finite(acc) {
+                        st |= status::NONFINITE_STATE;
+                    }
+                    BodyKinematics {
+                        rotation: rotation.unwrap_or_default(),
+                        origin: vec3(&pose[4..7]),
+                        ang_vel: vec3(&vel[0..3]),
+                        lin_vel: vec3(&vel[3..6]),
+                        ang_acc: vec3(&acc[0..3]),
+                        lin_acc: vec3(&acc[3..6]),
+                    }
+                }
+            })
+            .collect();
+        (kin, st)
+    }
+
+    /// Evaluates every row of every constraint of instance `i` with the given kinematics, with
+    /// the generic row-level rules applied: no position error on non-holonomic rows, no velocity
+    /// error on acceleration-level rows.
+    fn constraint_rows(&self, i: usize, kin: &[BodyKinematics]) -> Vec<(bool, Vec<Row>)> {
+        let template = self.template();
+        template
+            .constraints()
+            .iter()
+            .zip(self.all_constraint_columns())
+            .map(|(slot, cols)| {
+                let c = &slot.constraint;
+                let params = Params::new(&cols.params, &cols.widths, i);
+                let body_kin: Vec<BodyKinematics> = c.bodies().iter().map(|b| kin[b.0]).collect();
+                let levels = c.row_levels();
+                let mut rows = vec![Row::default(); levels.len()];
+                c.evaluate(&params, &body_kin, &mut rows);
+                for (row, level) in rows.iter_mut().zip(levels) {
+                    if *level != RowLevel::Position {
+                        row.position_error = 0.0;
+                    }
+                    if *level == RowLevel::Acceleration {
+                        row.velocity_error = 0.0;
+                    }
+                }
+                (cols.enabled[i] != 0, rows)
+            })
+            .collect()
+    }
+
+    /// Assembles instance `i`: kinematics, mass matrices, `f − c`, G, k, b and errors.
+    pub fn instance_system(&self, i: usize) -> Result<InstanceSystem> {
+        if i >= self.len() {
+            return Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len(),
+            });
+        }
+        Ok(self.assemble(i))
+    }
+
+    fn assemble(&self, i: usize) -> InstanceSystem {
+        let template = self.template();
+        let nu = template.nu();
+        let (kinematics, mut st) = self.kinematics(i, None);
+        let gravity = Vec3::from(self.gravity()[i]);
+
+        let mut mass_blocks = Vec::with_capacity(template.free_bodies().len());
+        let mut applied = DVector::zeros(nu);
+        for (slot, (body, cols)) in template.free_bodies().iter().zip(self.free_columns()).enumerate() {
+            let props = MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
+            let kin = &kinematics[body.0];
+            let loads = Loads {
+                gravity,
+                force: Vec3::from(cols.applied_force[i]),
+                torque: Vec3::from(cols.applied_torque[i]),
+            };
+            mass_blocks.push(mass_matrix(&props, &kin.rotation));
+            applied
+                .fixed_rows_mut::<6>(6 * slot)
+                .copy_from(&applied_minus_coriolis(&props, kin, &loads));
+        }
+
+        let evaluated = self.constraint_rows(i, &kinematics);
+        let m: usize = evaluated.iter().filter(|(e, _)| *e).map(|(_, r)| r.len()).sum();
+        let mut jacobian = DMatrix::zeros(m, nu);
+        let mut bias_acceleration = DVector::zeros(m);
+        let mut bias = DVector::zeros(m);
+        let mut position_errors = DVector::zeros(m);
+        let mut velocity_errors = DVector::zeros(m);
+        let mut constraints = Vec::with_capacity(evaluated.len());
+        let mut offset = 0;
+        for ((enabled, rows), (slot, cols)) in evaluated
+            .into_iter()
+            .zip(template.constraints().iter().zip(self.all_constraint_columns()))
+        {
+            if enabled {
+                let bodies = slot.constraint.bodies();
+                // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
+                let inv_t = slot.baumgarte.map(|_| 1.0 / cols.baumgarte_time_constant[i]);
+                for (r, row) in rows.iter().enumerate() {
+                    let at = offset + r;
+                    for (block, body) in row.jacobian.iter().zip(bodies) {
+                        let b = &template.bodies()[body.0];
+                        if b.kind == BodyKind::Free {
+                            for (k, value) in block.iter().enumerate() {
+                                jacobian[(at, 6 * b.slot + k)] += value;
+                            }
+                        }
+                    }
+                    bias_acceleration[at] = row.acceleration_error;
+                    position_errors[at] = row.position_error;
+                    velocity_errors[at] = row.velocity_error;
+                    bias[at] = -row.acceleration_error;
+                    if let Some(a) = inv_t {
+                        bias[at] -= 2.0 * a * row.velocity_error + a * a * row.position_error;
+                    }
+                }
+            }
+            constraints.push(ConstraintRows {
+                enabled,
+                offset,
+                rows,
+            });
+            if enabled {
+                offset += constraints.last().map_or(0, |c| c.rows.len());
+            }
+        }
+        if !all_finite(jacobian.as_slice()) || !all_finite(bias.as_slice()) || !all_finite(applied.as_slice()) {
+            st |= status::NONFINITE_STATE;
+        }
+        InstanceSystem {
+            instance: i,
+            status: st,
+            kinematics,
+            mass_blocks,
+            applied,
+            jacobian,
+            bias_acceleration,
+            bias,
+            position_errors,
+            velocity_errors,
+            constraints,
+        }
+    }
+
+    /// Acceleration errors of every row of instance `i` (enabled or not), evaluated directly from
+    /// the constraint formulas with free-body accelerations `udot` — the check on `G u̇ + k`.
+    /// One vector per constraint, internal row order.
+    pub fn acceleration_errors_at(&self, i: usize, udot: &[f64]) -> Result<Vec<Vec<f64>>> {
+        if i >= self.len() {
+            return Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len(),
+            });
+        }
+        let nu = self.template().nu();
+        if udot.len() != nu {
+            return Err(Error::Dimension {
+                what: "udot",
+                got: udot.len(),
+                expected: nu,
+            });
+        }
+        let (kin, _) = self.kinematics(i, Some(udot));
+        Ok(self
+            .constraint_rows(i, &kin)
+            .into_iter()
+            .map(|(_, rows)| rows.iter().map(|r| r.acceleration_error).collect())
+            .collect())
+    }
+
+    /// Total energy of instance `i`: `Σ ½ uᵀ M u − m g · p_com` over free bodies.
+    pub fn energy(&self, i: usize) -> Result<f64> {
+        if i >= self.len() {
+            return Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len(),
+            });
+        }
+        let (kin, _) = self.kinematics(i, None);
+        let gravity = Vec3::from(self.gravity()[i]);
+        Ok(self
+            .template()
+            .free_bodies()
+            .iter()
+            .zip(self.free_columns())
+            .map(|(body, cols)| {
+                let props = MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
+                energy(&props, &kin[body.0], &gravity)
+            })
+            .sum())
+    }
+
+    fn evaluate_instance(&self, i: usize) -> InstanceOutput {
+        let system = self.assemble(i);
+        let nu = self.template().nu();
+        let mut st = system.status;
+        let solution = if st == status::OK {
+            match MassFactor::new(&system.mass_blocks) {
+                Some(f) => Some(solve(&f, &system.applied, &system.jacobian, &system.bias)),
+                None => {
+                    st |= status::SINGULAR_MASS;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let (udot, udot_unconstrained, multipliers) = match &solution {
+            Some(s) => (s.udot.clone(), s.udot_unconstrained.clone(), s.multipliers.clone()),
+            None => {
+                let nan = DVector::from_element(nu, f64::NAN);
+                (nan.clone(), nan, DVector::from_element(system.rows(), f64::NAN))
+            }
+        };
+        let aerr = system
+            .acceleration_errors(&udot)
+            .unwrap_or_else(|_| DVector::from_element(system.rows(), f64::NAN));
+
+        let template = self.template();
+        let mut constraints = Vec::with_capacity(system.constraints.len());
+        for ((slot, cols), block) in template
+            .constraints()
+            .iter()
+            .zip(self.all_constraint_columns())
+            .zip(&system.constraints)
+        {
+            let c = &slot.constraint;
+            let n_rows = block.rows.len();
+            let mut lambda = [0.0; crate::constraints::MAX_ROWS];
+            let mut acc = [0.0; crate::constraints::MAX_ROWS];
+            if block.enabled {
+                for r in 0..n_rows {
+                    lambda[r] = multipliers[block.offset + r];
+                    acc[r] = aerr[block.offset + r];
+                }
+            }
+            let mut out = ConstraintInstanceOutput {
+                position_errors: [0.0; crate::constraints::MAX_ROWS],
+                velocity_errors: [0.0; crate::constraints::MAX_ROWS],
+                acceleration_errors: [0.0; crate::constraints::MAX_ROWS],
+                multipliers: [0.0; crate::constraints::MAX_ROWS],
+                body_forces: [[0.0; 6]; 2],
+                power: 0.0,
+                report: ContactReport::default(),
+            };
+            for (s, row) in c.report_slots().iter().enumerate() {
+                if let Some(r) = *row {
+                    out.position_errors[s] = block.rows[r].position_error;
+                    out.velocity_errors[s] = block.rows[r].velocity_error;
+                    out.acceleration_errors[s] = acc[r];
+                    out.multipliers[s] = lambda[r];
+                }
+            }
+            for (r, row) in block.rows.iter().enumerate() {
+                out.power -= lambda[r] * row.velocity_error;
+                for (j, jac) in row.jacobian.iter().enumerate().take(c.bodies().len()) {
+                    for k in 0..6 {
+                        out.body_forces[j][k] += lambda[r] * jac[k];
+                    }
+                }
+            }
+            let params = Params::new(&cols.params, &cols.widths, i);
+            let body_kin: Vec<BodyKinematics> =
+                c.bodies().iter().map(|b| system.kinematics[b.0]).collect();
+            out.report = c.report(&params, &body_kin, &lambda[..n_rows]);
+            constraints.push(out);
+        }
+        if st == status::OK
+            && !(all_finite(udot.as_slice())
+                && all_finite(multipliers.as_slice())
+                && constraints.iter().all(|c| c.power.is_finite()))
+        {
+            st |= status::NONFINITE_RESULT;
+        }
+        InstanceOutput {
+            status: st,
+            udot: udot.as_slice().to_vec(),
+            udot_unconstrained: udot_unconstrained.as_slice().to_vec(),
+            constraints,
+        }
+    }
+
+    /// Evaluates every instance on the CPU in f64, in parallel (rayon's global pool).
+    ///
+    /// A non-finite instance is flagged in [`Evaluation::status`] and its outputs are NaN; the
+    /// others are unaffected.
+    pub fn evaluate(&self) -> Evaluation {
+        let outputs: Vec<InstanceOutput> = (0..self.len())
+            .into_par_iter()
+            .with_min_len(64)
+            .map(|i| self.evaluate_instance(i))
+            .collect();
+        self.scatter(outputs)
+    }
+
+    /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
+    /// single-core benchmarks).
+    pub fn evaluate_sequential(&self) -> Evaluation {
+        let outputs: Vec<InstanceOutput> = (0..self.len()).map(|i| self.evaluate_instance(i)).collect();
+        self.scatter(outputs)
+    }
+
+    fn scatter(&self, outputs: Vec<InstanceOutput>) -> Evaluation {
+        let template = self.template();
+        let (len, nu) = (self.len(), template.nu());
+        let mut constraints: Vec<ConstraintEvaluation> = template
+            .constraints()
+            .iter()
+            .map(|slot| {
+                let c = &slot.constraint;
+                let width = c.report_slots().len();
+                let extras = c.reported_extras();
+                ConstraintEvaluation {
+                    width,
+                    body_count: c.bodies().len(),
+                    position_errors: Vec::with_capacity(len * width),
+                    velocity_errors: Vec::with_capacity(len * width),
+                    acceleration_errors: Vec::with_capacity(len * width),
+                    multipliers: Vec::with_capacity(len * width),
+                    body_forces: Vec::with_capacity(len * c.bodies().len()),
+                    power: Vec::with_capacity(len),
+                    contact_point: extras.contact_point.then(|| Vec::with_capacity(len)),
+                    separation: extras.separation.then(|| Vec::with_capacity(len)),
+                    contact_force: extras.contact_force.then(|| Vec::with_capacity(len)),
+                }
+            })
+            .collect();
+        let mut ev = Evaluation {
+            len,
+            nu,
+            status: Vec::with_capacity(len),
+            udot: Vec::with_capacity(len * nu),
+            udot_unconstrained: Vec::with_capacity(len * nu),
+            constraints: Vec::new(),
+        };
+        for out in outputs {
+            ev.status.push(out.status);
+            ev.udot.extend_from_slice(&out.udot);
+            ev.udot_unconstrained.extend_from_slice(&out.udot_unconstrained);
+            for (col, o) in constraints.iter_mut().zip(out.constraints) {
+                let w = col.width;
+                col.position_errors.extend_from_slice(&o.position_errors[..w]);
+                col.velocity_errors.extend_from_slice(&o.velocity_errors[..w]);
+                col.acceleration_errors.extend_from_slice(&o.acceleration_errors[..w]);
+                col.multipliers.extend_from_slice(&o.multipliers[..w]);
+                col.body_forces.extend_from_slice(&o.body_forces[..col.body_count]);
+                col.power.push(o.power);
+                if let Some(v) = col.contact_point.as_mut() {
+                    v.push(o.report.contact_point);
+                }
+                if let Some(v) = col.separation.as_mut() {
+                    v.push(o.report.separation);
+                }
+                if let Some(v) = col.contact_force.as_mut() {
+                    v.push(o.report.contact_force);
+                }
+            }
+        }
+        ev.constraints = constraints;
+        ev
+    }
+}

@@ -1,0 +1,51 @@
+//! # simbatch
+//!
+//! Thousands to millions of small, independent constrained rigid-body systems at once, with
+//! Simbody's constraint semantics. This crate holds the model ([`model`]), the structure-of-arrays
+//! batch storage ([`batch`]), one module per constraint kind ([`constraints`]), the free-body
+//! dynamics ([`dynamics`]), the multiplier solver ([`solver`]) and the f64 CPU reference path
+//! ([`evaluate`]). The physics contract is `physics.md` (shipped with the project's spec); every
+//! formula here cites its section.
+//!
+//! ```
+//! use simbatch::prelude::*;
+//!
+//! let mut template = SystemTemplate::new();
+//! let ball = template.add_free_body("ball");
+//! let contact = template
+//!     .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1))
+//!     .unwrap();
+//! let mut batch = Batch::new(template, 1000).unwrap();
+//! for i in 0..batch.len() {
+//!     batch.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1]).unwrap();
+//! }
+//! let ev = batch.evaluate();
+//! // A ball resting on level ground: λz = −m g.
+//! let lambda = ev.constraint(contact).unwrap().multipliers_of(0);
+//! assert!((lambda[2] + 9.81).abs() < 1e-12);
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod constraints;
+pub mod dynamics;
+pub mod error;
+pub mod evaluate;
+pub mod golden;
+pub mod math;
+pub mod model;
+pub mod solver;
+
+pub use error::{Error, Result};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::batch::{Batch, status};
+    pub use crate::constraints::{
+        Constraint, PointOnPlaneContact, PointToGround, RowLevel, SphereOnPlaneContact,
+    };
+    pub use crate::error::{Error, Result};
+    pub use crate::evaluate::{ConstraintEvaluation, Evaluation, InstanceSystem};
+    pub use crate::model::{Baumgarte, BodyId, BodyKind, ConstraintId, GROUND, SystemTemplate};
+}
