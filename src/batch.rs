@@ -358,15 +358,34 @@ impl Batch {
         &self.template
     }
 
-    /// Status bits per instance (see [`status`]), as left by the last operation that checked
-    /// finiteness of the state.
+    /// Status bits per instance (see [`status`]), as left by the last
+    /// [`refresh_status`](Self::refresh_status).
     pub fn status(&self) -> &[u32] {
         &self.status
     }
 
-    /// Mutable status column, for the engine's steppers.
-    pub(crate) fn status_mut(&mut self) -> &mut [u32] {
-        &mut self.status
+    /// Re-checks every instance's state (time, q, u, prescribed motion) and records
+    /// [`status::NONFINITE_STATE`] where something is not finite or a quaternion is zero; other
+    /// bits are cleared. Returns the number of flagged instances. Instances are independent: one
+    /// flagged instance changes nothing for the others.
+    pub fn refresh_status(&mut self) -> usize {
+        let mut flagged = 0;
+        for i in 0..self.len {
+            let mut ok = self.time[i].is_finite() && self.gravity[i].iter().all(|x| x.is_finite());
+            for cols in &self.free {
+                ok &= cols.q[i].iter().all(|x| x.is_finite())
+                    && cols.u[i].iter().all(|x| x.is_finite())
+                    && cols.q[i][..4].iter().any(|x| *x != 0.0);
+            }
+            for cols in &self.prescribed {
+                ok &= cols.pose[i].iter().all(|x| x.is_finite())
+                    && cols.velocity[i].iter().all(|x| x.is_finite())
+                    && cols.acceleration[i].iter().all(|x| x.is_finite());
+            }
+            self.status[i] = if ok { status::OK } else { status::NONFINITE_STATE };
+            flagged += usize::from(!ok);
+        }
+        flagged
     }
 
     fn check_instance(&self, instance: usize) -> Result<()> {
