@@ -134,7 +134,8 @@ fn valid_inertia(i: [f64; 6]) -> Result<[f64; 6], Accepted> {
 }
 
 fn pose(mut p: [f64; 7]) -> Result<[f64; 7], Accepted> {
-    const ACCEPTED: &str = "[e0, e1, e2, e3, x, y, z] finite, quaternion not zero (it is normalised)";
+    const ACCEPTED: &str =
+        "[e0, e1, e2, e3, x, y, z] finite, quaternion not zero (it is normalised)";
     if !p.iter().all(|x| x.is_finite()) || !normalize_quaternion(&mut p[..4]) {
         return Err(ACCEPTED);
     }
@@ -305,7 +306,7 @@ impl Batch {
             let mut widths = Vec::with_capacity(specs.len());
             for spec in &specs {
                 let mut default = spec.default.clone();
-                if default.is_empty() || spec.check.apply(&mut default).is_err() {
+                if default.is_empty() || !spec.check.accept(&mut default) {
                     return Err(Error::Template(format!(
                         "constraint {index} ({}): default {} = {:?} not accepted; accepted: {}",
                         slot.constraint.kind_name(),
@@ -382,7 +383,11 @@ impl Batch {
                     && cols.velocity[i].iter().all(|x| x.is_finite())
                     && cols.acceleration[i].iter().all(|x| x.is_finite());
             }
-            self.status[i] = if ok { status::OK } else { status::NONFINITE_STATE };
+            self.status[i] = if ok {
+                status::OK
+            } else {
+                status::NONFINITE_STATE
+            };
             flagged += usize::from(!ok);
         }
         flagged
@@ -442,20 +447,116 @@ impl Batch {
         Ok(&self.constraints[c.0])
     }
 
-    instance_field!(gravity, set_gravity, set_gravity_column, gravity, [f64; 3], finite, "the gravity vector in Ground");
-    instance_field!(time, set_time, set_time_column, time, f64, finite_scalar, "the instance's time");
+    instance_field!(
+        gravity,
+        set_gravity,
+        set_gravity_column,
+        gravity,
+        [f64; 3],
+        finite,
+        "the gravity vector in Ground"
+    );
+    instance_field!(
+        time,
+        set_time,
+        set_time_column,
+        time,
+        f64,
+        finite_scalar,
+        "the instance's time"
+    );
 
-    free_body_field!(mass, set_mass, set_mass_column, mass, f64, positive_mass, "the mass");
-    free_body_field!(com, set_com, set_com_column, com, [f64; 3], finite, "the COM offset (body frame)");
-    free_body_field!(inertia, set_inertia, set_inertia_column, inertia, [f64; 6], valid_inertia, "the inertia about the COM ([Ixx, Iyy, Izz, Ixy, Ixz, Iyz], body frame)");
-    free_body_field!(applied_force, set_applied_force, set_applied_force_column, applied_force, [f64; 3], finite, "the applied force through the COM (Ground)");
-    free_body_field!(applied_torque, set_applied_torque, set_applied_torque_column, applied_torque, [f64; 3], finite, "the applied torque (Ground)");
-    free_body_field!(q, set_q, set_q_column, q, [f64; 7], pose, "q = [e0, e1, e2, e3, x, y, z] (the quaternion is normalised)");
-    free_body_field!(u, set_u, set_u_column, u, [f64; 6], finite, "u = [w, v_origin] in Ground");
+    free_body_field!(
+        mass,
+        set_mass,
+        set_mass_column,
+        mass,
+        f64,
+        positive_mass,
+        "the mass"
+    );
+    free_body_field!(
+        com,
+        set_com,
+        set_com_column,
+        com,
+        [f64; 3],
+        finite,
+        "the COM offset (body frame)"
+    );
+    free_body_field!(
+        inertia,
+        set_inertia,
+        set_inertia_column,
+        inertia,
+        [f64; 6],
+        valid_inertia,
+        "the inertia about the COM ([Ixx, Iyy, Izz, Ixy, Ixz, Iyz], body frame)"
+    );
+    free_body_field!(
+        applied_force,
+        set_applied_force,
+        set_applied_force_column,
+        applied_force,
+        [f64; 3],
+        finite,
+        "the applied force through the COM (Ground)"
+    );
+    free_body_field!(
+        applied_torque,
+        set_applied_torque,
+        set_applied_torque_column,
+        applied_torque,
+        [f64; 3],
+        finite,
+        "the applied torque (Ground)"
+    );
+    free_body_field!(
+        q,
+        set_q,
+        set_q_column,
+        q,
+        [f64; 7],
+        pose,
+        "q = [e0, e1, e2, e3, x, y, z] (the quaternion is normalised)"
+    );
+    free_body_field!(
+        u,
+        set_u,
+        set_u_column,
+        u,
+        [f64; 6],
+        finite,
+        "u = [w, v_origin] in Ground"
+    );
 
-    prescribed_body_field!(pose, set_pose, set_pose_column, pose, [f64; 7], pose, "the pose [e0, e1, e2, e3, x, y, z] (the quaternion is normalised)");
-    prescribed_body_field!(velocity, set_velocity, set_velocity_column, velocity, [f64; 6], finite, "the spatial velocity [w, v_origin] in Ground");
-    prescribed_body_field!(acceleration, set_acceleration, set_acceleration_column, acceleration, [f64; 6], finite, "the spatial acceleration [b, a_origin] in Ground");
+    prescribed_body_field!(
+        pose,
+        set_pose,
+        set_pose_column,
+        pose,
+        [f64; 7],
+        pose,
+        "the pose [e0, e1, e2, e3, x, y, z] (the quaternion is normalised)"
+    );
+    prescribed_body_field!(
+        velocity,
+        set_velocity,
+        set_velocity_column,
+        velocity,
+        [f64; 6],
+        finite,
+        "the spatial velocity [w, v_origin] in Ground"
+    );
+    prescribed_body_field!(
+        acceleration,
+        set_acceleration,
+        set_acceleration_column,
+        acceleration,
+        [f64; 6],
+        finite,
+        "the spatial acceleration [b, a_origin] in Ground"
+    );
 
     /// Sets the mass properties of a free body for one instance; nothing is written unless all
     /// three are valid.
@@ -470,8 +571,10 @@ impl Batch {
         let slot = self.free_slot(body)?;
         self.check_instance(instance)?;
         let field = |f: &str| format!("body[{}].{f}", body.0);
-        let mass = positive_mass(mass).map_err(|a| invalid(field("mass"), instance, format!("{mass:?}"), a))?;
-        let com = finite(com).map_err(|a| invalid(field("com"), instance, format!("{com:?}"), a))?;
+        let mass = positive_mass(mass)
+            .map_err(|a| invalid(field("mass"), instance, format!("{mass:?}"), a))?;
+        let com =
+            finite(com).map_err(|a| invalid(field("com"), instance, format!("{com:?}"), a))?;
         let inertia = valid_inertia(inertia)
             .map_err(|a| invalid(field("inertia"), instance, format!("{inertia:?}"), a))?;
         let cols = &mut self.free[slot];
@@ -508,7 +611,12 @@ impl Batch {
     }
 
     /// Sets the Baumgarte time constant `T > 0` of a constraint for one instance.
-    pub fn set_baumgarte_time_constant(&mut self, c: ConstraintId, instance: usize, t: f64) -> Result<()> {
+    pub fn set_baumgarte_time_constant(
+        &mut self,
+        c: ConstraintId,
+        instance: usize,
+        t: f64,
+    ) -> Result<()> {
         self.constraint_columns(c)?;
         self.check_instance(instance)?;
         if !(t.is_finite() && t > 0.0) {
@@ -525,14 +633,23 @@ impl Batch {
 
     fn param_index(&self, c: ConstraintId, name: &str) -> Result<usize> {
         let cols = self.constraint_columns(c)?;
-        cols.specs.iter().position(|s| s.name == name).ok_or_else(|| {
-            Error::UnknownParameter {
+        cols.specs
+            .iter()
+            .position(|s| s.name == name)
+            .ok_or_else(|| Error::UnknownParameter {
                 constraint: c.0,
-                kind: self.template.constraints()[c.0].constraint.kind_name().to_string(),
+                kind: self.template.constraints()[c.0]
+                    .constraint
+                    .kind_name()
+                    .to_string(),
                 name: name.to_string(),
-                available: cols.specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
-            }
-        })
+                available: cols
+                    .specs
+                    .iter()
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 
     /// A constraint parameter's flat column (`width` values per instance) and its width.
@@ -550,7 +667,13 @@ impl Batch {
     }
 
     /// Sets a constraint parameter for one instance, validated (plane frames are normalised).
-    pub fn set_param(&mut self, c: ConstraintId, name: &str, instance: usize, value: &[f64]) -> Result<()> {
+    pub fn set_param(
+        &mut self,
+        c: ConstraintId,
+        name: &str,
+        instance: usize,
+        value: &[f64],
+    ) -> Result<()> {
         let k = self.param_index(c, name)?;
         self.check_instance(instance)?;
         let cols = &self.constraints[c.0];
@@ -564,9 +687,14 @@ impl Batch {
             });
         }
         let mut v = value.to_vec();
-        check
-            .apply(&mut v)
-            .map_err(|_| invalid(field, instance, format!("{value:?}"), check.accepted()))?;
+        if !check.accept(&mut v) {
+            return Err(invalid(
+                field,
+                instance,
+                format!("{value:?}"),
+                check.accepted(),
+            ));
+        }
         self.constraints[c.0].params[k][instance * w..(instance + 1) * w].copy_from_slice(&v);
         Ok(())
     }
@@ -587,14 +715,14 @@ impl Batch {
         }
         let mut column = values.to_vec();
         for (i, chunk) in column.chunks_mut(w).enumerate() {
-            check.apply(chunk).map_err(|_| {
-                invalid(
+            if !check.accept(chunk) {
+                return Err(invalid(
                     field.clone(),
                     i,
                     format!("{:?}", &values[i * w..(i + 1) * w]),
                     check.accepted(),
-                )
-            })?;
+                ));
+            }
         }
         self.constraints[c.0].params[k] = column;
         Ok(())

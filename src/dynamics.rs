@@ -50,15 +50,21 @@ pub fn mass_matrix(props: &MassProperties, rotation: &Mat3) -> Matrix6<f64> {
     let m = props.mass;
     let i_g = rotation * props.inertia * rotation.transpose();
     let mut mm = Matrix6::zeros();
-    mm.fixed_view_mut::<3, 3>(0, 0).copy_from(&(i_g - m * s * s));
+    mm.fixed_view_mut::<3, 3>(0, 0)
+        .copy_from(&(i_g - m * s * s));
     mm.fixed_view_mut::<3, 3>(0, 3).copy_from(&(m * s));
     mm.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-m * s));
-    mm.fixed_view_mut::<3, 3>(3, 3).copy_from(&(m * Mat3::identity()));
+    mm.fixed_view_mut::<3, 3>(3, 3)
+        .copy_from(&(m * Mat3::identity()));
     mm
 }
 
 /// `f − c(q, u)`: applied generalized forces minus velocity-product terms.
-pub fn applied_minus_coriolis(props: &MassProperties, kin: &BodyKinematics, loads: &Loads) -> Vector6<f64> {
+pub fn applied_minus_coriolis(
+    props: &MassProperties,
+    kin: &BodyKinematics,
+    loads: &Loads,
+) -> Vector6<f64> {
     let r = &kin.rotation;
     let w = kin.ang_vel;
     let c_g = r * props.com;
@@ -70,8 +76,10 @@ pub fn applied_minus_coriolis(props: &MassProperties, kin: &BodyKinematics, load
     let f_com = m * loads.gravity + loads.force;
     let f_ang = c_g.cross(&f_com) + loads.torque;
     let mut out = Vector6::zeros();
-    out.fixed_rows_mut::<3>(0).copy_from(&(f_ang - coriolis_ang));
-    out.fixed_rows_mut::<3>(3).copy_from(&(f_com - coriolis_lin));
+    out.fixed_rows_mut::<3>(0)
+        .copy_from(&(f_ang - coriolis_ang));
+    out.fixed_rows_mut::<3>(3)
+        .copy_from(&(f_com - coriolis_lin));
     out
 }
 

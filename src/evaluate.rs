@@ -181,7 +181,10 @@ impl Evaluation {
         self.constraints.get(c.0).ok_or_else(|| Error::BadHandle {
             what: "constraint",
             index: c.0,
-            reason: format!("the evaluation holds {} constraints", self.constraints.len()),
+            reason: format!(
+                "the evaluation holds {} constraints",
+                self.constraints.len()
+            ),
         })
     }
 
@@ -243,9 +246,14 @@ impl Batch {
                 }
                 BodyKind::Prescribed => {
                     let cols = &self.prescribed_columns()[body.slot];
-                    let (pose, vel, acc) = (&cols.pose[i], &cols.velocity[i], &cols.acceleration[i]);
+                    let (pose, vel, acc) =
+                        (&cols.pose[i], &cols.velocity[i], &cols.acceleration[i]);
                     let rotation = rotation_from_quaternion(&pose[..4]);
-                    if rotation.is_none() || !all_finite(pose) || !all_finite(vel) || !all_finite(acc) {
+                    if rotation.is_none()
+                        || !all_finite(pose)
+                        || !all_finite(vel)
+                        || !all_finite(acc)
+                    {
                         st |= status::NONFINITE_STATE;
                     }
                     BodyKinematics {
@@ -310,7 +318,12 @@ impl Batch {
 
         let mut mass_blocks = Vec::with_capacity(template.free_bodies().len());
         let mut applied = DVector::zeros(nu);
-        for (slot, (body, cols)) in template.free_bodies().iter().zip(self.free_columns()).enumerate() {
+        for (slot, (body, cols)) in template
+            .free_bodies()
+            .iter()
+            .zip(self.free_columns())
+            .enumerate()
+        {
             let props = MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
             let kin = &kinematics[body.0];
             let loads = Loads {
@@ -325,7 +338,11 @@ impl Batch {
         }
 
         let evaluated = self.constraint_rows(i, &kinematics);
-        let m: usize = evaluated.iter().filter(|(e, _)| *e).map(|(_, r)| r.len()).sum();
+        let m: usize = evaluated
+            .iter()
+            .filter(|(e, _)| *e)
+            .map(|(_, r)| r.len())
+            .sum();
         let mut jacobian = DMatrix::zeros(m, nu);
         let mut bias_acceleration = DVector::zeros(m);
         let mut bias = DVector::zeros(m);
@@ -333,14 +350,18 @@ impl Batch {
         let mut velocity_errors = DVector::zeros(m);
         let mut constraints = Vec::with_capacity(evaluated.len());
         let mut offset = 0;
-        for ((enabled, rows), (slot, cols)) in evaluated
-            .into_iter()
-            .zip(template.constraints().iter().zip(self.all_constraint_columns()))
-        {
+        for ((enabled, rows), (slot, cols)) in evaluated.into_iter().zip(
+            template
+                .constraints()
+                .iter()
+                .zip(self.all_constraint_columns()),
+        ) {
             if enabled {
                 let bodies = slot.constraint.bodies();
                 // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
-                let inv_t = slot.baumgarte.map(|_| 1.0 / cols.baumgarte_time_constant[i]);
+                let inv_t = slot
+                    .baumgarte
+                    .map(|_| 1.0 / cols.baumgarte_time_constant[i]);
                 for (r, row) in rows.iter().enumerate() {
                     let at = offset + r;
                     for (block, body) in row.jacobian.iter().zip(bodies) {
@@ -369,7 +390,10 @@ impl Batch {
                 offset += constraints.last().map_or(0, |c| c.rows.len());
             }
         }
-        if !all_finite(jacobian.as_slice()) || !all_finite(bias.as_slice()) || !all_finite(applied.as_slice()) {
+        if !all_finite(jacobian.as_slice())
+            || !all_finite(bias.as_slice())
+            || !all_finite(applied.as_slice())
+        {
             st |= status::NONFINITE_STATE;
         }
         InstanceSystem {
@@ -429,7 +453,8 @@ impl Batch {
             .iter()
             .zip(self.free_columns())
             .map(|(body, cols)| {
-                let props = MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
+                let props =
+                    MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
                 energy(&props, &kin[body.0], &gravity)
             })
             .sum())
@@ -451,10 +476,18 @@ impl Batch {
             None
         };
         let (udot, udot_unconstrained, multipliers) = match &solution {
-            Some(s) => (s.udot.clone(), s.udot_unconstrained.clone(), s.multipliers.clone()),
+            Some(s) => (
+                s.udot.clone(),
+                s.udot_unconstrained.clone(),
+                s.multipliers.clone(),
+            ),
             None => {
                 let nan = DVector::from_element(nu, f64::NAN);
-                (nan.clone(), nan, DVector::from_element(system.rows(), f64::NAN))
+                (
+                    nan.clone(),
+                    nan,
+                    DVector::from_element(system.rows(), f64::NAN),
+                )
             }
         };
         let aerr = system
@@ -499,8 +532,8 @@ impl Batch {
             for (r, row) in block.rows.iter().enumerate() {
                 out.power -= lambda[r] * row.velocity_error;
                 for (j, jac) in row.jacobian.iter().enumerate().take(c.bodies().len()) {
-                    for k in 0..6 {
-                        out.body_forces[j][k] += lambda[r] * jac[k];
+                    for (force, g) in out.body_forces[j].iter_mut().zip(jac) {
+                        *force += lambda[r] * g;
                     }
                 }
             }
@@ -541,7 +574,8 @@ impl Batch {
     /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
     /// single-core benchmarks).
     pub fn evaluate_sequential(&self) -> Evaluation {
-        let outputs: Vec<InstanceOutput> = (0..self.len()).map(|i| self.evaluate_instance(i)).collect();
+        let outputs: Vec<InstanceOutput> =
+            (0..self.len()).map(|i| self.evaluate_instance(i)).collect();
         self.scatter(outputs)
     }
 
@@ -581,14 +615,19 @@ impl Batch {
         for out in outputs {
             ev.status.push(out.status);
             ev.udot.extend_from_slice(&out.udot);
-            ev.udot_unconstrained.extend_from_slice(&out.udot_unconstrained);
+            ev.udot_unconstrained
+                .extend_from_slice(&out.udot_unconstrained);
             for (col, o) in constraints.iter_mut().zip(out.constraints) {
                 let w = col.width;
-                col.position_errors.extend_from_slice(&o.position_errors[..w]);
-                col.velocity_errors.extend_from_slice(&o.velocity_errors[..w]);
-                col.acceleration_errors.extend_from_slice(&o.acceleration_errors[..w]);
+                col.position_errors
+                    .extend_from_slice(&o.position_errors[..w]);
+                col.velocity_errors
+                    .extend_from_slice(&o.velocity_errors[..w]);
+                col.acceleration_errors
+                    .extend_from_slice(&o.acceleration_errors[..w]);
                 col.multipliers.extend_from_slice(&o.multipliers[..w]);
-                col.body_forces.extend_from_slice(&o.body_forces[..col.body_count]);
+                col.body_forces
+                    .extend_from_slice(&o.body_forces[..col.body_count]);
                 col.power.push(o.power);
                 if let Some(v) = col.contact_point.as_mut() {
                     v.push(o.report.contact_point);

@@ -61,14 +61,19 @@ impl Record {
 
     fn numbers(&self, path: &[&str]) -> Result<Vec<f64>> {
         let v = self.field(path)?;
-        to_numbers(v).ok_or_else(|| self.err(format!("{} is not an array of numbers", path.join("."))))
+        to_numbers(v)
+            .ok_or_else(|| self.err(format!("{} is not an array of numbers", path.join("."))))
     }
 
     fn array<const K: usize>(&self, path: &[&str]) -> Result<[f64; K]> {
         let v = self.numbers(path)?;
-        v.as_slice()
-            .try_into()
-            .map_err(|_| self.err(format!("{} has {} numbers, expected {K}", path.join("."), v.len())))
+        v.as_slice().try_into().map_err(|_| {
+            self.err(format!(
+                "{} has {} numbers, expected {K}",
+                path.join("."),
+                v.len()
+            ))
+        })
     }
 
     fn text(&self, path: &[&str]) -> Result<&str> {
@@ -163,7 +168,14 @@ pub struct Report {
 
 impl Report {
     /// Compares one value with `|got − expected| ≤ tol · max(1, |expected|)`. A NaN fails.
-    pub fn check(&mut self, quantity: &str, location: impl Fn() -> String, got: f64, expected: f64, tol: f64) {
+    pub fn check(
+        &mut self,
+        quantity: &str,
+        location: impl Fn() -> String,
+        got: f64,
+        expected: f64,
+        tol: f64,
+    ) {
         let absolute = (got - expected).abs();
         let relative = absolute / expected.abs().max(1.0);
         let ok = relative <= tol;
@@ -174,7 +186,7 @@ impl Report {
             count: 0,
         });
         entry.count += 1;
-        if !(relative <= entry.relative) {
+        if relative > entry.relative || relative.is_nan() {
             entry.relative = relative;
             entry.absolute = absolute;
             entry.location = location();
@@ -191,7 +203,14 @@ impl Report {
     }
 
     /// Compares two slices element by element (lengths must agree).
-    pub fn check_slice(&mut self, quantity: &str, location: &str, got: &[f64], expected: &[f64], tol: f64) {
+    pub fn check_slice(
+        &mut self,
+        quantity: &str,
+        location: &str,
+        got: &[f64],
+        expected: &[f64],
+        tol: f64,
+    ) {
         if got.len() != expected.len() {
             self.failure_count += 1;
             self.failures.push(format!(
@@ -243,11 +262,19 @@ impl Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} records compared, {} failures", self.records, self.failure_count)?;
+        writeln!(
+            f,
+            "{} records compared, {} failures",
+            self.records, self.failure_count
+        )?;
         for (kind, n) in &self.skipped {
             writeln!(f, "  skipped {n} records of kind {kind}")?;
         }
-        writeln!(f, "  {:<40} {:>8} {:>12} {:>12}  worst at", "quantity", "values", "rel. error", "abs. error")?;
+        writeln!(
+            f,
+            "  {:<40} {:>8} {:>12} {:>12}  worst at",
+            "quantity", "values", "rel. error", "abs. error"
+        )?;
         for (q, w) in &self.worst {
             writeln!(
                 f,
@@ -289,9 +316,15 @@ fn set_free_body(batch: &mut Batch, body: BodyId, i: usize, r: &Record, key: &st
     let w: [f64; 3] = r.array(&[key, "ang_vel"])?;
     let v: [f64; 3] = r.array(&[key, "lin_vel"])?;
     batch
-        .set_q(body, i, [rot[0], rot[1], rot[2], rot[3], pos[0], pos[1], pos[2]])
+        .set_q(
+            body,
+            i,
+            [rot[0], rot[1], rot[2], rot[3], pos[0], pos[1], pos[2]],
+        )
         .map_err(loc)?;
-    batch.set_u(body, i, [w[0], w[1], w[2], v[0], v[1], v[2]]).map_err(loc)?;
+    batch
+        .set_u(body, i, [w[0], w[1], w[2], v[0], v[1], v[2]])
+        .map_err(loc)?;
     Ok(())
 }
 
@@ -309,7 +342,11 @@ pub fn contact_batch(records: &[&Record]) -> Result<(Batch, ContactHandles)> {
         .ok_or_else(|| Error::Template("no records to build a batch from".into()))?;
     let kind = first.kind()?.to_string();
     let plane_body = first.text(&["plane_body"])?.to_string();
-    let rolling = first.value.get("rolling").and_then(Value::as_bool).unwrap_or(false);
+    let rolling = first
+        .value
+        .get("rolling")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut template = SystemTemplate::new();
     let plane = match plane_body.as_str() {
         "ground" => GROUND,
@@ -318,7 +355,9 @@ pub fn contact_batch(records: &[&Record]) -> Result<(Batch, ContactHandles)> {
     };
     let body = template.add_free_body("body");
     let constraint = match kind.as_str() {
-        "sphere_on_plane" => template.add_constraint(SphereOnPlaneContact::new(plane, body, rolling))?,
+        "sphere_on_plane" => {
+            template.add_constraint(SphereOnPlaneContact::new(plane, body, rolling))?
+        }
         "point_on_plane" => template.add_constraint(PointOnPlaneContact::new(plane, body))?,
         other => return Err(first.err(format!("kind {other:?} is not a contact record"))),
     };
@@ -335,14 +374,24 @@ pub fn contact_batch(records: &[&Record]) -> Result<(Batch, ContactHandles)> {
             .map_err(loc)?;
         if kind == "sphere_on_plane" {
             batch
-                .set_param(constraint, "sphere_center", i, &r.numbers(&["sphere_center"])?)
+                .set_param(
+                    constraint,
+                    "sphere_center",
+                    i,
+                    &r.numbers(&["sphere_center"])?,
+                )
                 .map_err(loc)?;
             batch
                 .set_param(constraint, "radius", i, &[r.number(&["radius"])?])
                 .map_err(loc)?;
         } else {
             batch
-                .set_param(constraint, "follower_point", i, &r.numbers(&["follower_point"])?)
+                .set_param(
+                    constraint,
+                    "follower_point",
+                    i,
+                    &r.numbers(&["follower_point"])?,
+                )
                 .map_err(loc)?;
         }
     }
@@ -425,11 +474,29 @@ pub fn compare_contact(
         let probe = DVector::from_vec(r.numbers(&["udot_probe"])?);
         let aerr_probe = sys.acceleration_errors(&probe)?;
         let expected_probe = r.numbers(&["expect", "aerr_probe_vector"])?;
-        report.check_slice("aerr_probe_vector (G u̇ + k)", &loc, aerr_probe.as_slice(), &expected_probe, tol);
+        report.check_slice(
+            "aerr_probe_vector (G u̇ + k)",
+            &loc,
+            aerr_probe.as_slice(),
+            &expected_probe,
+            tol,
+        );
         let direct = batch.acceleration_errors_at(i, probe.as_slice())?;
-        report.check_slice("aerr_probe_vector (formula)", &loc, &direct[handles.constraint.0], &expected_probe, tol);
+        report.check_slice(
+            "aerr_probe_vector (formula)",
+            &loc,
+            &direct[handles.constraint.0],
+            &expected_probe,
+            tol,
+        );
 
-        report.check_slice("udot", &loc, evaluation.udot_of(i), &r.numbers(&["expect", "udot"])?, tol);
+        report.check_slice(
+            "udot",
+            &loc,
+            evaluation.udot_of(i),
+            &r.numbers(&["expect", "udot"])?,
+            tol,
+        );
         let solution = sys.solve()?;
         report.check_slice(
             "multipliers_vector",
@@ -438,7 +505,13 @@ pub fn compare_contact(
             &r.numbers(&["expect", "multipliers_vector"])?,
             tol,
         );
-        report.check("power", || loc.clone(), ce.power[i], r.number(&["expect", "power"])?, tol);
+        report.check(
+            "power",
+            || loc.clone(),
+            ce.power[i],
+            r.number(&["expect", "power"])?,
+            tol,
+        );
         report.check(
             "position_error",
             || loc.clone(),
@@ -474,13 +547,29 @@ pub fn compare_contact(
             for part in pair {
                 e.extend(to_numbers(part).ok_or_else(|| r.err("body force is not numbers"))?);
             }
-            report.check_slice("constraint_body_forces_in_ground", &format!("{loc} body {j}"), got, &e, tol);
+            report.check_slice(
+                "constraint_body_forces_in_ground",
+                &format!("{loc} body {j}"),
+                got,
+                &e,
+                tol,
+            );
         }
-        let contact_force = ce.contact_force.as_ref().map(|c| c[i].to_vec()).unwrap_or_default();
+        let contact_force = ce
+            .contact_force
+            .as_ref()
+            .map(|c| c[i].to_vec())
+            .unwrap_or_default();
         if point {
             // Documented value of the unimplemented getForceOnFollowerPoint: −multipliers.
             let expected: Vec<f64> = multipliers.iter().map(|m| -m).collect();
-            report.check_slice("force_on_follower_point", &loc, &contact_force, &expected, tol);
+            report.check_slice(
+                "force_on_follower_point",
+                &loc,
+                &contact_force,
+                &expected,
+                tol,
+            );
         } else {
             report.check_slice(
                 "force_on_sphere_in_ground",
@@ -489,7 +578,11 @@ pub fn compare_contact(
                 &r.numbers(&["expect", "force_on_sphere_in_ground"])?,
                 tol,
             );
-            let cp = ce.contact_point.as_ref().map(|c| c[i].to_vec()).unwrap_or_default();
+            let cp = ce
+                .contact_point
+                .as_ref()
+                .map(|c| c[i].to_vec())
+                .unwrap_or_default();
             report.check_slice(
                 "contact_point_in_ground",
                 &loc,
@@ -498,7 +591,13 @@ pub fn compare_contact(
                 tol,
             );
             let sep = ce.separation.as_ref().map_or(f64::NAN, |s| s[i]);
-            report.check("separation", || loc.clone(), sep, r.number(&["expect", "separation"])?, tol);
+            report.check(
+                "separation",
+                || loc.clone(),
+                sep,
+                r.number(&["expect", "separation"])?,
+                tol,
+            );
         }
         report.records += 1;
     }
@@ -520,7 +619,9 @@ pub fn brick_batch(records: &[&Record]) -> Result<(Batch, BrickHandles)> {
         .first()
         .ok_or_else(|| Error::Template("no records to build a batch from".into()))?;
     if first.text(&["plane_body"])? != "ground" {
-        return Err(first.err("brick_on_corners: only plane_body = ground is defined by the format"));
+        return Err(
+            first.err("brick_on_corners: only plane_body = ground is defined by the format")
+        );
     }
     let n_corners = first
         .field(&["follower_points"])?
@@ -536,11 +637,22 @@ pub fn brick_batch(records: &[&Record]) -> Result<(Batch, BrickHandles)> {
         let loc = |e: Error| r.err(e.to_string());
         batch.set_gravity(i, r.array(&["gravity"])?).map_err(loc)?;
         set_free_body(&mut batch, brick, i, r, "body")?;
-        batch.set_applied_force(brick, i, r.array(&["applied_force"])?).map_err(loc)?;
-        batch.set_applied_torque(brick, i, r.array(&["applied_torque"])?).map_err(loc)?;
-        let points = r.field(&["follower_points"])?.as_array().cloned().unwrap_or_default();
+        batch
+            .set_applied_force(brick, i, r.array(&["applied_force"])?)
+            .map_err(loc)?;
+        batch
+            .set_applied_torque(brick, i, r.array(&["applied_torque"])?)
+            .map_err(loc)?;
+        let points = r
+            .field(&["follower_points"])?
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if points.len() != n_corners {
-            return Err(r.err(format!("{} follower points, expected {n_corners}", points.len())));
+            return Err(r.err(format!(
+                "{} follower points, expected {n_corners}",
+                points.len()
+            )));
         }
         let frame = plane_frame(r)?;
         for (c, p) in corners.iter().zip(&points) {
@@ -563,8 +675,18 @@ pub fn compare_brick(
 ) -> Result<()> {
     for (i, r) in records.iter().enumerate() {
         let loc = r.location();
-        report.check_slice("brick udot", &loc, evaluation.udot_of(i), &r.numbers(&["expect", "udot"])?, tol);
-        let lambdas = r.field(&["expect", "multipliers"])?.as_array().cloned().unwrap_or_default();
+        report.check_slice(
+            "brick udot",
+            &loc,
+            evaluation.udot_of(i),
+            &r.numbers(&["expect", "udot"])?,
+            tol,
+        );
+        let lambdas = r
+            .field(&["expect", "multipliers"])?
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let verrs = r
             .field(&["expect", "velocity_errors"])?
             .as_array()
@@ -573,10 +695,28 @@ pub fn compare_brick(
         for (k, c) in handles.corners.iter().enumerate() {
             let ce = evaluation.constraint(*c)?;
             let at = format!("{loc} corner {k}");
-            let l = lambdas.get(k).and_then(to_numbers).ok_or_else(|| r.err("multipliers entry"))?;
-            report.check_slice("brick multipliers (min-norm)", &at, ce.multipliers_of(i), &l, tol);
-            let v = verrs.get(k).and_then(to_numbers).ok_or_else(|| r.err("velocity_errors entry"))?;
-            report.check_slice("brick velocity_errors", &at, ce.velocity_errors_of(i), &v, tol);
+            let l = lambdas
+                .get(k)
+                .and_then(to_numbers)
+                .ok_or_else(|| r.err("multipliers entry"))?;
+            report.check_slice(
+                "brick multipliers (min-norm)",
+                &at,
+                ce.multipliers_of(i),
+                &l,
+                tol,
+            );
+            let v = verrs
+                .get(k)
+                .and_then(to_numbers)
+                .ok_or_else(|| r.err("velocity_errors entry"))?;
+            report.check_slice(
+                "brick velocity_errors",
+                &at,
+                ce.velocity_errors_of(i),
+                &v,
+                tol,
+            );
         }
         report.records += 1;
     }
@@ -590,12 +730,17 @@ pub fn group_key(r: &Record) -> Result<String> {
         "sphere_on_plane" | "point_on_plane" => format!(
             "{kind}/{}/rolling={}",
             r.text(&["plane_body"])?,
-            r.value.get("rolling").and_then(Value::as_bool).unwrap_or(false)
+            r.value
+                .get("rolling")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
         ),
         "brick_on_corners" => format!(
             "{kind}/{}/corners={}",
             r.text(&["plane_body"])?,
-            r.field(&["follower_points"])?.as_array().map_or(0, Vec::len)
+            r.field(&["follower_points"])?
+                .as_array()
+                .map_or(0, Vec::len)
         ),
         other => other.to_string(),
     })

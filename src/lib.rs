@@ -39,6 +39,11 @@ pub mod solver;
 
 pub use error::{Error, Result};
 
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The names most programs need.
 pub mod prelude {
     pub use crate::batch::{Batch, status};

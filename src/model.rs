@@ -123,7 +123,10 @@ impl SystemTemplate {
 
     /// Adds a constraint. Its bodies must exist and be distinct, and at least one must be free
     /// (a constraint between bodies that cannot move has no rows to solve for).
-    pub fn add_constraint(&mut self, constraint: impl Constraint + 'static) -> Result<ConstraintId> {
+    pub fn add_constraint(
+        &mut self,
+        constraint: impl Constraint + 'static,
+    ) -> Result<ConstraintId> {
         self.add_constraint_arc(Arc::new(constraint))
     }
 
@@ -192,18 +195,21 @@ impl SystemTemplate {
     /// given becomes the default of the per-instance column; it must be finite and positive.
     pub fn set_baumgarte(&mut self, c: ConstraintId, baumgarte: Option<Baumgarte>) -> Result<()> {
         let n = self.constraints.len();
-        let slot = self.constraints.get_mut(c.0).ok_or_else(|| Error::BadHandle {
-            what: "constraint",
-            index: c.0,
-            reason: format!("the template has {n} constraints"),
-        })?;
-        if let Some(b) = baumgarte {
-            if !(b.time_constant.is_finite() && b.time_constant > 0.0) {
-                return Err(Error::Template(format!(
-                    "constraint {}: Baumgarte time constant {} not accepted; accepted: finite, > 0",
-                    c.0, b.time_constant
-                )));
-            }
+        let slot = self
+            .constraints
+            .get_mut(c.0)
+            .ok_or_else(|| Error::BadHandle {
+                what: "constraint",
+                index: c.0,
+                reason: format!("the template has {n} constraints"),
+            })?;
+        if let Some(b) = baumgarte
+            && !(b.time_constant.is_finite() && b.time_constant > 0.0)
+        {
+            return Err(Error::Template(format!(
+                "constraint {}: Baumgarte time constant {} not accepted; accepted: finite, > 0",
+                c.0, b.time_constant
+            )));
         }
         slot.baumgarte = baumgarte;
         Ok(())

@@ -91,7 +91,12 @@ pub fn solve_min_norm_spd(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>
 }
 
 /// Solves for u̇ and λ given the factored mass matrix, `f − c`, G (m × nu) and b.
-pub fn solve(mass: &MassFactor, applied: &DVector<f64>, g: &DMatrix<f64>, b: &DVector<f64>) -> Solution {
+pub fn solve(
+    mass: &MassFactor,
+    applied: &DVector<f64>,
+    g: &DMatrix<f64>,
+    b: &DVector<f64>,
+) -> Solution {
     let udot_unconstrained = mass.solve_vector(applied);
     if g.nrows() == 0 {
         return Solution {

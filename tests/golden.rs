@@ -20,12 +20,20 @@ fn check_file(name: &str, min_records: usize) {
     let records: Vec<Record> = if path.exists() {
         read_jsonl(&path).expect("golden file readable")
     } else if std::env::var_os("SIMBATCH_GOLDEN_DIR").is_some() {
-        eprintln!("{} not in SIMBATCH_GOLDEN_DIR; nothing to check for it", path.display());
+        eprintln!(
+            "{} not in SIMBATCH_GOLDEN_DIR; nothing to check for it",
+            path.display()
+        );
         return;
     } else {
         panic!("shipped golden file {} is missing", path.display());
     };
-    assert!(records.len() >= min_records, "{}: only {} records", path.display(), records.len());
+    assert!(
+        records.len() >= min_records,
+        "{}: only {} records",
+        path.display(),
+        records.len()
+    );
     let report = check_records_cpu(&records, TOL).expect("records build into batches");
     println!("{name}:\n{report}");
     assert!(report.passed(), "{name}:\n{report}");

@@ -6,7 +6,9 @@ use simbatch::prelude::*;
 fn sphere_batch(n: usize) -> (Batch, BodyId, ConstraintId) {
     let mut t = SystemTemplate::new();
     let ball = t.add_free_body("ball");
-    let c = t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1)).unwrap();
+    let c = t
+        .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1))
+        .unwrap();
     (Batch::new(t, n).unwrap(), ball, c)
 }
 
@@ -20,7 +22,10 @@ fn expect_invalid(result: Result<()>, field: &str, instance: usize, accepted_con
         }) => {
             assert_eq!(f, field);
             assert_eq!(i, instance);
-            assert!(accepted.contains(accepted_contains), "accepted = {accepted:?}");
+            assert!(
+                accepted.contains(accepted_contains),
+                "accepted = {accepted:?}"
+            );
         }
         other => panic!("expected InvalidValue for {field}, got {other:?}"),
     }
@@ -34,35 +39,82 @@ fn non_positive_or_non_finite_mass() {
     expect_invalid(b.set_mass(ball, 0, f64::NAN), "body[1].mass", 0, "finite");
     assert_eq!(b.mass(ball).unwrap(), &[1.0, 1.0, 1.0], "nothing stored");
     let msg = b.set_mass(ball, 2, -1.0).unwrap_err().to_string();
-    assert!(msg.contains("body[1].mass") && msg.contains("instance 2") && msg.contains("> 0"), "{msg}");
+    assert!(
+        msg.contains("body[1].mass") && msg.contains("instance 2") && msg.contains("> 0"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn inertia_not_spd_or_violating_triangle_inequality() {
     let (mut b, ball, _) = sphere_batch(2);
-    expect_invalid(b.set_inertia(ball, 0, [1.0, 1.0, -0.5, 0.0, 0.0, 0.0]), "body[1].inertia", 0, "positive definite");
+    expect_invalid(
+        b.set_inertia(ball, 0, [1.0, 1.0, -0.5, 0.0, 0.0, 0.0]),
+        "body[1].inertia",
+        0,
+        "positive definite",
+    );
     // Eigenvalues 1 ± 2 and 1: indefinite.
-    expect_invalid(b.set_inertia(ball, 1, [1.0, 1.0, 1.0, 2.0, 0.0, 0.0]), "body[1].inertia", 1, "positive definite");
+    expect_invalid(
+        b.set_inertia(ball, 1, [1.0, 1.0, 1.0, 2.0, 0.0, 0.0]),
+        "body[1].inertia",
+        1,
+        "positive definite",
+    );
     // SPD but Izz > Ixx + Iyy.
-    expect_invalid(b.set_inertia(ball, 1, [1.0, 1.0, 2.5, 0.0, 0.0, 0.0]), "body[1].inertia", 1, "triangle");
-    expect_invalid(b.set_inertia(ball, 0, [1.0, f64::INFINITY, 1.0, 0.0, 0.0, 0.0]), "body[1].inertia", 0, "finite");
+    expect_invalid(
+        b.set_inertia(ball, 1, [1.0, 1.0, 2.5, 0.0, 0.0, 0.0]),
+        "body[1].inertia",
+        1,
+        "triangle",
+    );
+    expect_invalid(
+        b.set_inertia(ball, 0, [1.0, f64::INFINITY, 1.0, 0.0, 0.0, 0.0]),
+        "body[1].inertia",
+        0,
+        "finite",
+    );
     // Equality (a thin disc's Izz = Ixx + Iyy) is physical and accepted.
-    b.set_inertia(ball, 0, [1.0, 1.0, 2.0, 0.0, 0.0, 0.0]).unwrap();
+    b.set_inertia(ball, 0, [1.0, 1.0, 2.0, 0.0, 0.0, 0.0])
+        .unwrap();
     // set_mass_properties is all-or-nothing.
     let before = b.free_body_columns(ball).unwrap().clone();
-    assert!(b.set_mass_properties(ball, 1, 2.0, [0.0; 3], [1.0, 1.0, 3.0, 0.0, 0.0, 0.0]).is_err());
+    assert!(
+        b.set_mass_properties(ball, 1, 2.0, [0.0; 3], [1.0, 1.0, 3.0, 0.0, 0.0, 0.0])
+            .is_err()
+    );
     assert_eq!(b.free_body_columns(ball).unwrap(), &before);
 }
 
 #[test]
 fn radius_must_be_positive() {
     let (mut b, _, c) = sphere_batch(2);
-    expect_invalid(b.set_param(c, "radius", 1, &[0.0]), "constraint[0].radius", 1, "> 0");
-    expect_invalid(b.set_param(c, "radius", 0, &[-0.2]), "constraint[0].radius", 0, "> 0");
-    expect_invalid(b.set_param(c, "radius", 0, &[f64::NAN]), "constraint[0].radius", 0, "finite");
+    expect_invalid(
+        b.set_param(c, "radius", 1, &[0.0]),
+        "constraint[0].radius",
+        1,
+        "> 0",
+    );
+    expect_invalid(
+        b.set_param(c, "radius", 0, &[-0.2]),
+        "constraint[0].radius",
+        0,
+        "> 0",
+    );
+    expect_invalid(
+        b.set_param(c, "radius", 0, &[f64::NAN]),
+        "constraint[0].radius",
+        0,
+        "finite",
+    );
     assert_eq!(b.param(c, "radius").unwrap().0, &[0.1, 0.1]);
     // Bulk: one bad value rejects the column, naming the instance; nothing written.
-    expect_invalid(b.set_param_column(c, "radius", &[0.3, -1.0]), "constraint[0].radius", 1, "> 0");
+    expect_invalid(
+        b.set_param_column(c, "radius", &[0.3, -1.0]),
+        "constraint[0].radius",
+        1,
+        "> 0",
+    );
     assert_eq!(b.param(c, "radius").unwrap().0, &[0.1, 0.1]);
     b.set_param_column(c, "radius", &[0.3, 0.4]).unwrap();
     assert_eq!(b.param(c, "radius").unwrap().0, &[0.3, 0.4]);
@@ -71,72 +123,194 @@ fn radius_must_be_positive() {
 #[test]
 fn zero_quaternions_are_rejected_and_others_normalised() {
     let (mut b, ball, c) = sphere_batch(2);
-    expect_invalid(b.set_q(ball, 0, [0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]), "body[1].q", 0, "quaternion not zero");
-    expect_invalid(b.set_param(c, "plane_frame", 1, &[0.0; 7]), "constraint[0].plane_frame", 1, "quaternion not zero");
-    b.set_q(ball, 1, [2.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]).unwrap();
+    expect_invalid(
+        b.set_q(ball, 0, [0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]),
+        "body[1].q",
+        0,
+        "quaternion not zero",
+    );
+    expect_invalid(
+        b.set_param(c, "plane_frame", 1, &[0.0; 7]),
+        "constraint[0].plane_frame",
+        1,
+        "quaternion not zero",
+    );
+    b.set_q(ball, 1, [2.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0])
+        .unwrap();
     assert_eq!(b.q(ball).unwrap()[1], [1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
     let mut t = SystemTemplate::new();
     let table = t.add_prescribed_body("table");
     let ball2 = t.add_free_body("ball");
-    t.add_constraint(SphereOnPlaneContact::new(table, ball2, false)).unwrap();
+    t.add_constraint(SphereOnPlaneContact::new(table, ball2, false))
+        .unwrap();
     let mut b2 = Batch::new(t, 1).unwrap();
-    expect_invalid(b2.set_pose(table, 0, [0.0; 7]), "body[1].pose", 0, "quaternion not zero");
-    expect_invalid(b2.set_velocity(table, 0, [f64::NAN; 6]), "body[1].velocity", 0, "finite");
+    expect_invalid(
+        b2.set_pose(table, 0, [0.0; 7]),
+        "body[1].pose",
+        0,
+        "quaternion not zero",
+    );
+    expect_invalid(
+        b2.set_velocity(table, 0, [f64::NAN; 6]),
+        "body[1].velocity",
+        0,
+        "finite",
+    );
 }
 
 #[test]
 fn normals_must_be_unit_orthogonal_and_at_most_three() {
     let b = BodyId(1);
-    assert!(matches!(PointToGround::new(b, [0.0; 3], &[]), Err(Error::Template(_))));
-    let four = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]];
-    let e = PointToGround::new(b, [0.0; 3], &four).unwrap_err().to_string();
+    assert!(matches!(
+        PointToGround::new(b, [0.0; 3], &[]),
+        Err(Error::Template(_))
+    ));
+    let four = [
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [1.0, 0.0, 0.0],
+    ];
+    let e = PointToGround::new(b, [0.0; 3], &four)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("4 normals") && e.contains("1 to 3"), "{e}");
-    let e = PointToGround::new(b, [0.0; 3], &[[1.0, 0.1, 0.0]]).unwrap_err().to_string();
+    let e = PointToGround::new(b, [0.0; 3], &[[1.0, 0.1, 0.0]])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("unit"), "{e}");
     assert!(PointToGround::new(b, [0.0; 3], &[[1.0, 0.0, 0.0], [0.6, 0.8, 0.0]]).is_err());
     assert!(PointToGround::new(b, [f64::NAN, 0.0, 0.0], &[[1.0, 0.0, 0.0]]).is_err());
 
     let mut t = SystemTemplate::new();
     let body = t.add_free_body("body");
-    let c = t.add_constraint(PointToGround::new(body, [0.0; 3], &[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]).unwrap()).unwrap();
+    let c = t
+        .add_constraint(
+            PointToGround::new(body, [0.0; 3], &[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]).unwrap(),
+        )
+        .unwrap();
     let mut batch = Batch::new(t, 2).unwrap();
-    expect_invalid(batch.set_param(c, "normals", 1, &[0.0, 0.0, 2.0, 1.0, 0.0, 0.0]), "constraint[0].normals", 1, "unit");
-    expect_invalid(batch.set_param(c, "normals", 0, &[0.0, 0.0, 1.0, 0.0, 0.6, 0.8]), "constraint[0].normals", 0, "orthogonal");
+    expect_invalid(
+        batch.set_param(c, "normals", 1, &[0.0, 0.0, 2.0, 1.0, 0.0, 0.0]),
+        "constraint[0].normals",
+        1,
+        "unit",
+    );
+    expect_invalid(
+        batch.set_param(c, "normals", 0, &[0.0, 0.0, 1.0, 0.0, 0.6, 0.8]),
+        "constraint[0].normals",
+        0,
+        "orthogonal",
+    );
     assert!(matches!(
         batch.set_param(c, "normals", 0, &[0.0, 0.0, 1.0]),
-        Err(Error::ColumnLength { expected: 6, got: 3, .. })
+        Err(Error::ColumnLength {
+            expected: 6,
+            got: 3,
+            ..
+        })
     ));
-    batch.set_param(c, "normals", 0, &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]).unwrap();
+    batch
+        .set_param(c, "normals", 0, &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0])
+        .unwrap();
 }
 
 #[test]
 fn non_finite_numbers_are_rejected_everywhere() {
     let (mut b, ball, c) = sphere_batch(1);
-    expect_invalid(b.set_gravity(0, [0.0, f64::NAN, 0.0]), "gravity", 0, "finite");
+    expect_invalid(
+        b.set_gravity(0, [0.0, f64::NAN, 0.0]),
+        "gravity",
+        0,
+        "finite",
+    );
     expect_invalid(b.set_time(0, f64::INFINITY), "time", 0, "finite");
-    expect_invalid(b.set_com(ball, 0, [f64::NAN, 0.0, 0.0]), "body[1].com", 0, "finite");
-    expect_invalid(b.set_u(ball, 0, [0.0, 0.0, 0.0, f64::NEG_INFINITY, 0.0, 0.0]), "body[1].u", 0, "finite");
-    expect_invalid(b.set_applied_force(ball, 0, [f64::NAN; 3]), "body[1].applied_force", 0, "finite");
-    expect_invalid(b.set_applied_torque(ball, 0, [f64::NAN; 3]), "body[1].applied_torque", 0, "finite");
-    expect_invalid(b.set_param(c, "sphere_center", 0, &[0.0, f64::NAN, 0.0]), "constraint[0].sphere_center", 0, "finite");
-    expect_invalid(b.set_baumgarte_time_constant(c, 0, 0.0), "constraint[0].baumgarte_time_constant", 0, "> 0");
+    expect_invalid(
+        b.set_com(ball, 0, [f64::NAN, 0.0, 0.0]),
+        "body[1].com",
+        0,
+        "finite",
+    );
+    expect_invalid(
+        b.set_u(ball, 0, [0.0, 0.0, 0.0, f64::NEG_INFINITY, 0.0, 0.0]),
+        "body[1].u",
+        0,
+        "finite",
+    );
+    expect_invalid(
+        b.set_applied_force(ball, 0, [f64::NAN; 3]),
+        "body[1].applied_force",
+        0,
+        "finite",
+    );
+    expect_invalid(
+        b.set_applied_torque(ball, 0, [f64::NAN; 3]),
+        "body[1].applied_torque",
+        0,
+        "finite",
+    );
+    expect_invalid(
+        b.set_param(c, "sphere_center", 0, &[0.0, f64::NAN, 0.0]),
+        "constraint[0].sphere_center",
+        0,
+        "finite",
+    );
+    expect_invalid(
+        b.set_baumgarte_time_constant(c, 0, 0.0),
+        "constraint[0].baumgarte_time_constant",
+        0,
+        "> 0",
+    );
 }
 
 #[test]
 fn handles_lengths_and_names_are_checked() {
     let (mut b, ball, c) = sphere_batch(2);
-    assert!(matches!(b.set_mass(ball, 5, 1.0), Err(Error::InstanceOutOfRange { instance: 5, len: 2 })));
-    assert!(matches!(b.set_mass_column(ball, &[1.0]), Err(Error::ColumnLength { got: 1, expected: 2, .. })));
-    assert!(matches!(b.mass(GROUND), Err(Error::BadHandle { what: "body", index: 0, .. })));
+    assert!(matches!(
+        b.set_mass(ball, 5, 1.0),
+        Err(Error::InstanceOutOfRange {
+            instance: 5,
+            len: 2
+        })
+    ));
+    assert!(matches!(
+        b.set_mass_column(ball, &[1.0]),
+        Err(Error::ColumnLength {
+            got: 1,
+            expected: 2,
+            ..
+        })
+    ));
+    assert!(matches!(
+        b.mass(GROUND),
+        Err(Error::BadHandle {
+            what: "body",
+            index: 0,
+            ..
+        })
+    ));
     assert!(matches!(b.mass(BodyId(9)), Err(Error::BadHandle { .. })));
     assert!(matches!(b.pose(ball), Err(Error::BadHandle { .. })));
-    assert!(matches!(b.enabled(ConstraintId(3)), Err(Error::BadHandle { what: "constraint", .. })));
+    assert!(matches!(
+        b.enabled(ConstraintId(3)),
+        Err(Error::BadHandle {
+            what: "constraint",
+            ..
+        })
+    ));
     let e = b.param(c, "radiuss").unwrap_err().to_string();
-    assert!(e.contains("radiuss") && e.contains("plane_frame, sphere_center, radius"), "{e}");
+    assert!(
+        e.contains("radiuss") && e.contains("plane_frame, sphere_center, radius"),
+        "{e}"
+    );
     assert!(b.instance_system(2).is_err());
     assert!(matches!(
         b.acceleration_errors_at(0, &[0.0; 3]),
-        Err(Error::Dimension { expected: 6, got: 3, .. })
+        Err(Error::Dimension {
+            expected: 6,
+            got: 3,
+            ..
+        })
     ));
 }
 
@@ -144,18 +318,38 @@ fn handles_lengths_and_names_are_checked() {
 fn inconsistent_templates_are_rejected() {
     let mut t = SystemTemplate::new();
     let table = t.add_prescribed_body("table");
-    let e = t.add_constraint(SphereOnPlaneContact::new(GROUND, table, true)).unwrap_err().to_string();
+    let e = t
+        .add_constraint(SphereOnPlaneContact::new(GROUND, table, true))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("at least one of its bodies must be free"), "{e}");
     let ball = t.add_free_body("ball");
-    assert!(t.add_constraint(SphereOnPlaneContact::new(ball, ball, true)).is_err());
-    assert!(t.add_constraint(PointOnPlaneContact::new(GROUND, BodyId(7))).is_err());
-    let c = t.add_constraint(PointOnPlaneContact::new(GROUND, ball)).unwrap();
-    assert!(t.set_baumgarte(c, Some(Baumgarte { time_constant: -1.0 })).is_err());
+    assert!(
+        t.add_constraint(SphereOnPlaneContact::new(ball, ball, true))
+            .is_err()
+    );
+    assert!(
+        t.add_constraint(PointOnPlaneContact::new(GROUND, BodyId(7)))
+            .is_err()
+    );
+    let c = t
+        .add_constraint(PointOnPlaneContact::new(GROUND, ball))
+        .unwrap();
+    assert!(
+        t.set_baumgarte(
+            c,
+            Some(Baumgarte {
+                time_constant: -1.0
+            })
+        )
+        .is_err()
+    );
     assert!(t.set_baumgarte(ConstraintId(4), None).is_err());
     // A bad template default is caught when the batch is built.
     let mut t2 = SystemTemplate::new();
     let b2 = t2.add_free_body("ball");
-    t2.add_constraint(SphereOnPlaneContact::new(GROUND, b2, false).with_radius(-1.0)).unwrap();
+    t2.add_constraint(SphereOnPlaneContact::new(GROUND, b2, false).with_radius(-1.0))
+        .unwrap();
     let e = Batch::new(t2, 1).unwrap_err().to_string();
     assert!(e.contains("radius"), "{e}");
 }
@@ -163,8 +357,10 @@ fn inconsistent_templates_are_rejected() {
 #[test]
 fn disabled_constraint_drops_rows_but_reports_separation() {
     let (mut b, ball, c) = sphere_batch(2);
-    b.set_q(ball, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.35]).unwrap();
-    b.set_q(ball, 1, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.35]).unwrap();
+    b.set_q(ball, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.35])
+        .unwrap();
+    b.set_q(ball, 1, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.35])
+        .unwrap();
     b.set_enabled(c, 1, false).unwrap();
     assert_eq!(b.instance_system(1).unwrap().rows(), 0);
     assert_eq!(b.instance_system(0).unwrap().rows(), 3);

@@ -59,48 +59,38 @@ impl Check {
             Check::Frame => {
                 "[e0, e1, e2, e3, x, y, z]: finite, quaternion not zero (it is normalised)"
             }
-            Check::UnitOrthogonal => "finite unit vectors (|n| = 1 ± 1e-9), mutually orthogonal (|ni·nj| ≤ 1e-9)",
+            Check::UnitOrthogonal => {
+                "finite unit vectors (|n| = 1 ± 1e-9), mutually orthogonal (|ni·nj| ≤ 1e-9)"
+            }
         }
     }
 
-    /// Checks `values` and normalises them where the check says so. `Err` leaves `values` in an
-    /// unspecified state: callers check a copy.
-    pub fn apply(&self, values: &mut [f64]) -> Result<(), ()> {
+    /// Checks `values` and normalises them where the check says so; `false` when they are not
+    /// accepted, in which case `values` is left in an unspecified state (callers check a copy).
+    pub fn accept(&self, values: &mut [f64]) -> bool {
         if !all_finite(values) {
-            return Err(());
+            return false;
         }
         match self {
-            Check::Finite => Ok(()),
-            Check::Positive => {
-                if values.iter().all(|v| *v > 0.0) {
-                    Ok(())
-                } else {
-                    Err(())
-                }
-            }
-            Check::Frame => {
-                if values.len() == 7 && normalize_quaternion(&mut values[..4]) {
-                    Ok(())
-                } else {
-                    Err(())
-                }
-            }
+            Check::Finite => true,
+            Check::Positive => values.iter().all(|v| *v > 0.0),
+            Check::Frame => values.len() == 7 && normalize_quaternion(&mut values[..4]),
             Check::UnitOrthogonal => {
-                if values.len() % 3 != 0 {
-                    return Err(());
+                if !values.len().is_multiple_of(3) {
+                    return false;
                 }
                 let normals: Vec<Vec3> = values.chunks(3).map(vec3).collect();
                 for (i, n) in normals.iter().enumerate() {
                     if (n.norm() - 1.0).abs() > 1e-9 {
-                        return Err(());
+                        return false;
                     }
                     for m in &normals[i + 1..] {
                         if n.dot(m).abs() > 1e-9 {
-                            return Err(());
+                            return false;
                         }
                     }
                 }
-                Ok(())
+                true
             }
         }
     }
@@ -280,7 +270,8 @@ pub fn negated_point_row(c: &Vec3, e: &Vec3) -> [f64; 6] {
 /// Rotation and origin of a plane frame parameter `[e0, e1, e2, e3, x, y, z]` (normalised at
 /// store time, so this is exact).
 pub fn plane_frame(frame: &[f64]) -> (Mat3, Vec3) {
-    let rotation = crate::math::rotation_from_quaternion(&frame[..4]).unwrap_or_else(Mat3::identity);
+    let rotation =
+        crate::math::rotation_from_quaternion(&frame[..4]).unwrap_or_else(Mat3::identity);
     (rotation, vec3(&frame[4..7]))
 }
 
@@ -290,16 +281,16 @@ mod tests {
 
     #[test]
     fn checks_accept_and_reject() {
-        assert!(Check::Positive.apply(&mut [0.1]).is_ok());
-        assert!(Check::Positive.apply(&mut [0.0]).is_err());
-        assert!(Check::Positive.apply(&mut [f64::NAN]).is_err());
-        assert!(Check::Finite.apply(&mut [1.0, f64::INFINITY]).is_err());
+        assert!(Check::Positive.accept(&mut [0.1]));
+        assert!(!Check::Positive.accept(&mut [0.0]));
+        assert!(!Check::Positive.accept(&mut [f64::NAN]));
+        assert!(!Check::Finite.accept(&mut [1.0, f64::INFINITY]));
         let mut f = [2.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0];
-        assert!(Check::Frame.apply(&mut f).is_ok());
+        assert!(Check::Frame.accept(&mut f));
         assert_eq!(f[0], 1.0);
-        assert!(Check::Frame.apply(&mut [0.0; 7]).is_err());
-        assert!(Check::UnitOrthogonal.apply(&mut [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]).is_ok());
-        assert!(Check::UnitOrthogonal.apply(&mut [1.0, 0.0, 0.0, 0.6, 0.8, 0.0]).is_err());
-        assert!(Check::UnitOrthogonal.apply(&mut [1.1, 0.0, 0.0]).is_err());
+        assert!(!Check::Frame.accept(&mut [0.0; 7]));
+        assert!(Check::UnitOrthogonal.accept(&mut [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]));
+        assert!(!Check::UnitOrthogonal.accept(&mut [1.0, 0.0, 0.0, 0.6, 0.8, 0.0]));
+        assert!(!Check::UnitOrthogonal.accept(&mut [1.1, 0.0, 0.0]));
     }
 }

@@ -136,7 +136,12 @@ impl Constraint for PointOnPlaneContact {
 
     /// `contact_point` = the follower point in Ground; `separation` = its signed height above the
     /// plane; `contact_force` = `force_on_follower_point` = `−(λx, λy, λz)` in the plane frame P.
-    fn report(&self, params: &Params<'_>, kinematics: &[BodyKinematics], multipliers: &[f64]) -> ContactReport {
+    fn report(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> ContactReport {
         let (surface, follower) = (&kinematics[0], &kinematics[1]);
         let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
         let pz: Vec3 = (surface.rotation * r_sp).column(2).into_owned();

@@ -51,7 +51,7 @@ impl PointToGround {
             )));
         }
         let mut flat: Vec<f64> = normals.iter().flatten().copied().collect();
-        if Check::UnitOrthogonal.apply(&mut flat).is_err() {
+        if !Check::UnitOrthogonal.accept(&mut flat) {
             return Err(Error::Template(format!(
                 "point_to_ground: normals {normals:?} not accepted; accepted: {}",
                 Check::UnitOrthogonal.accepted()
@@ -163,7 +163,12 @@ impl Constraint for PointToGround {
 
     /// `contact_point` = `x_p` in Ground; `contact_force` = physical force on the body,
     /// `Σ n_i λ_rbdl,i = −Σ n_i λ_i`, in Ground.
-    fn report(&self, params: &Params<'_>, kinematics: &[BodyKinematics], multipliers: &[f64]) -> ContactReport {
+    fn report(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> ContactReport {
         let body = &kinematics[0];
         let x_p = body.origin + body.rotation * params.vec3(POINT);
         let normals = params.get(NORMALS);

@@ -98,7 +98,11 @@ impl SphereOnPlaneContact {
     }
 
     /// Contact geometry from poses only (valid whether or not the constraint is enabled).
-    pub fn geometry(params: &Params<'_>, plane: &BodyKinematics, ball: &BodyKinematics) -> SphereOnPlaneGeometry {
+    pub fn geometry(
+        params: &Params<'_>,
+        plane: &BodyKinematics,
+        ball: &BodyKinematics,
+    ) -> SphereOnPlaneGeometry {
         let (r_fp, p_fp) = plane_frame(params.get(PLANE_FRAME));
         let r = params.get(RADIUS)[0];
         let r_gp = plane.rotation * r_fp;
@@ -219,7 +223,12 @@ impl Constraint for SphereOnPlaneContact {
     }
 
     /// `contact_force` = `force_on_sphere_in_ground` = `R_GP (−λ)`.
-    fn report(&self, params: &Params<'_>, kinematics: &[BodyKinematics], multipliers: &[f64]) -> ContactReport {
+    fn report(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> ContactReport {
         let g = Self::geometry(params, &kinematics[0], &kinematics[1]);
         let [px, py, pz] = g.plane_axes;
         let mut f = multipliers[0] * pz;
