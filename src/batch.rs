@@ -27,6 +27,106 @@ pub mod status {
     pub const SINGULAR_MASS: u32 = 4;
 }
 
+/// A field of a free body's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FreeField {
+    /// `mass` (width 1).
+    Mass,
+    /// `com` (width 3).
+    Com,
+    /// `inertia` (width 6).
+    Inertia,
+    /// `applied_force` (width 3).
+    AppliedForce,
+    /// `applied_torque` (width 3).
+    AppliedTorque,
+    /// `q` (width 7).
+    Q,
+    /// `u` (width 6).
+    U,
+}
+
+impl FreeField {
+    /// Every field, in storage order.
+    pub const ALL: [FreeField; 7] = [
+        FreeField::Mass,
+        FreeField::Com,
+        FreeField::Inertia,
+        FreeField::AppliedForce,
+        FreeField::AppliedTorque,
+        FreeField::Q,
+        FreeField::U,
+    ];
+
+    /// Values per instance.
+    pub fn width(self) -> usize {
+        [1, 3, 6, 3, 3, 7, 6][self as usize]
+    }
+}
+
+/// A field of a prescribed body's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrescribedField {
+    /// `pose` (width 7).
+    Pose,
+    /// `velocity` (width 6).
+    Velocity,
+    /// `acceleration` (width 6).
+    Acceleration,
+}
+
+impl PrescribedField {
+    /// Every field, in storage order.
+    pub const ALL: [PrescribedField; 3] = [
+        PrescribedField::Pose,
+        PrescribedField::Velocity,
+        PrescribedField::Acceleration,
+    ];
+
+    /// Values per instance.
+    pub fn width(self) -> usize {
+        [7, 6, 6][self as usize]
+    }
+}
+
+/// Names one column of a batch, for change tracking and bulk export (GPU upload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Column {
+    /// Gravity (width 3).
+    Gravity,
+    /// Time (width 1).
+    Time,
+    /// A free body's field; `slot` is its index among free bodies.
+    Free {
+        /// Index among free bodies.
+        slot: usize,
+        /// Which field.
+        field: FreeField,
+    },
+    /// A prescribed body's field; `slot` is its index among prescribed bodies.
+    Prescribed {
+        /// Index among prescribed bodies.
+        slot: usize,
+        /// Which field.
+        field: PrescribedField,
+    },
+    /// A constraint's enabled flags (width 1, u32).
+    Enabled(usize),
+    /// A constraint's Baumgarte time constants (width 1).
+    Baumgarte(usize),
+    /// Parameter `k` of constraint `c`: `Param(c, k)`.
+    Param(usize, usize),
+}
+
+/// A column's values, flat (`width` per instance).
+#[derive(Debug, Clone, Copy)]
+pub enum ColumnData<'a> {
+    /// f64 values.
+    F64(&'a [f64]),
+    /// u32 values (enabled flags).
+    U32(&'a [u32]),
+}
+
 /// Per-instance columns of one free body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FreeBodyColumns {
@@ -73,8 +173,11 @@ pub struct ConstraintColumns {
 }
 
 /// N instances of a [`SystemTemplate`] with their parameters and state.
-#[derive(Debug, Clone)]
+///
+/// Cloning gives an independent batch with a new [`uid`](Batch::uid).
+#[derive(Debug)]
 pub struct Batch {
+    uid: u64,
     template: Arc<SystemTemplate>,
     len: usize,
     gravity: Vec<[f64; 3]>,
@@ -83,6 +186,37 @@ pub struct Batch {
     free: Vec<FreeBodyColumns>,
     prescribed: Vec<PrescribedBodyColumns>,
     constraints: Vec<ConstraintColumns>,
+    /// Change counter per column (see [`Batch::column_version`]).
+    versions: Vec<u64>,
+    /// Next value of the change counter.
+    next_version: u64,
+    /// Index of each constraint's first column in `versions`.
+    constraint_column_base: Vec<usize>,
+}
+
+static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn new_uid() -> u64 {
+    NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Clone for Batch {
+    fn clone(&self) -> Self {
+        Self {
+            uid: new_uid(),
+            template: self.template.clone(),
+            len: self.len,
+            gravity: self.gravity.clone(),
+            time: self.time.clone(),
+            status: self.status.clone(),
+            free: self.free.clone(),
+            prescribed: self.prescribed.clone(),
+            constraints: self.constraints.clone(),
+            versions: self.versions.clone(),
+            next_version: self.next_version,
+            constraint_column_base: self.constraint_column_base.clone(),
+        }
+    }
 }
 
 type Accepted = &'static str;
@@ -153,7 +287,7 @@ fn invalid(field: String, instance: usize, value: String, accepted: &str) -> Err
 
 /// Generates the getter, the per-instance setter and the bulk setter of a free-body column.
 macro_rules! free_body_field {
-    ($get:ident, $set:ident, $set_col:ident, $field:ident, $ty:ty, $validate:path, $doc:literal) => {
+    ($get:ident, $set:ident, $set_col:ident, $field:ident, $variant:ident, $ty:ty, $validate:path, $doc:literal) => {
         #[doc = concat!("Column of ", $doc, " of free body `body`, one entry per instance.")]
         pub fn $get(&self, body: BodyId) -> Result<&[$ty]> {
             Ok(&self.free[self.free_slot(body)?].$field)
@@ -172,6 +306,7 @@ macro_rules! free_body_field {
                 )
             })?;
             self.free[slot].$field[instance] = v;
+            self.touch(Column::Free { slot, field: FreeField::$variant });
             Ok(())
         }
 
@@ -186,6 +321,7 @@ macro_rules! free_body_field {
                 .map(|(i, v)| $validate(*v).map_err(|acc| invalid(field(), i, format!("{v:?}"), acc)))
                 .collect::<Result<Vec<$ty>>>()?;
             self.free[slot].$field = column;
+            self.touch(Column::Free { slot, field: FreeField::$variant });
             Ok(())
         }
     };
@@ -193,7 +329,7 @@ macro_rules! free_body_field {
 
 /// Generates the accessors of a prescribed-body column.
 macro_rules! prescribed_body_field {
-    ($get:ident, $set:ident, $set_col:ident, $field:ident, $ty:ty, $validate:path, $doc:literal) => {
+    ($get:ident, $set:ident, $set_col:ident, $field:ident, $variant:ident, $ty:ty, $validate:path, $doc:literal) => {
         #[doc = concat!("Column of ", $doc, " of prescribed body `body`, one entry per instance.")]
         pub fn $get(&self, body: BodyId) -> Result<&[$ty]> {
             Ok(&self.prescribed[self.prescribed_slot(body)?].$field)
@@ -212,6 +348,7 @@ macro_rules! prescribed_body_field {
                 )
             })?;
             self.prescribed[slot].$field[instance] = v;
+            self.touch(Column::Prescribed { slot, field: PrescribedField::$variant });
             Ok(())
         }
 
@@ -226,6 +363,7 @@ macro_rules! prescribed_body_field {
                 .map(|(i, v)| $validate(*v).map_err(|acc| invalid(field(), i, format!("{v:?}"), acc)))
                 .collect::<Result<Vec<$ty>>>()?;
             self.prescribed[slot].$field = column;
+            self.touch(Column::Prescribed { slot, field: PrescribedField::$variant });
             Ok(())
         }
     };
@@ -233,7 +371,7 @@ macro_rules! prescribed_body_field {
 
 /// Generates the accessors of a per-instance column.
 macro_rules! instance_field {
-    ($get:ident, $set:ident, $set_col:ident, $field:ident, $ty:ty, $validate:path, $doc:literal) => {
+    ($get:ident, $set:ident, $set_col:ident, $field:ident, $variant:ident, $ty:ty, $validate:path, $doc:literal) => {
         #[doc = concat!("Column of ", $doc, ", one entry per instance.")]
         pub fn $get(&self) -> &[$ty] {
             &self.$field
@@ -246,6 +384,7 @@ macro_rules! instance_field {
                 invalid(stringify!($field).to_string(), instance, format!("{value:?}"), acc)
             })?;
             self.$field[instance] = v;
+            self.touch(Column::$variant);
             Ok(())
         }
 
@@ -262,6 +401,7 @@ macro_rules! instance_field {
                 })
                 .collect::<Result<Vec<$ty>>>()?;
             self.$field = column;
+            self.touch(Column::$variant);
             Ok(())
         }
     };
@@ -277,7 +417,7 @@ impl Batch {
 
     /// As [`new`](Self::new), sharing a template between batches.
     pub fn from_shared(template: Arc<SystemTemplate>, len: usize) -> Result<Self> {
-        let free = template
+        let free: Vec<FreeBodyColumns> = template
             .free_bodies()
             .iter()
             .map(|_| FreeBodyColumns {
@@ -290,7 +430,7 @@ impl Batch {
                 u: vec![[0.0; 6]; len],
             })
             .collect();
-        let prescribed = template
+        let prescribed: Vec<PrescribedBodyColumns> = template
             .prescribed_bodies()
             .iter()
             .map(|_| PrescribedBodyColumns {
@@ -327,7 +467,18 @@ impl Batch {
                 widths,
             });
         }
+        let base = 2 + 7 * free.len() + 3 * prescribed.len();
+        let mut constraint_column_base = Vec::with_capacity(constraints.len());
+        let mut n_columns = base;
+        for c in &constraints {
+            constraint_column_base.push(n_columns);
+            n_columns += 2 + c.params.len();
+        }
         Ok(Self {
+            uid: new_uid(),
+            versions: vec![1; n_columns],
+            next_version: 2,
+            constraint_column_base,
             template,
             len,
             gravity: vec![[0.0, 0.0, -9.81]; len],
@@ -337,6 +488,12 @@ impl Batch {
             prescribed,
             constraints,
         })
+    }
+
+    /// Identity of this batch, unique within the process (clones get a new one). Backends that
+    /// keep copies of columns use it with [`column_version`](Self::column_version).
+    pub fn uid(&self) -> u64 {
+        self.uid
     }
 
     /// Number of instances.
@@ -452,6 +609,7 @@ impl Batch {
         set_gravity,
         set_gravity_column,
         gravity,
+        Gravity,
         [f64; 3],
         finite,
         "the gravity vector in Ground"
@@ -461,6 +619,7 @@ impl Batch {
         set_time,
         set_time_column,
         time,
+        Time,
         f64,
         finite_scalar,
         "the instance's time"
@@ -471,6 +630,7 @@ impl Batch {
         set_mass,
         set_mass_column,
         mass,
+        Mass,
         f64,
         positive_mass,
         "the mass"
@@ -480,6 +640,7 @@ impl Batch {
         set_com,
         set_com_column,
         com,
+        Com,
         [f64; 3],
         finite,
         "the COM offset (body frame)"
@@ -489,6 +650,7 @@ impl Batch {
         set_inertia,
         set_inertia_column,
         inertia,
+        Inertia,
         [f64; 6],
         valid_inertia,
         "the inertia about the COM ([Ixx, Iyy, Izz, Ixy, Ixz, Iyz], body frame)"
@@ -498,6 +660,7 @@ impl Batch {
         set_applied_force,
         set_applied_force_column,
         applied_force,
+        AppliedForce,
         [f64; 3],
         finite,
         "the applied force through the COM (Ground)"
@@ -507,6 +670,7 @@ impl Batch {
         set_applied_torque,
         set_applied_torque_column,
         applied_torque,
+        AppliedTorque,
         [f64; 3],
         finite,
         "the applied torque (Ground)"
@@ -516,6 +680,7 @@ impl Batch {
         set_q,
         set_q_column,
         q,
+        Q,
         [f64; 7],
         pose,
         "q = [e0, e1, e2, e3, x, y, z] (the quaternion is normalised)"
@@ -525,6 +690,7 @@ impl Batch {
         set_u,
         set_u_column,
         u,
+        U,
         [f64; 6],
         finite,
         "u = [w, v_origin] in Ground"
@@ -535,6 +701,7 @@ impl Batch {
         set_pose,
         set_pose_column,
         pose,
+        Pose,
         [f64; 7],
         pose,
         "the pose [e0, e1, e2, e3, x, y, z] (the quaternion is normalised)"
@@ -544,6 +711,7 @@ impl Batch {
         set_velocity,
         set_velocity_column,
         velocity,
+        Velocity,
         [f64; 6],
         finite,
         "the spatial velocity [w, v_origin] in Ground"
@@ -553,6 +721,7 @@ impl Batch {
         set_acceleration,
         set_acceleration_column,
         acceleration,
+        Acceleration,
         [f64; 6],
         finite,
         "the spatial acceleration [b, a_origin] in Ground"
@@ -581,6 +750,9 @@ impl Batch {
         cols.mass[instance] = mass;
         cols.com[instance] = com;
         cols.inertia[instance] = inertia;
+        for field in [FreeField::Mass, FreeField::Com, FreeField::Inertia] {
+            self.touch(Column::Free { slot, field });
+        }
         Ok(())
     }
 
@@ -594,6 +766,7 @@ impl Batch {
         self.constraint_columns(c)?;
         self.check_instance(instance)?;
         self.constraints[c.0].enabled[instance] = u32::from(enabled);
+        self.touch(Column::Enabled(c.0));
         Ok(())
     }
 
@@ -602,6 +775,7 @@ impl Batch {
         self.constraint_columns(c)?;
         self.check_len(format!("constraint[{}].enabled", c.0), enabled.len())?;
         self.constraints[c.0].enabled = enabled.iter().map(|e| u32::from(*e)).collect();
+        self.touch(Column::Enabled(c.0));
         Ok(())
     }
 
@@ -628,6 +802,7 @@ impl Batch {
             ));
         }
         self.constraints[c.0].baumgarte_time_constant[instance] = t;
+        self.touch(Column::Baumgarte(c.0));
         Ok(())
     }
 
@@ -696,6 +871,7 @@ impl Batch {
             ));
         }
         self.constraints[c.0].params[k][instance * w..(instance + 1) * w].copy_from_slice(&v);
+        self.touch(Column::Param(c.0, k));
         Ok(())
     }
 
@@ -725,7 +901,81 @@ impl Batch {
             }
         }
         self.constraints[c.0].params[k] = column;
+        self.touch(Column::Param(c.0, k));
         Ok(())
+    }
+
+    /// Index of a column in the change-tracking table (`None` when the column does not exist).
+    fn column_index(&self, column: Column) -> Option<usize> {
+        let nf = self.free.len();
+        match column {
+            Column::Gravity => Some(0),
+            Column::Time => Some(1),
+            Column::Free { slot, field } => (slot < nf).then(|| 2 + 7 * slot + field as usize),
+            Column::Prescribed { slot, field } => {
+                (slot < self.prescribed.len()).then(|| 2 + 7 * nf + 3 * slot + field as usize)
+            }
+            Column::Enabled(c) => self.constraint_column_base.get(c).copied(),
+            Column::Baumgarte(c) => self.constraint_column_base.get(c).map(|b| b + 1),
+            Column::Param(c, k) => {
+                let n = self.constraints.get(c)?.params.len();
+                (k < n).then(|| self.constraint_column_base[c] + 2 + k)
+            }
+        }
+    }
+
+    fn touch(&mut self, column: Column) {
+        if let Some(k) = self.column_index(column) {
+            self.versions[k] = self.next_version;
+            self.next_version += 1;
+        }
+    }
+
+    /// Change counter of a column: it grows every time the column is written, so a consumer
+    /// that remembers the version it copied (the GPU backend) re-uploads only changed columns.
+    /// `None` when the column does not exist in this batch.
+    pub fn column_version(&self, column: Column) -> Option<u64> {
+        self.column_index(column).map(|k| self.versions[k])
+    }
+
+    /// A column's values, flat, with its width; `None` when the column does not exist.
+    pub fn column_data(&self, column: Column) -> Option<(ColumnData<'_>, usize)> {
+        use bytemuck::cast_slice;
+        Some(match column {
+            Column::Gravity => (ColumnData::F64(cast_slice(&self.gravity)), 3),
+            Column::Time => (ColumnData::F64(&self.time), 1),
+            Column::Free { slot, field } => {
+                let c = self.free.get(slot)?;
+                let data: &[f64] = match field {
+                    FreeField::Mass => &c.mass,
+                    FreeField::Com => cast_slice(&c.com),
+                    FreeField::Inertia => cast_slice(&c.inertia),
+                    FreeField::AppliedForce => cast_slice(&c.applied_force),
+                    FreeField::AppliedTorque => cast_slice(&c.applied_torque),
+                    FreeField::Q => cast_slice(&c.q),
+                    FreeField::U => cast_slice(&c.u),
+                };
+                (ColumnData::F64(data), field.width())
+            }
+            Column::Prescribed { slot, field } => {
+                let c = self.prescribed.get(slot)?;
+                let data: &[f64] = match field {
+                    PrescribedField::Pose => cast_slice(&c.pose),
+                    PrescribedField::Velocity => cast_slice(&c.velocity),
+                    PrescribedField::Acceleration => cast_slice(&c.acceleration),
+                };
+                (ColumnData::F64(data), field.width())
+            }
+            Column::Enabled(c) => (ColumnData::U32(&self.constraints.get(c)?.enabled), 1),
+            Column::Baumgarte(c) => (
+                ColumnData::F64(&self.constraints.get(c)?.baumgarte_time_constant),
+                1,
+            ),
+            Column::Param(c, k) => {
+                let cols = self.constraints.get(c)?;
+                (ColumnData::F64(cols.params.get(k)?), cols.widths[k])
+            }
+        })
     }
 
     /// All columns of a free body (read-only), for bulk export or GPU upload.

@@ -83,6 +83,22 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// No GPU adapter could be found or opened.
+    #[error("no GPU adapter: {0}")]
+    NoGpuAdapter(String),
+    /// The GPU backend failed or cannot run this template.
+    #[error("GPU: {0}")]
+    Gpu(String),
+    /// A backend or precision name is not known.
+    #[error("{what} {value:?} not accepted; accepted: {accepted}")]
+    BadChoice {
+        /// What was being chosen (`backend`, `precision`).
+        what: &'static str,
+        /// The given value.
+        value: String,
+        /// The accepted values.
+        accepted: &'static str,
+    },
     /// The instance's state or result is not finite (see [`crate::batch::status`]).
     #[error("instance {instance} is not finite (status bits {status:#x})")]
     NonFinite {

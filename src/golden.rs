@@ -202,6 +202,40 @@ impl Report {
         }
     }
 
+    /// As [`check`](Self::check) with an explicit scale: `|got − expected| ≤ tol · max(1, |expected|,
+    /// scale)`. For residuals that are differences of large terms (the acceleration error at the
+    /// solved u̇ is `G u̇ + k ≈ 0`), rounding scales with the terms, not with the ≈ 0 result.
+    pub fn check_scaled(
+        &mut self,
+        quantity: &str,
+        location: impl Fn() -> String,
+        got: f64,
+        expected: f64,
+        scale: f64,
+        tol: f64,
+    ) {
+        let s = expected.abs().max(1.0).max(scale.abs());
+        // Compare (got/s) with (expected/s) under the plain rule, whose scale is then ≤ 1.
+        self.check(quantity, location, got / s, expected / s, tol);
+    }
+
+    /// Compares a vector component by component, each relative to the vector's magnitude:
+    /// `|got_k − expected_k| ≤ tol · max(1, ‖expected‖)`. A small component of a large force
+    /// carries the rounding of the whole force, so the magnitude is the honest scale.
+    pub fn check_vector(
+        &mut self,
+        quantity: &str,
+        location: &str,
+        got: &[f64],
+        expected: &[f64],
+        tol: f64,
+    ) {
+        let norm = expected.iter().map(|x| x * x).sum::<f64>().sqrt();
+        for (k, (g, e)) in got.iter().zip(expected).enumerate() {
+            self.check_scaled(quantity, || format!("{location}[{k}]"), *g, *e, norm, tol);
+        }
+    }
+
     /// Compares two slices element by element (lengths must agree).
     pub fn check_slice(
         &mut self,
@@ -526,13 +560,27 @@ pub fn compare_contact(
             &reorder(r.numbers(&["expect", "velocity_errors"])?),
             tol,
         );
-        report.check_slice(
-            "acceleration_errors",
-            &loc,
-            ce.acceleration_errors_of(i),
-            &reorder(r.numbers(&["expect", "acceleration_errors"])?),
-            tol,
-        );
+        // A residual G u̇ + k ≈ 0: its rounding scales with |k|.
+        let k_scale = sys
+            .bias_acceleration
+            .iter()
+            .fold(0.0f64, |m, x| m.max(x.abs()));
+        let aerr_expected = reorder(r.numbers(&["expect", "acceleration_errors"])?);
+        for (k, (g, e)) in ce
+            .acceleration_errors_of(i)
+            .iter()
+            .zip(&aerr_expected)
+            .enumerate()
+        {
+            report.check_scaled(
+                "acceleration_errors (scale |k|)",
+                || format!("{loc}[{k}]"),
+                *g,
+                *e,
+                k_scale,
+                tol,
+            );
+        }
         let multipliers = reorder(r.numbers(&["expect", "multipliers"])?);
         report.check_slice("multipliers", &loc, ce.multipliers_of(i), &multipliers, tol);
         let forces = r
@@ -773,4 +821,111 @@ pub fn check_records_cpu(records: &[Record], tol: f64) -> Result<Report> {
         }
     }
     Ok(report)
+}
+
+/// Compares two evaluations of the same batch quantity by quantity (e.g. GPU against the CPU
+/// reference), with `|a − b| ≤ tol · max(1, |b|)`; `b` is the reference. Instances the
+/// reference flags are compared on their status only.
+pub fn compare_evaluations(
+    got: &Evaluation,
+    reference: &Evaluation,
+    tol: f64,
+    report: &mut Report,
+) -> Result<()> {
+    if got.len != reference.len
+        || got.nu != reference.nu
+        || got.constraints.len() != reference.constraints.len()
+    {
+        return Err(Error::Dimension {
+            what: "evaluations to compare",
+            got: got.len,
+            expected: reference.len,
+        });
+    }
+    let nu = reference.nu;
+    for i in 0..reference.len {
+        let loc = || format!("instance {i}");
+        report.check(
+            "status",
+            loc,
+            got.status[i] as f64,
+            reference.status[i] as f64,
+            0.0,
+        );
+        if reference.status[i] != crate::batch::status::OK {
+            continue;
+        }
+        report.check_slice("udot", &loc(), got.udot_of(i), reference.udot_of(i), tol);
+        report.check_slice(
+            "udot_unconstrained",
+            &loc(),
+            &got.udot_unconstrained[i * nu..(i + 1) * nu],
+            &reference.udot_unconstrained[i * nu..(i + 1) * nu],
+            tol,
+        );
+        for (k, (a, b)) in got
+            .constraints
+            .iter()
+            .zip(&reference.constraints)
+            .enumerate()
+        {
+            let at = format!("instance {i} constraint {k}");
+            report.check_slice(
+                "position_errors",
+                &at,
+                a.position_errors_of(i),
+                b.position_errors_of(i),
+                tol,
+            );
+            report.check_slice(
+                "velocity_errors",
+                &at,
+                a.velocity_errors_of(i),
+                b.velocity_errors_of(i),
+                tol,
+            );
+            // A residual G u̇ + k ≈ 0: its rounding scales with the terms; |u̇| stands for them.
+            let scale = reference
+                .udot_of(i)
+                .iter()
+                .fold(0.0f64, |m, x| m.max(x.abs()));
+            for (k, (x, y)) in a
+                .acceleration_errors_of(i)
+                .iter()
+                .zip(b.acceleration_errors_of(i))
+                .enumerate()
+            {
+                report.check_scaled(
+                    "acceleration_errors (scale |u̇|)",
+                    || format!("{at}[{k}]"),
+                    *x,
+                    *y,
+                    scale,
+                    tol,
+                );
+            }
+            report.check_slice(
+                "multipliers",
+                &at,
+                a.multipliers_of(i),
+                b.multipliers_of(i),
+                tol,
+            );
+            for (fa, fb) in a.body_forces_of(i).iter().zip(b.body_forces_of(i)) {
+                report.check_vector("body_forces (scale ‖F‖)", &at, fa, fb, tol);
+            }
+            report.check("power", || at.clone(), a.power[i], b.power[i], tol);
+            if let (Some(x), Some(y)) = (&a.contact_point, &b.contact_point) {
+                report.check_vector("contact_point (scale ‖p‖)", &at, &x[i], &y[i], tol);
+            }
+            if let (Some(x), Some(y)) = (&a.separation, &b.separation) {
+                report.check("separation", || at.clone(), x[i], y[i], tol);
+            }
+            if let (Some(x), Some(y)) = (&a.contact_force, &b.contact_force) {
+                report.check_vector("contact_force (scale ‖F‖)", &at, &x[i], &y[i], tol);
+            }
+        }
+    }
+    report.records += reference.len;
+    Ok(())
 }

@@ -27,12 +27,14 @@
 
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod batch;
 pub mod constraints;
 pub mod dynamics;
 pub mod error;
 pub mod evaluate;
 pub mod golden;
+pub mod gpu;
 pub mod math;
 pub mod model;
 pub mod solver;
@@ -46,11 +48,13 @@ pub struct ReadmeDoctests;
 
 /// The names most programs need.
 pub mod prelude {
+    pub use crate::backend::{Backend, Evaluator};
     pub use crate::batch::{Batch, status};
     pub use crate::constraints::{
         Constraint, PointOnPlaneContact, PointToGround, RowLevel, SphereOnPlaneContact,
     };
     pub use crate::error::{Error, Result};
     pub use crate::evaluate::{ConstraintEvaluation, Evaluation, InstanceSystem};
+    pub use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, Precision};
     pub use crate::model::{Baumgarte, BodyId, BodyKind, ConstraintId, GROUND, SystemTemplate};
 }

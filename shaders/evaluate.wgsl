@@ -1,0 +1,378 @@
+// Entry point of the evaluation kernel; twin of src/evaluate.rs. One thread per instance.
+//
+// The host prepends, before the other files, a prelude (`real`, REAL_EPSILON, RANK_TOLERANCE,
+// is_finite_real) and the layout constants of the template (src/gpu/layout.rs):
+//   NB, NF, NC, NU, ROWS and array capacities NB_CAP, NF_CAP, NC_CAP, NU_CAP, ROWS_CAP,
+//   ROWS_NU_CAP, ROWS_ROWS_CAP, MASS_CAP (each ≥ 1);
+//   BODY_KIND (0 Ground, 1 free, 2 prescribed), BODY_SLOT, BODY_IN (input prefix), FREE_BODY;
+//   GRAVITY_IN; C_KIND (0 sphere_on_plane, 1 point_on_plane, 2 point_to_ground), C_FLAGS (bit 0:
+//   rolling / position level, bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
+//   C_OUT, C_JAC; OUT_STATUS, OUT_UDOT, OUT_UDOT0.
+// Every column is a segment of `capacity × width` values: value k of instance i of the column
+// with prefix p (in units of widths) sits at p · capacity + i · width + k.
+
+struct Launch {
+    count: u32,
+    capacity: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> launch: Launch;
+@group(0) @binding(1) var<storage, read> input: array<real>;
+@group(0) @binding(2) var<storage, read_write> output: array<real>;
+
+const NONFINITE_STATE: u32 = 1u;
+const NONFINITE_RESULT: u32 = 2u;
+const SINGULAR_MASS: u32 = 4u;
+
+fn load(prefix: u32, width: u32, i: u32, k: u32) -> real {
+    return input[prefix * launch.capacity + i * width + k];
+}
+
+fn load3(prefix: u32, width: u32, i: u32, k: u32) -> vec3<real> {
+    return vec3<real>(load(prefix, width, i, k), load(prefix, width, i, k + 1u), load(prefix, width, i, k + 2u));
+}
+
+fn load4(prefix: u32, width: u32, i: u32, k: u32) -> vec4<real> {
+    return vec4<real>(load3(prefix, width, i, k), load(prefix, width, i, k + 3u));
+}
+
+fn store(prefix: u32, width: u32, i: u32, k: u32, value: real) {
+    output[prefix * launch.capacity + i * width + k] = value;
+}
+
+fn store3(prefix: u32, width: u32, i: u32, k: u32, value: vec3<real>) {
+    store(prefix, width, i, k, value.x);
+    store(prefix, width, i, k + 1u, value.y);
+    store(prefix, width, i, k + 2u, value.z);
+}
+
+fn finite3(v: vec3<real>) -> bool {
+    return is_finite_real(v.x) && is_finite_real(v.y) && is_finite_real(v.z);
+}
+
+fn finite_quaternion(q: vec4<real>) -> bool {
+    return finite3(q.xyz) && is_finite_real(q.w) && dot(q, q) > 0.0;
+}
+
+// Per-instance parameters of one constraint, whatever its kind.
+struct ConstraintParams {
+    frame_rotation: mat3x3<real>,
+    frame_origin: vec3<real>,
+    point: vec3<real>,
+    radius: real,
+    normals: array<vec3<real>, 3>,
+    ground_point: vec3<real>,
+}
+
+// Column prefixes from the constraint's base p: enabled p, Baumgarte time constant p + 1, then
+// the kind's parameters in the order of its `params()` (src/constraints/*.rs).
+fn load_constraint_params(kind: u32, p: u32, rows: u32, i: u32) -> ConstraintParams {
+    var out: ConstraintParams;
+    if kind == 2u {
+        out.point = load3(p + 2u, 3u, i, 0u);
+        for (var k = 0u; k < rows; k++) {
+            out.normals[k] = load3(p + 5u, 3u * rows, i, 3u * k);
+        }
+        out.ground_point = load3(p + 5u + 3u * rows, 3u, i, 0u);
+    } else {
+        out.frame_rotation = rotation_from_quaternion(load4(p + 2u, 7u, i, 0u));
+        out.frame_origin = load3(p + 2u, 7u, i, 4u);
+        out.point = load3(p + 9u, 3u, i, 0u);
+        if kind == 0u {
+            out.radius = load(p + 12u, 1u, i, 0u);
+        }
+    }
+    return out;
+}
+
+fn evaluate_constraint(kind: u32, flags: u32, rows: u32, params: ConstraintParams, a: BodyKinematics, b: BodyKinematics) -> array<Row, 3> {
+    switch kind {
+        case 0u: {
+            return sphere_on_plane_evaluate(params.frame_rotation, params.frame_origin, params.point, params.radius, (flags & 1u) != 0u, a, b);
+        }
+        case 1u: {
+            return point_on_plane_evaluate(params.frame_rotation, params.frame_origin, params.point, a, b);
+        }
+        default: {
+            return point_to_ground_evaluate(params.point, params.normals, rows, (flags & 1u) != 0u, params.ground_point, a);
+        }
+    }
+}
+
+fn report_constraint(kind: u32, flags: u32, rows: u32, params: ConstraintParams, a: BodyKinematics, b: BodyKinematics, multipliers: vec3<real>) -> ContactReport {
+    switch kind {
+        case 0u: {
+            return sphere_on_plane_report(params.frame_rotation, params.frame_origin, params.point, params.radius, (flags & 1u) != 0u, a, b, multipliers);
+        }
+        case 1u: {
+            return point_on_plane_report(params.frame_rotation, params.frame_origin, params.point, a, b, multipliers);
+        }
+        default: {
+            return point_to_ground_report(params.point, params.normals, rows, a, multipliers);
+        }
+    }
+}
+
+fn evaluate_instance(i: u32) {
+    var body_kind = BODY_KIND;
+    var body_slot = BODY_SLOT;
+    var body_in = BODY_IN;
+    var free_body = FREE_BODY;
+    var c_kind = C_KIND;
+    var c_flags = C_FLAGS;
+    var c_body_a = C_BODY_A;
+    var c_body_b = C_BODY_B;
+    var c_rows = C_ROWS;
+    var c_row_offset = C_ROW_OFFSET;
+    var c_in = C_IN;
+    var c_out = C_OUT;
+    var c_jac = C_JAC;
+    var status = 0u;
+
+    // Kinematics of every body; free bodies' accelerations are 0 (the bias is aerr at u̇ = 0).
+    let gravity = load3(GRAVITY_IN, 3u, i, 0u);
+    if !finite3(gravity) {
+        status |= NONFINITE_STATE;
+    }
+    let zero = vec3<real>(0.0, 0.0, 0.0);
+    var kin: array<BodyKinematics, NB_CAP>;
+    var props: array<MassProperties, NF_CAP>;
+    var force: array<vec3<real>, NF_CAP>;
+    var torque: array<vec3<real>, NF_CAP>;
+    for (var b = 0u; b < NB; b++) {
+        let p = body_in[b];
+        if body_kind[b] == 0u {
+            kin[b] = ground_kinematics();
+        } else if body_kind[b] == 1u {
+            // Free body columns: mass, com, inertia, applied_force, applied_torque, q, u.
+            let q = load4(p + 16u, 7u, i, 0u);
+            let origin = load3(p + 16u, 7u, i, 4u);
+            let w = load3(p + 23u, 6u, i, 0u);
+            let v = load3(p + 23u, 6u, i, 3u);
+            if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v)) {
+                status |= NONFINITE_STATE;
+            }
+            kin[b] = BodyKinematics(rotation_from_quaternion(q), origin, w, v, zero, zero);
+            let s = body_slot[b];
+            props[s] = MassProperties(load(p, 1u, i, 0u), load3(p + 1u, 3u, i, 0u), inertia_matrix(load3(p + 4u, 6u, i, 0u), load3(p + 4u, 6u, i, 3u)));
+            force[s] = load3(p + 10u, 3u, i, 0u);
+            torque[s] = load3(p + 13u, 3u, i, 0u);
+        } else {
+            // Prescribed body columns: pose, velocity, acceleration.
+            let q = load4(p, 7u, i, 0u);
+            let origin = load3(p, 7u, i, 4u);
+            let w = load3(p + 7u, 6u, i, 0u);
+            let v = load3(p + 7u, 6u, i, 3u);
+            let bb = load3(p + 13u, 6u, i, 0u);
+            let a = load3(p + 13u, 6u, i, 3u);
+            if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v) && finite3(bb) && finite3(a)) {
+                status |= NONFINITE_STATE;
+            }
+            kin[b] = BodyKinematics(rotation_from_quaternion(q), origin, w, v, bb, a);
+        }
+    }
+
+    // Mass matrices and f − c of the free bodies.
+    var mass_blocks: array<real, MASS_CAP>;
+    var applied: array<real, NU_CAP>;
+    for (var s = 0u; s < NF; s++) {
+        let b = free_body[s];
+        let mm = mass_matrix(props[s], kin[b].rotation);
+        for (var k = 0u; k < 36u; k++) {
+            mass_blocks[36u * s + k] = mm[k];
+        }
+        let f = applied_minus_coriolis(props[s], kin[b], gravity, force[s], torque[s]);
+        for (var k = 0u; k < 6u; k++) {
+            applied[6u * s + k] = f[k];
+        }
+    }
+
+    // Rows. Disabled constraints keep zero rows in G and b: in a minimum-norm solve a zero row
+    // gets λ = 0 and changes nothing else, exactly as dropping it does on the CPU.
+    var jacobian: array<real, ROWS_NU_CAP>;
+    var bias_acceleration: array<real, ROWS_CAP>;
+    var bias: array<real, ROWS_CAP>;
+    var rows_all: array<Row, ROWS_CAP>;
+    var enabled_row: array<bool, ROWS_CAP>;
+    for (var c = 0u; c < NC; c++) {
+        let a = c_body_a[c];
+        let bb = c_body_b[c];
+        let n_rows = c_rows[c];
+        let params = load_constraint_params(c_kind[c], c_in[c], n_rows, i);
+        let rows = evaluate_constraint(c_kind[c], c_flags[c], n_rows, params, kin[a], kin[bb]);
+        let enabled = load(c_in[c], 1u, i, 0u) != 0.0;
+        var inv_t: real = 0.0;
+        if (c_flags[c] & 2u) != 0u {
+            inv_t = 1.0 / load(c_in[c] + 1u, 1u, i, 0u);
+        }
+        for (var r = 0u; r < n_rows; r++) {
+            let at = c_row_offset[c] + r;
+            let row = rows[r];
+            rows_all[at] = row;
+            enabled_row[at] = enabled;
+            if enabled {
+                if body_kind[a] == 1u {
+                    let col = 6u * body_slot[a];
+                    for (var k = 0u; k < 3u; k++) {
+                        jacobian[at * NU + col + k] += row.jac_a_ang[k];
+                        jacobian[at * NU + col + 3u + k] += row.jac_a_lin[k];
+                    }
+                }
+                if bb != a && body_kind[bb] == 1u {
+                    let col = 6u * body_slot[bb];
+                    for (var k = 0u; k < 3u; k++) {
+                        jacobian[at * NU + col + k] += row.jac_b_ang[k];
+                        jacobian[at * NU + col + 3u + k] += row.jac_b_lin[k];
+                    }
+                }
+                bias_acceleration[at] = row.acceleration_error;
+                // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
+                bias[at] = -row.acceleration_error - 2.0 * inv_t * row.velocity_error - inv_t * inv_t * row.position_error;
+            }
+        }
+    }
+    for (var k = 0u; k < ROWS * NU; k++) {
+        if !is_finite_real(jacobian[k]) {
+            status |= NONFINITE_STATE;
+        }
+    }
+    for (var k = 0u; k < ROWS; k++) {
+        if !is_finite_real(bias[k]) {
+            status |= NONFINITE_STATE;
+        }
+    }
+    for (var k = 0u; k < NU; k++) {
+        if !is_finite_real(applied[k]) {
+            status |= NONFINITE_STATE;
+        }
+    }
+
+    // u̇₀ = M⁻¹ (f − c) and Y = M⁻¹ Gᵀ, block by block.
+    var udot_unconstrained: array<real, NU_CAP>;
+    var minv_gt: array<real, ROWS_NU_CAP>; // row r holds M⁻¹ G_rᵀ
+    for (var s = 0u; s < NF; s++) {
+        var l: array<real, 36>;
+        for (var k = 0u; k < 36u; k++) {
+            l[k] = mass_blocks[36u * s + k];
+        }
+        if !cholesky6(&l) {
+            status |= SINGULAR_MASS;
+            continue;
+        }
+        var rhs: array<real, 6>;
+        for (var k = 0u; k < 6u; k++) {
+            rhs[k] = applied[6u * s + k];
+        }
+        let x = cholesky6_solve(&l, rhs);
+        for (var k = 0u; k < 6u; k++) {
+            udot_unconstrained[6u * s + k] = x[k];
+        }
+        for (var r = 0u; r < ROWS; r++) {
+            for (var k = 0u; k < 6u; k++) {
+                rhs[k] = jacobian[r * NU + 6u * s + k];
+            }
+            let y = cholesky6_solve(&l, rhs);
+            for (var k = 0u; k < 6u; k++) {
+                minv_gt[r * NU + 6u * s + k] = y[k];
+            }
+        }
+    }
+
+    // (G M⁻¹ Gᵀ) λ = G u̇₀ − b.
+    var a_mat: array<real, ROWS_ROWS_CAP>;
+    var rhs_rows: array<real, ROWS_CAP>;
+    for (var r = 0u; r < ROWS; r++) {
+        var g_udot: real = 0.0;
+        for (var k = 0u; k < NU; k++) {
+            g_udot += jacobian[r * NU + k] * udot_unconstrained[k];
+        }
+        rhs_rows[r] = g_udot - bias[r];
+        for (var q = 0u; q < ROWS; q++) {
+            var sum: real = 0.0;
+            for (var k = 0u; k < NU; k++) {
+                sum += jacobian[r * NU + k] * minv_gt[q * NU + k];
+            }
+            a_mat[r * ROWS + q] = sum;
+        }
+    }
+    let multipliers = solve_min_norm_spd(&a_mat, &rhs_rows);
+    var udot: array<real, NU_CAP>;
+    for (var k = 0u; k < NU; k++) {
+        var correction: real = 0.0;
+        for (var r = 0u; r < ROWS; r++) {
+            correction += minv_gt[r * NU + k] * multipliers[r];
+        }
+        udot[k] = udot_unconstrained[k] - correction;
+        if !is_finite_real(udot[k]) {
+            status |= NONFINITE_RESULT;
+        }
+    }
+
+    // Outputs.
+    for (var k = 0u; k < NU; k++) {
+        store(OUT_UDOT, NU, i, k, udot[k]);
+        store(OUT_UDOT0, NU, i, k, udot_unconstrained[k]);
+    }
+    for (var c = 0u; c < NC; c++) {
+        let n = c_rows[c];
+        let o = c_out[c];
+        let a = c_body_a[c];
+        let bb = c_body_b[c];
+        var lambda = vec3<real>(0.0, 0.0, 0.0);
+        var force_a_ang = zero;
+        var force_a_lin = zero;
+        var force_b_ang = zero;
+        var force_b_lin = zero;
+        var power: real = 0.0;
+        for (var r = 0u; r < n; r++) {
+            let at = c_row_offset[c] + r;
+            let row = rows_all[at];
+            var aerr: real = 0.0;
+            if enabled_row[at] {
+                lambda[r] = multipliers[at];
+                aerr = bias_acceleration[at];
+                for (var k = 0u; k < NU; k++) {
+                    aerr += jacobian[at * NU + k] * udot[k];
+                }
+            }
+            if !is_finite_real(lambda[r]) {
+                status |= NONFINITE_RESULT;
+            }
+            store(o, n, i, r, row.position_error);
+            store(o + n, n, i, r, row.velocity_error);
+            store(o + 2u * n, n, i, r, aerr);
+            store(o + 3u * n, n, i, r, lambda[r]);
+            power -= lambda[r] * row.velocity_error;
+            force_a_ang += lambda[r] * row.jac_a_ang;
+            force_a_lin += lambda[r] * row.jac_a_lin;
+            force_b_ang += lambda[r] * row.jac_b_ang;
+            force_b_lin += lambda[r] * row.jac_b_lin;
+            // G rows and k, for the readback that asks for them.
+            for (var k = 0u; k < NU; k++) {
+                store(c_jac[c], n * NU, i, r * NU + k, jacobian[at * NU + k]);
+            }
+            store(c_jac[c] + n * NU, n, i, r, bias_acceleration[at]);
+        }
+        store3(o + 4u * n, 12u, i, 0u, force_a_ang);
+        store3(o + 4u * n, 12u, i, 3u, force_a_lin);
+        store3(o + 4u * n, 12u, i, 6u, force_b_ang);
+        store3(o + 4u * n, 12u, i, 9u, force_b_lin);
+        store(o + 4u * n + 12u, 1u, i, 0u, power);
+        let params = load_constraint_params(c_kind[c], c_in[c], n, i);
+        let report = report_constraint(c_kind[c], c_flags[c], n, params, kin[a], kin[bb], lambda);
+        store3(o + 4u * n + 13u, 3u, i, 0u, report.contact_point);
+        store(o + 4u * n + 16u, 1u, i, 0u, report.separation);
+        store3(o + 4u * n + 17u, 3u, i, 0u, report.contact_force);
+    }
+    store(OUT_STATUS, 1u, i, 0u, real(status));
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x >= launch.count {
+        return;
+    }
+    evaluate_instance(id.x);
+}

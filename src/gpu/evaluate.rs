@@ -1,0 +1,527 @@
+//! The evaluation kernel's host side (`shaders/evaluate.wgsl`): pipeline, buffers, chunks,
+//! uploads of changed columns, dispatch and readback into an [`Evaluation`].
+//!
+//! A batch is split into chunks small enough for one storage binding (the adapter's
+//! `max_storage_buffer_binding_size`, 128 MiB on lavapipe) and one dispatch. Every chunk keeps
+//! its own input, output and staging buffers across calls, and remembers the version of each
+//! column it holds: a call uploads only the columns written since ([`Batch::column_version`]).
+
+use std::sync::Arc;
+
+use crate::batch::{Batch, ColumnData, status};
+use crate::error::{Error, Result};
+use crate::evaluate::{ConstraintEvaluation, Evaluation};
+use crate::gpu::device::GpuDevice;
+use crate::gpu::layout::Layout;
+use crate::gpu::shader::kernel_source;
+use crate::gpu::{GpuOptions, Precision};
+
+const WORKGROUP: usize = 64;
+
+/// Jacobians and biases read back from the GPU (on request).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuJacobians {
+    /// Per constraint: G rows (`rows × nu` per instance, row-major, internal row order; zero rows
+    /// where the constraint is disabled).
+    pub jacobian: Vec<Vec<f64>>,
+    /// Per constraint: `k` (`rows` per instance).
+    pub bias_acceleration: Vec<Vec<f64>>,
+}
+
+struct Chunk {
+    start: usize,
+    count: usize,
+    input: wgpu::Buffer,
+    output: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    uploaded: Vec<u64>,
+}
+
+/// Evaluates batches of one template on the GPU.
+pub struct GpuEvaluator {
+    device: Arc<GpuDevice>,
+    precision: Precision,
+    layout: Layout,
+    pipeline: wgpu::ComputePipeline,
+    bind_group_layout: wgpu::BindGroupLayout,
+    capacity: usize,
+    max_binding_bytes: u64,
+    batch_uid: Option<u64>,
+    chunks: Vec<Chunk>,
+    last_upload_bytes: u64,
+}
+
+impl std::fmt::Debug for GpuEvaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuEvaluator")
+            .field("precision", &self.precision)
+            .field("capacity", &self.capacity)
+            .field("chunks", &self.chunks.len())
+            .finish()
+    }
+}
+
+impl GpuEvaluator {
+    /// Builds the kernel for `batch`'s template. Errors (no panic) when the template has a
+    /// constraint kind without a GPU kernel, when f64 is asked of an adapter without
+    /// `SHADER_F64`, or when the kernel fails validation.
+    pub fn new(
+        device: Arc<GpuDevice>,
+        batch: &Batch,
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        if precision == Precision::F64 && !device.supports_f64 {
+            return Err(Error::Gpu(format!(
+                "f64 kernels need SHADER_F64, which {} does not offer",
+                device.info.name
+            )));
+        }
+        let layout = Layout::new(batch.template())?;
+        let source = kernel_source(precision, &layout.wgsl_constants);
+        let d = &device.device;
+        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("simbatch evaluate"),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty,
+            count: None,
+        };
+        let storage = |read_only| wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        };
+        let bind_group_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("simbatch evaluate"),
+            entries: &[
+                entry(
+                    0,
+                    wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                ),
+                entry(1, storage(true)),
+                entry(2, storage(false)),
+            ],
+        });
+        let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("simbatch evaluate"),
+            bind_group_layouts: &[Some(&bind_group_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("simbatch evaluate"),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu(format!("kernel build failed: {e}")));
+        }
+        let limits = &device.limits;
+        let max_binding_bytes = options
+            .max_binding_bytes
+            .unwrap_or(u64::MAX)
+            .min(limits.max_storage_buffer_binding_size)
+            .min(limits.max_buffer_size);
+        let per_instance = (layout.input_width.max(layout.output_width) * precision.bytes()) as u64;
+        let by_binding = (max_binding_bytes / per_instance.max(1)) as usize;
+        let by_dispatch = limits.max_compute_workgroups_per_dimension as usize * WORKGROUP;
+        let capacity = by_binding.min(by_dispatch).max(1);
+        if by_binding == 0 {
+            return Err(Error::Gpu(format!(
+                "one instance needs {per_instance} bytes, more than the {max_binding_bytes}-byte binding limit"
+            )));
+        }
+        Ok(Self {
+            device,
+            precision,
+            layout,
+            pipeline,
+            bind_group_layout,
+            capacity,
+            max_binding_bytes,
+            batch_uid: None,
+            chunks: Vec::new(),
+            last_upload_bytes: 0,
+        })
+    }
+
+    /// Instances per chunk (per storage binding and dispatch).
+    pub fn chunk_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Number of chunks of the last batch evaluated.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The binding-size limit in force (the adapter's, or a smaller one from [`GpuOptions`]).
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.max_binding_bytes
+    }
+
+    /// Bytes uploaded by the last call (only columns written since the previous call move).
+    pub fn last_upload_bytes(&self) -> u64 {
+        self.last_upload_bytes
+    }
+
+    /// Precision of the kernel.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// The layout of the buffers.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn prepare(&mut self, batch: &Batch) -> Result<()> {
+        if Layout::new(batch.template())? != self.layout {
+            return Err(Error::Gpu(
+                "this evaluator was built for another template layout".into(),
+            ));
+        }
+        if self.batch_uid == Some(batch.uid())
+            && self.chunks.iter().map(|c| c.count).sum::<usize>() == batch.len()
+        {
+            return Ok(());
+        }
+        let d = &self.device.device;
+        let bytes = self.precision.bytes() as u64;
+        let cap = self.capacity as u64;
+        let in_size = (self.layout.input_width as u64 * cap * bytes).max(4);
+        let out_size = (self.layout.output_width as u64 * cap * bytes).max(4);
+        self.chunks.clear();
+        let mut start = 0;
+        while start < batch.len() {
+            let count = self.capacity.min(batch.len() - start);
+            let input = d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("simbatch input"),
+                size: in_size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let output = d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("simbatch output"),
+                size: out_size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let staging = d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("simbatch staging"),
+                size: out_size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let launch: [u32; 4] = [count as u32, self.capacity as u32, 0, 0];
+            let uniform = d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("simbatch launch"),
+                size: 16,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.device
+                .queue
+                .write_buffer(&uniform, 0, bytemuck::cast_slice(&launch));
+            let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("simbatch evaluate"),
+                layout: &self.bind_group_layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: uniform.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: input.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: output.as_entire_binding(),
+                    },
+                ],
+            });
+            self.chunks.push(Chunk {
+                start,
+                count,
+                input,
+                output,
+                staging,
+                bind_group,
+                uploaded: vec![0; self.layout.inputs.len()],
+            });
+            start += count;
+        }
+        self.batch_uid = Some(batch.uid());
+        Ok(())
+    }
+
+    /// Uploads the columns that changed since this chunk last saw them; returns bytes sent.
+    fn upload(&mut self, batch: &Batch) -> Result<u64> {
+        let bytes = self.precision.bytes();
+        let mut sent = 0;
+        for chunk in &mut self.chunks {
+            for (k, col) in self.layout.inputs.iter().enumerate() {
+                let version = batch.column_version(col.column).ok_or_else(|| {
+                    Error::Gpu(format!("column {:?} missing from the batch", col.column))
+                })?;
+                if chunk.uploaded[k] == version {
+                    continue;
+                }
+                let (data, width) = batch.column_data(col.column).ok_or_else(|| {
+                    Error::Gpu(format!("column {:?} missing from the batch", col.column))
+                })?;
+                let range = chunk.start * width..(chunk.start + chunk.count) * width;
+                let payload: Vec<u8> = match (self.precision, data) {
+                    (Precision::F32, ColumnData::F64(v)) => bytemuck::cast_slice(
+                        &v[range].iter().map(|x| *x as f32).collect::<Vec<f32>>(),
+                    )
+                    .to_vec(),
+                    (Precision::F64, ColumnData::F64(v)) => {
+                        bytemuck::cast_slice(&v[range]).to_vec()
+                    }
+                    (Precision::F32, ColumnData::U32(v)) => bytemuck::cast_slice(
+                        &v[range].iter().map(|x| *x as f32).collect::<Vec<f32>>(),
+                    )
+                    .to_vec(),
+                    (Precision::F64, ColumnData::U32(v)) => bytemuck::cast_slice(
+                        &v[range].iter().map(|x| *x as f64).collect::<Vec<f64>>(),
+                    )
+                    .to_vec(),
+                };
+                let offset = (col.prefix * self.capacity * bytes) as u64;
+                if !payload.is_empty() {
+                    self.device
+                        .queue
+                        .write_buffer(&chunk.input, offset, &payload);
+                }
+                sent += payload.len() as u64;
+                chunk.uploaded[k] = version;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Runs the kernel on every chunk and reads back `widths` (the main outputs, or all of them
+    /// with the Jacobians); returns one `Vec<f64>` of output values per chunk.
+    fn run(&mut self, batch: &Batch, with_jacobians: bool) -> Result<Vec<Vec<f64>>> {
+        self.prepare(batch)?;
+        self.last_upload_bytes = self.upload(batch)?;
+        let bytes = self.precision.bytes() as u64;
+        let width = if with_jacobians {
+            self.layout.output_width
+        } else {
+            self.layout.output_main_width
+        };
+        let read_bytes = (width * self.capacity) as u64 * bytes;
+        let d = &self.device.device;
+        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("simbatch evaluate"),
+        });
+        for chunk in &self.chunks {
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("simbatch evaluate"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &chunk.bind_group, &[]);
+                pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
+            }
+            if read_bytes > 0 {
+                encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read_bytes);
+            }
+        }
+        self.device.queue.submit([encoder.finish()]);
+        let mut out = Vec::with_capacity(self.chunks.len());
+        for chunk in &self.chunks {
+            let slice = chunk.staging.slice(0..read_bytes.max(4));
+            let (tx, rx) = std::sync::mpsc::channel();
+            slice.map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            d.poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+            rx.recv()
+                .map_err(|e| Error::Gpu(format!("readback lost: {e}")))?
+                .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
+            let values: Vec<f64> = match self.precision {
+                Precision::F32 => bytemuck::cast_slice::<u8, f32>(&view[..read_bytes as usize])
+                    .iter()
+                    .map(|x| *x as f64)
+                    .collect(),
+                Precision::F64 => {
+                    bytemuck::cast_slice::<u8, f64>(&view[..read_bytes as usize]).to_vec()
+                }
+            };
+            drop(view);
+            chunk.staging.unmap();
+            out.push(values);
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu(format!("kernel run failed: {e}")));
+        }
+        Ok(out)
+    }
+
+    /// Evaluates every instance: the same [`Evaluation`] as the CPU path, within the precision
+    /// bounds of `physics.md` §7.
+    pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
+        let raw = self.run(batch, false)?;
+        Ok(self.to_evaluation(batch, &raw))
+    }
+
+    /// As [`evaluate`](Self::evaluate), also reading back G and k.
+    pub fn evaluate_with_jacobians(&mut self, batch: &Batch) -> Result<(Evaluation, GpuJacobians)> {
+        let raw = self.run(batch, true)?;
+        let ev = self.to_evaluation(batch, &raw);
+        let nu = self.layout.nu;
+        let mut jac = GpuJacobians {
+            jacobian: Vec::new(),
+            bias_acceleration: Vec::new(),
+        };
+        for c in &self.layout.constraints {
+            let (mut g, mut k) = (Vec::new(), Vec::new());
+            for (chunk, values) in self.chunks.iter().zip(&raw) {
+                let seg = |prefix: usize, width: usize| {
+                    &values[prefix * self.capacity..prefix * self.capacity + chunk.count * width]
+                };
+                g.extend_from_slice(seg(c.jacobian_prefix, c.rows * nu));
+                k.extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
+            }
+            jac.jacobian.push(g);
+            jac.bias_acceleration.push(k);
+        }
+        Ok((ev, jac))
+    }
+
+    fn to_evaluation(&self, batch: &Batch, raw: &[Vec<f64>]) -> Evaluation {
+        let template = batch.template();
+        let (len, nu, cap) = (batch.len(), self.layout.nu, self.capacity);
+        let mut ev = Evaluation {
+            len,
+            nu,
+            status: Vec::with_capacity(len),
+            udot: Vec::with_capacity(len * nu),
+            udot_unconstrained: Vec::with_capacity(len * nu),
+            constraints: Vec::new(),
+        };
+        let mut constraints: Vec<ConstraintEvaluation> = template
+            .constraints()
+            .iter()
+            .map(|slot| {
+                let c = &slot.constraint;
+                let extras = c.reported_extras();
+                ConstraintEvaluation {
+                    width: c.report_slots().len(),
+                    body_count: c.bodies().len(),
+                    position_errors: Vec::new(),
+                    velocity_errors: Vec::new(),
+                    acceleration_errors: Vec::new(),
+                    multipliers: Vec::new(),
+                    body_forces: Vec::new(),
+                    power: Vec::new(),
+                    contact_point: extras.contact_point.then(Vec::new),
+                    separation: extras.separation.then(Vec::new),
+                    contact_force: extras.contact_force.then(Vec::new),
+                }
+            })
+            .collect();
+        for (chunk, v) in self.chunks.iter().zip(raw) {
+            let at =
+                |prefix: usize, width: usize, i: usize, k: usize| v[prefix * cap + i * width + k];
+            for i in 0..chunk.count {
+                let st = at(self.layout.status, 1, i, 0) as u32;
+                // As on the CPU: an instance whose state is not finite (or whose mass matrix is
+                // singular) has no solution, and its solved quantities are NaN.
+                let solved = st & (status::NONFINITE_STATE | status::SINGULAR_MASS) == 0;
+                let or_nan = |x: f64| if solved { x } else { f64::NAN };
+                ev.status.push(st);
+                for k in 0..nu {
+                    ev.udot.push(or_nan(at(self.layout.udot, nu, i, k)));
+                    ev.udot_unconstrained.push(or_nan(at(
+                        self.layout.udot_unconstrained,
+                        nu,
+                        i,
+                        k,
+                    )));
+                }
+                for ((slot, out), place) in template
+                    .constraints()
+                    .iter()
+                    .zip(constraints.iter_mut())
+                    .zip(&self.layout.constraints)
+                {
+                    let c = &slot.constraint;
+                    let n = place.rows;
+                    for row in c.report_slots() {
+                        match row {
+                            Some(r) => {
+                                out.position_errors.push(at(place.prefix, n, i, *r));
+                                out.velocity_errors
+                                    .push(at(place.velocity_errors(), n, i, *r));
+                                out.acceleration_errors.push(or_nan(at(
+                                    place.acceleration_errors(),
+                                    n,
+                                    i,
+                                    *r,
+                                )));
+                                out.multipliers
+                                    .push(or_nan(at(place.multipliers(), n, i, *r)));
+                            }
+                            None => {
+                                out.position_errors.push(0.0);
+                                out.velocity_errors.push(0.0);
+                                out.acceleration_errors.push(0.0);
+                                out.multipliers.push(0.0);
+                            }
+                        }
+                    }
+                    for b in 0..out.body_count {
+                        let mut f = [0.0; 6];
+                        for (k, fk) in f.iter_mut().enumerate() {
+                            *fk = or_nan(at(place.body_forces(), 12, i, 6 * b + k));
+                        }
+                        out.body_forces.push(f);
+                    }
+                    out.power.push(or_nan(at(place.power(), 1, i, 0)));
+                    let v3 = |prefix: usize| {
+                        [
+                            at(prefix, 3, i, 0),
+                            at(prefix, 3, i, 1),
+                            at(prefix, 3, i, 2),
+                        ]
+                    };
+                    if let Some(p) = out.contact_point.as_mut() {
+                        p.push(v3(place.contact_point()));
+                    }
+                    if let Some(s) = out.separation.as_mut() {
+                        s.push(at(place.separation(), 1, i, 0));
+                    }
+                    if let Some(f) = out.contact_force.as_mut() {
+                        let x = v3(place.contact_force());
+                        f.push(x.map(or_nan));
+                    }
+                }
+            }
+        }
+        ev.constraints = constraints;
+        ev
+    }
+}

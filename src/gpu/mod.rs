@@ -1,0 +1,59 @@
+//! The GPU path: WGSL compute kernels (`shaders/`) run through wgpu, reading the same SoA
+//! columns as the CPU path and producing the same [`Evaluation`](crate::evaluate::Evaluation).
+//!
+//! Rooms: [`device`] opens an adapter with its own limits; [`layout`] places a template's
+//! columns in buffers and emits the kernel's constants; [`shader`] assembles the WGSL files;
+//! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback).
+
+pub mod device;
+pub mod evaluate;
+pub mod layout;
+pub mod shader;
+
+pub use device::GpuDevice;
+pub use evaluate::{GpuEvaluator, GpuJacobians};
+
+use crate::error::{Error, Result};
+
+/// Floating-point precision of a GPU kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// 32-bit (every adapter).
+    #[default]
+    F32,
+    /// 64-bit (adapters with `SHADER_F64`).
+    F64,
+}
+
+impl Precision {
+    /// Bytes per value.
+    pub fn bytes(self) -> usize {
+        match self {
+            Precision::F32 => 4,
+            Precision::F64 => 8,
+        }
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "f32" => Ok(Precision::F32),
+            "f64" => Ok(Precision::F64),
+            _ => Err(Error::BadChoice {
+                what: "precision",
+                value: s.to_string(),
+                accepted: "f32, f64",
+            }),
+        }
+    }
+}
+
+/// Tuning of the GPU evaluator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Cap on bytes per storage binding below the adapter's limit (chunking tests use a small
+    /// one; `None`: the adapter's limit).
+    pub max_binding_bytes: Option<u64>,
+}
