@@ -176,12 +176,8 @@ impl Evaluator {
                     None => false,
                 };
                 if !fits {
-                    *evaluator = Some(GpuEvaluator::new(
-                        device.clone(),
-                        batch,
-                        *precision,
-                        *options,
-                    )?);
+                    let built = GpuEvaluator::new(device.clone(), batch, *precision, *options)?;
+                    *evaluator = Some(Box::new(built));
                 }
                 match evaluator {
                     Some(e) => e.evaluate(batch),
