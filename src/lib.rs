@@ -37,6 +37,7 @@ pub mod golden;
 pub mod gpu;
 pub mod math;
 pub mod model;
+pub mod scenarios;
 pub mod solver;
 
 pub use error::{Error, Result};

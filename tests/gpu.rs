@@ -16,7 +16,6 @@ use std::sync::{Arc, OnceLock};
 
 use simbatch::golden::{self, Report, compare_evaluations};
 use simbatch::gpu::layout::Layout;
-use simbatch::model::Baumgarte;
 use simbatch::prelude::*;
 
 const F32_TOL: f64 = 2e-4;
@@ -44,124 +43,15 @@ fn device() -> Option<Arc<GpuDevice>> {
         .clone()
 }
 
-/// SplitMix64, for reproducible random instances.
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn u(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.f()
-    }
-    fn v3(&mut self, s: f64) -> [f64; 3] {
-        [self.u(-s, s), self.u(-s, s), self.u(-s, s)]
-    }
-    fn frame(&mut self, s: f64) -> [f64; 7] {
-        let p = self.v3(s);
-        [
-            self.u(-1.0, 1.0),
-            self.u(-1.0, 1.0),
-            self.u(-1.0, 1.0),
-            self.u(-1.0, 1.0),
-            p[0],
-            p[1],
-            p[2],
-        ]
-    }
-    fn inertia(&mut self) -> [f64; 6] {
-        // Diagonal in [0.2, 0.3] keeps the triangle inequality with room for the products.
-        [
-            self.u(0.2, 0.3),
-            self.u(0.2, 0.3),
-            self.u(0.2, 0.3),
-            self.u(-0.02, 0.02),
-            self.u(-0.02, 0.02),
-            self.u(-0.02, 0.02),
-        ]
-    }
-}
+use simbatch::scenarios::{ContactKind as Kind, PlaneBody, contact_batch, point_to_ground_batch};
 
-#[derive(Clone, Copy, Debug)]
-enum PlaneBody {
-    Ground,
-    Free,
-    Prescribed,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    RollingSphere,
-    SlidingSphere,
-    Point,
-}
-
-/// A batch of `n` random, deliberately inconsistent instances (every term of the formulas shows).
 fn random_contact_batch(
     kind: Kind,
     plane: PlaneBody,
     n: usize,
     seed: u64,
 ) -> (Batch, ConstraintId) {
-    let mut t = SystemTemplate::new();
-    let p = match plane {
-        PlaneBody::Ground => GROUND,
-        PlaneBody::Free => t.add_free_body("plane"),
-        PlaneBody::Prescribed => t.add_prescribed_body("plane"),
-    };
-    let b = t.add_free_body("body");
-    let c = match kind {
-        Kind::RollingSphere => t.add_constraint(SphereOnPlaneContact::new(p, b, true)),
-        Kind::SlidingSphere => t.add_constraint(SphereOnPlaneContact::new(p, b, false)),
-        Kind::Point => t.add_constraint(PointOnPlaneContact::new(p, b)),
-    }
-    .unwrap();
-    let mut batch = Batch::new(t, n).unwrap();
-    let mut r = Rng(seed);
-    for i in 0..n {
-        batch.set_gravity(i, r.v3(10.0)).unwrap();
-        let mut bodies = vec![b];
-        if let PlaneBody::Free = plane {
-            bodies.push(p);
-        }
-        for body in bodies {
-            batch
-                .set_mass_properties(body, i, r.u(0.5, 5.0), r.v3(0.1), r.inertia())
-                .unwrap();
-            batch.set_q(body, i, r.frame(1.0)).unwrap();
-            let (w, v) = (r.v3(3.0), r.v3(2.0));
-            batch
-                .set_u(body, i, [w[0], w[1], w[2], v[0], v[1], v[2]])
-                .unwrap();
-            batch.set_applied_force(body, i, r.v3(1.0)).unwrap();
-            batch.set_applied_torque(body, i, r.v3(0.3)).unwrap();
-        }
-        if let PlaneBody::Prescribed = plane {
-            batch.set_pose(p, i, r.frame(1.0)).unwrap();
-            let (w, v, bb, a) = (r.v3(2.0), r.v3(1.0), r.v3(3.0), r.v3(3.0));
-            batch
-                .set_velocity(p, i, [w[0], w[1], w[2], v[0], v[1], v[2]])
-                .unwrap();
-            batch
-                .set_acceleration(p, i, [bb[0], bb[1], bb[2], a[0], a[1], a[2]])
-                .unwrap();
-        }
-        batch.set_param(c, "plane_frame", i, &r.frame(0.3)).unwrap();
-        match kind {
-            Kind::Point => batch.set_param(c, "follower_point", i, &r.v3(0.3)).unwrap(),
-            _ => {
-                batch.set_param(c, "sphere_center", i, &r.v3(0.2)).unwrap();
-                batch.set_param(c, "radius", i, &[r.u(0.05, 0.3)]).unwrap();
-            }
-        }
-        // A few instances have the constraint disabled: their rows drop out.
-        if i % 97 == 5 {
-            batch.set_enabled(c, i, false).unwrap();
-        }
-    }
+    let (batch, _, c) = contact_batch(kind, plane, n, seed).unwrap();
     (batch, c)
 }
 
@@ -199,75 +89,6 @@ fn gpu_f32_matches_cpu_on_random_instances_for_every_kind_and_plane_body() {
     }
 }
 
-fn point_to_ground_batch(
-    n: usize,
-    seed: u64,
-    normals: usize,
-    position_level: bool,
-    baumgarte: bool,
-) -> (Batch, Vec<ConstraintId>) {
-    let mut t = SystemTemplate::new();
-    let b = t.add_free_body("body");
-    let axes = [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
-    let mut c = PointToGround::new(b, [0.0, 0.0, -0.1], &axes[..normals]).unwrap();
-    if position_level {
-        c = c.position_level();
-    }
-    let id = t.add_constraint(c).unwrap();
-    if baumgarte {
-        t.set_baumgarte(
-            id,
-            Some(Baumgarte {
-                time_constant: 0.05,
-            }),
-        )
-        .unwrap();
-    }
-    let mut batch = Batch::new(t, n).unwrap();
-    let mut r = Rng(seed);
-    for i in 0..n {
-        batch.set_gravity(i, r.v3(10.0)).unwrap();
-        batch
-            .set_mass_properties(b, i, r.u(0.5, 5.0), r.v3(0.1), r.inertia())
-            .unwrap();
-        batch.set_q(b, i, r.frame(1.0)).unwrap();
-        let (w, v) = (r.v3(3.0), r.v3(2.0));
-        batch
-            .set_u(b, i, [w[0], w[1], w[2], v[0], v[1], v[2]])
-            .unwrap();
-        let point = r.v3(0.3);
-        batch.set_param(id, "point", i, &point).unwrap();
-        // The ground point lies within 5 cm of the contact point, and T ≥ 0.05 s: a plausible
-        // drift for Baumgarte to correct (metre-scale violations at T = 0.02 s make forces of
-        // thousands of newtons, whose small world components carry the whole force's rounding).
-        let q = batch.q(b).unwrap()[i];
-        let rot = simbatch::math::rotation_from_quaternion(&q[..4]).unwrap();
-        let x_p = nalgebra::Vector3::new(q[4], q[5], q[6]) + rot * nalgebra::Vector3::from(point);
-        let off = r.v3(0.05);
-        batch
-            .set_param(
-                id,
-                "ground_point",
-                i,
-                &[x_p.x + off[0], x_p.y + off[1], x_p.z + off[2]],
-            )
-            .unwrap();
-        if baumgarte {
-            batch
-                .set_baumgarte_time_constant(id, i, r.u(0.05, 0.5))
-                .unwrap();
-        }
-        // A random orthonormal frame supplies the normals.
-        let q = r.frame(0.0);
-        let rot = simbatch::math::rotation_from_quaternion(&q[..4]).unwrap();
-        let flat: Vec<f64> = (0..normals)
-            .flat_map(|k| rot.column(k).iter().copied().collect::<Vec<_>>())
-            .collect();
-        batch.set_param(id, "normals", i, &flat).unwrap();
-    }
-    (batch, vec![id])
-}
-
 #[test]
 fn gpu_f32_matches_cpu_on_point_to_ground_contacts() {
     let Some(device) = device() else { return };
@@ -277,13 +98,14 @@ fn gpu_f32_matches_cpu_on_point_to_ground_contacts() {
         (3, false, true),
         (3, true, false),
     ] {
-        let (batch, _) = point_to_ground_batch(
+        let (batch, _, _) = point_to_ground_batch(
             10_000,
             77 + normals as u64,
             normals,
             position_level,
             baumgarte,
-        );
+        )
+        .unwrap();
         let cpu = batch.evaluate();
         let gpu = gpu_evaluation(&device, &batch, Precision::F32);
         let mut report = Report::default();

@@ -380,6 +380,38 @@ impl GpuEvaluator {
         Ok(out)
     }
 
+    /// Forgets which columns the GPU holds, so the next call uploads every column (for
+    /// benchmarks of the full path, and after the device's memory was tampered with).
+    pub fn invalidate(&mut self) {
+        for chunk in &mut self.chunks {
+            chunk.uploaded.iter_mut().for_each(|v| *v = 0);
+        }
+    }
+
+    /// Uploads changed columns and runs the kernel on every chunk, waiting for it, without
+    /// reading anything back (results stay on the GPU; for benchmarks of the kernel alone).
+    pub fn dispatch(&mut self, batch: &Batch) -> Result<()> {
+        self.prepare(batch)?;
+        self.last_upload_bytes = self.upload(batch)?;
+        let d = &self.device.device;
+        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("simbatch dispatch"),
+        });
+        for chunk in &self.chunks {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("simbatch evaluate"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &chunk.bind_group, &[]);
+            pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
+        }
+        self.device.queue.submit([encoder.finish()]);
+        d.poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+        Ok(())
+    }
+
     /// Evaluates every instance: the same [`Evaluation`] as the CPU path, within the precision
     /// bounds of `physics.md` §7.
     pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
