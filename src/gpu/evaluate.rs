@@ -200,32 +200,34 @@ impl GpuEvaluator {
         }
         let d = &self.device.device;
         let bytes = self.precision.bytes() as u64;
-        let cap = self.capacity as u64;
-        let in_size = (self.layout.input_width as u64 * cap * bytes).max(4);
-        let out_size = (self.layout.output_width as u64 * cap * bytes).max(4);
         self.chunks.clear();
         let mut start = 0;
         while start < batch.len() {
+            // A chunk's column segments are `count` instances long: its buffers hold its own
+            // instances only, and a readback moves exactly the values asked for.
             let count = self.capacity.min(batch.len() - start);
+            let in_size = (self.layout.input_width * count) as u64 * bytes;
+            let out_size = (self.layout.output_width * count) as u64 * bytes;
             let input = d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch input"),
-                size: in_size,
+                size: in_size.max(4),
                 usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             let output = d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch output"),
-                size: out_size,
+                size: out_size.max(4),
                 usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
             let staging = d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch staging"),
-                size: out_size,
+                size: out_size.max(4),
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
-            let launch: [u32; 4] = [count as u32, self.capacity as u32, 0, 0];
+            // The kernel's `capacity` is the chunk's segment length.
+            let launch: [u32; 4] = [count as u32, count as u32, 0, 0];
             let uniform = d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch launch"),
                 size: 16,
@@ -301,7 +303,7 @@ impl GpuEvaluator {
                     )
                     .to_vec(),
                 };
-                let offset = (col.prefix * self.capacity * bytes) as u64;
+                let offset = (col.prefix * chunk.count * bytes) as u64;
                 if !payload.is_empty() {
                     self.device
                         .queue
@@ -325,7 +327,7 @@ impl GpuEvaluator {
         } else {
             self.layout.output_main_width
         };
-        let read_bytes = (width * self.capacity) as u64 * bytes;
+        let read_bytes = |chunk: &Chunk| (width * chunk.count) as u64 * bytes;
         let d = &self.device.device;
         let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -341,13 +343,14 @@ impl GpuEvaluator {
                 pass.set_bind_group(0, &chunk.bind_group, &[]);
                 pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
             }
-            if read_bytes > 0 {
-                encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read_bytes);
+            if read_bytes(chunk) > 0 {
+                encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read_bytes(chunk));
             }
         }
         self.device.queue.submit([encoder.finish()]);
         let mut out = Vec::with_capacity(self.chunks.len());
         for chunk in &self.chunks {
+            let read_bytes = read_bytes(chunk);
             let slice = chunk.staging.slice(0..read_bytes.max(4));
             let (tx, rx) = std::sync::mpsc::channel();
             slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -432,7 +435,7 @@ impl GpuEvaluator {
             let (mut g, mut k) = (Vec::new(), Vec::new());
             for (chunk, values) in self.chunks.iter().zip(&raw) {
                 let seg = |prefix: usize, width: usize| {
-                    &values[prefix * self.capacity..prefix * self.capacity + chunk.count * width]
+                    &values[prefix * chunk.count..prefix * chunk.count + chunk.count * width]
                 };
                 g.extend_from_slice(seg(c.jacobian_prefix, c.rows * nu));
                 k.extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
@@ -445,7 +448,7 @@ impl GpuEvaluator {
 
     fn to_evaluation(&self, batch: &Batch, raw: &[Vec<f64>]) -> Evaluation {
         let template = batch.template();
-        let (len, nu, cap) = (batch.len(), self.layout.nu, self.capacity);
+        let (len, nu) = (batch.len(), self.layout.nu);
         let mut ev = Evaluation {
             len,
             nu,
@@ -476,6 +479,7 @@ impl GpuEvaluator {
             })
             .collect();
         for (chunk, v) in self.chunks.iter().zip(raw) {
+            let cap = chunk.count;
             let at =
                 |prefix: usize, width: usize, i: usize, k: usize| v[prefix * cap + i * width + k];
             for i in 0..chunk.count {
