@@ -28,6 +28,33 @@ pub struct GpuJacobians {
     pub bias_acceleration: Vec<Vec<f64>>,
 }
 
+/// Values read back from one chunk, in the kernel's precision.
+enum Raw {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Raw {
+    fn f32(&self) -> &[f32] {
+        match self {
+            Raw::F32(v) => v,
+            Raw::F64(_) => &[],
+        }
+    }
+    fn f64(&self) -> &[f64] {
+        match self {
+            Raw::F64(v) => v,
+            Raw::F32(_) => &[],
+        }
+    }
+    fn to_f64(&self) -> Vec<f64> {
+        match self {
+            Raw::F32(v) => v.iter().map(|x| *x as f64).collect(),
+            Raw::F64(v) => v.clone(),
+        }
+    }
+}
+
 struct Chunk {
     start: usize,
     count: usize,
@@ -318,7 +345,7 @@ impl GpuEvaluator {
 
     /// Runs the kernel on every chunk and reads back `widths` (the main outputs, or all of them
     /// with the Jacobians); returns one `Vec<f64>` of output values per chunk.
-    fn run(&mut self, batch: &Batch, with_jacobians: bool) -> Result<Vec<Vec<f64>>> {
+    fn run(&mut self, batch: &Batch, with_jacobians: bool) -> Result<Vec<Raw>> {
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
         let bytes = self.precision.bytes() as u64;
@@ -344,7 +371,13 @@ impl GpuEvaluator {
                 pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
             }
             if read_bytes(chunk) > 0 {
-                encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read_bytes(chunk));
+                encoder.copy_buffer_to_buffer(
+                    &chunk.output,
+                    0,
+                    &chunk.staging,
+                    0,
+                    read_bytes(chunk),
+                );
             }
         }
         self.device.queue.submit([encoder.finish()]);
@@ -364,13 +397,12 @@ impl GpuEvaluator {
             let view = slice
                 .get_mapped_range()
                 .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-            let values: Vec<f64> = match self.precision {
-                Precision::F32 => bytemuck::cast_slice::<u8, f32>(&view[..read_bytes as usize])
-                    .iter()
-                    .map(|x| *x as f64)
-                    .collect(),
+            let values = match self.precision {
+                Precision::F32 => {
+                    Raw::F32(bytemuck::cast_slice::<u8, f32>(&view[..read_bytes as usize]).to_vec())
+                }
                 Precision::F64 => {
-                    bytemuck::cast_slice::<u8, f64>(&view[..read_bytes as usize]).to_vec()
+                    Raw::F64(bytemuck::cast_slice::<u8, f64>(&view[..read_bytes as usize]).to_vec())
                 }
             };
             drop(view);
@@ -419,13 +451,20 @@ impl GpuEvaluator {
     /// bounds of `physics.md` §7.
     pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
         let raw = self.run(batch, false)?;
-        Ok(self.to_evaluation(batch, &raw))
+        Ok(match &raw[..] {
+            [Raw::F32(_), ..] => {
+                self.to_evaluation(batch, &raw.iter().map(Raw::f32).collect::<Vec<_>>())
+            }
+            _ => self.to_evaluation(batch, &raw.iter().map(Raw::f64).collect::<Vec<_>>()),
+        })
     }
 
     /// As [`evaluate`](Self::evaluate), also reading back G and k.
     pub fn evaluate_with_jacobians(&mut self, batch: &Batch) -> Result<(Evaluation, GpuJacobians)> {
         let raw = self.run(batch, true)?;
-        let ev = self.to_evaluation(batch, &raw);
+        let raw: Vec<Vec<f64>> = raw.iter().map(Raw::to_f64).collect();
+        let raw_refs: Vec<&[f64]> = raw.iter().map(Vec::as_slice).collect();
+        let ev = self.to_evaluation(batch, &raw_refs);
         let nu = self.layout.nu;
         let mut jac = GpuJacobians {
             jacobian: Vec::new(),
@@ -446,118 +485,125 @@ impl GpuEvaluator {
         Ok((ev, jac))
     }
 
-    fn to_evaluation(&self, batch: &Batch, raw: &[Vec<f64>]) -> Evaluation {
+    fn to_evaluation<T: Copy + Into<f64>>(&self, batch: &Batch, raw: &[&[T]]) -> Evaluation {
         let template = batch.template();
         let (len, nu) = (batch.len(), self.layout.nu);
+        // In a chunk of `count` instances, the column with prefix p and width w is the
+        // instance-major slice raw[p·count .. (p + w)·count]: most columns are slice copies.
+        let segment =
+            |count: usize, prefix: usize, width: usize| prefix * count..(prefix + width) * count;
         let mut ev = Evaluation {
             len,
             nu,
             status: Vec::with_capacity(len),
             udot: Vec::with_capacity(len * nu),
             udot_unconstrained: Vec::with_capacity(len * nu),
-            constraints: Vec::new(),
+            constraints: Vec::with_capacity(template.constraints().len()),
         };
-        let mut constraints: Vec<ConstraintEvaluation> = template
-            .constraints()
-            .iter()
-            .map(|slot| {
-                let c = &slot.constraint;
-                let extras = c.reported_extras();
-                ConstraintEvaluation {
-                    width: c.report_slots().len(),
-                    body_count: c.bodies().len(),
-                    position_errors: Vec::new(),
-                    velocity_errors: Vec::new(),
-                    acceleration_errors: Vec::new(),
-                    multipliers: Vec::new(),
-                    body_forces: Vec::new(),
-                    power: Vec::new(),
-                    contact_point: extras.contact_point.then(Vec::new),
-                    separation: extras.separation.then(Vec::new),
-                    contact_force: extras.contact_force.then(Vec::new),
-                }
-            })
-            .collect();
         for (chunk, v) in self.chunks.iter().zip(raw) {
-            let cap = chunk.count;
-            let at =
-                |prefix: usize, width: usize, i: usize, k: usize| v[prefix * cap + i * width + k];
-            for i in 0..chunk.count {
-                let st = at(self.layout.status, 1, i, 0) as u32;
-                // As on the CPU: an instance whose state is not finite (or whose mass matrix is
-                // singular) has no solution, and its solved quantities are NaN.
-                let solved = st & (status::NONFINITE_STATE | status::SINGULAR_MASS) == 0;
-                let or_nan = |x: f64| if solved { x } else { f64::NAN };
-                ev.status.push(st);
-                for k in 0..nu {
-                    ev.udot.push(or_nan(at(self.layout.udot, nu, i, k)));
-                    ev.udot_unconstrained.push(or_nan(at(
-                        self.layout.udot_unconstrained,
-                        nu,
-                        i,
-                        k,
-                    )));
-                }
-                for ((slot, out), place) in template
-                    .constraints()
+            let n = chunk.count;
+            ev.status.extend(
+                v[segment(n, self.layout.status, 1)]
                     .iter()
-                    .zip(constraints.iter_mut())
-                    .zip(&self.layout.constraints)
-                {
-                    let c = &slot.constraint;
-                    let n = place.rows;
-                    for row in c.report_slots() {
-                        match row {
-                            Some(r) => {
-                                out.position_errors.push(at(place.prefix, n, i, *r));
-                                out.velocity_errors
-                                    .push(at(place.velocity_errors(), n, i, *r));
-                                out.acceleration_errors.push(or_nan(at(
-                                    place.acceleration_errors(),
-                                    n,
-                                    i,
-                                    *r,
-                                )));
-                                out.multipliers
-                                    .push(or_nan(at(place.multipliers(), n, i, *r)));
-                            }
-                            None => {
-                                out.position_errors.push(0.0);
-                                out.velocity_errors.push(0.0);
-                                out.acceleration_errors.push(0.0);
-                                out.multipliers.push(0.0);
-                            }
+                    .map(|x| (*x).into() as u32),
+            );
+            ev.udot.extend(
+                v[segment(n, self.layout.udot, nu)]
+                    .iter()
+                    .map(|x| (*x).into()),
+            );
+            ev.udot_unconstrained.extend(
+                v[segment(n, self.layout.udot_unconstrained, nu)]
+                    .iter()
+                    .map(|x| (*x).into()),
+            );
+        }
+        for (slot, place) in template.constraints().iter().zip(&self.layout.constraints) {
+            let c = &slot.constraint;
+            let extras = c.reported_extras();
+            let slots = c.report_slots();
+            let (width, rows, body_count) = (slots.len(), place.rows, c.bodies().len());
+            let mut out = ConstraintEvaluation {
+                width,
+                body_count,
+                position_errors: Vec::with_capacity(len * width),
+                velocity_errors: Vec::with_capacity(len * width),
+                acceleration_errors: Vec::with_capacity(len * width),
+                multipliers: Vec::with_capacity(len * width),
+                body_forces: Vec::with_capacity(len * body_count),
+                power: Vec::with_capacity(len),
+                contact_point: extras.contact_point.then(|| Vec::with_capacity(len)),
+                separation: extras.separation.then(|| Vec::with_capacity(len)),
+                contact_force: extras.contact_force.then(|| Vec::with_capacity(len)),
+            };
+            for (chunk, v) in self.chunks.iter().zip(raw) {
+                let n = chunk.count;
+                // Internal rows → reported slots (x, y, z); absent slots are 0.
+                let reorder = |prefix: usize, dst: &mut Vec<f64>| {
+                    for row in v[segment(n, prefix, rows)].chunks_exact(rows) {
+                        dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| row[r].into())));
+                    }
+                };
+                reorder(place.prefix, &mut out.position_errors);
+                reorder(place.velocity_errors(), &mut out.velocity_errors);
+                reorder(place.acceleration_errors(), &mut out.acceleration_errors);
+                reorder(place.multipliers(), &mut out.multipliers);
+                for f in v[segment(n, place.body_forces(), 12)].chunks_exact(12) {
+                    for b in 0..body_count {
+                        let mut force = [0.0; 6];
+                        for (k, x) in force.iter_mut().enumerate() {
+                            *x = f[6 * b + k].into();
                         }
+                        out.body_forces.push(force);
                     }
-                    for b in 0..out.body_count {
-                        let mut f = [0.0; 6];
-                        for (k, fk) in f.iter_mut().enumerate() {
-                            *fk = or_nan(at(place.body_forces(), 12, i, 6 * b + k));
-                        }
-                        out.body_forces.push(f);
+                }
+                out.power
+                    .extend(v[segment(n, place.power(), 1)].iter().map(|x| (*x).into()));
+                let triples = |prefix: usize| {
+                    v[segment(n, prefix, 3)]
+                        .chunks_exact(3)
+                        .map(|p| [p[0].into(), p[1].into(), p[2].into()])
+                };
+                if let Some(p) = out.contact_point.as_mut() {
+                    p.extend(triples(place.contact_point()));
+                }
+                if let Some(s) = out.separation.as_mut() {
+                    s.extend(
+                        v[segment(n, place.separation(), 1)]
+                            .iter()
+                            .map(|x| (*x).into()),
+                    );
+                }
+                if let Some(f) = out.contact_force.as_mut() {
+                    f.extend(triples(place.contact_force()));
+                }
+            }
+            ev.constraints.push(out);
+        }
+        // As on the CPU: an instance whose state is not finite (or whose mass matrix is singular)
+        // has no solution, and its solved quantities are NaN.
+        for i in 0..len {
+            if ev.status[i] & (status::NONFINITE_STATE | status::SINGULAR_MASS) == 0 {
+                continue;
+            }
+            ev.udot[i * nu..(i + 1) * nu].fill(f64::NAN);
+            ev.udot_unconstrained[i * nu..(i + 1) * nu].fill(f64::NAN);
+            for (c, slot) in ev.constraints.iter_mut().zip(template.constraints()) {
+                let w = c.width;
+                for (s, row) in slot.constraint.report_slots().iter().enumerate() {
+                    if row.is_some() {
+                        c.acceleration_errors[i * w + s] = f64::NAN;
+                        c.multipliers[i * w + s] = f64::NAN;
                     }
-                    out.power.push(or_nan(at(place.power(), 1, i, 0)));
-                    let v3 = |prefix: usize| {
-                        [
-                            at(prefix, 3, i, 0),
-                            at(prefix, 3, i, 1),
-                            at(prefix, 3, i, 2),
-                        ]
-                    };
-                    if let Some(p) = out.contact_point.as_mut() {
-                        p.push(v3(place.contact_point()));
-                    }
-                    if let Some(s) = out.separation.as_mut() {
-                        s.push(at(place.separation(), 1, i, 0));
-                    }
-                    if let Some(f) = out.contact_force.as_mut() {
-                        let x = v3(place.contact_force());
-                        f.push(x.map(or_nan));
-                    }
+                }
+                let b = c.body_count;
+                c.body_forces[i * b..(i + 1) * b].fill([f64::NAN; 6]);
+                c.power[i] = f64::NAN;
+                if let Some(f) = c.contact_force.as_mut() {
+                    f[i] = [f64::NAN; 3];
                 }
             }
         }
-        ev.constraints = constraints;
         ev
     }
 }
