@@ -71,16 +71,17 @@ fn measure(
         "gpu f32, kernel only",
         time(|| gpu.dispatch(batch).expect("dispatch"), budget),
     );
+    let mut out = simbatch::evaluate::Evaluation::default();
     push(
         "gpu f32, kernel + readback",
-        time(|| drop(gpu.evaluate(batch).expect("evaluate")), budget),
+        time(|| gpu.evaluate_into(batch, &mut out).expect("evaluate"), budget),
     );
     push(
         "gpu f32, upload + kernel + readback",
         time(
             || {
                 gpu.invalidate();
-                drop(gpu.evaluate(batch).expect("evaluate"))
+                gpu.evaluate_into(batch, &mut out).expect("evaluate")
             },
             budget,
         ),
@@ -96,7 +97,7 @@ fn measure(
         );
         push(
             "gpu f64, kernel + readback",
-            time(|| drop(gpu64.evaluate(batch).expect("evaluate")), budget),
+            time(|| gpu64.evaluate_into(batch, &mut out).expect("evaluate"), budget),
         );
     }
 }

@@ -156,12 +156,20 @@ impl Evaluator {
         }
     }
 
-    /// Evaluates every instance of `batch`. On the GPU the kernel is built on first use and
-    /// rebuilt when a batch of another template layout comes; buffers are kept and only changed
-    /// columns are uploaded.
-    pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
+    /// As [`evaluate`](Self::evaluate), writing into `out` (on the GPU its allocations are reused).
+    pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
         match &mut self.resolved {
-            Resolved::Cpu => Ok(batch.evaluate()),
+            Resolved::Cpu => {
+                *out = batch.evaluate();
+                Ok(())
+            }
+            Resolved::Gpu { .. } => self.gpu_for(batch)?.evaluate_into(batch, out),
+        }
+    }
+
+    fn gpu_for(&mut self, batch: &Batch) -> Result<&mut GpuEvaluator> {
+        match &mut self.resolved {
+            Resolved::Cpu => Err(Error::Gpu("the CPU backend has no GPU evaluator".into())),
             Resolved::Gpu {
                 device,
                 precision,
@@ -179,11 +187,20 @@ impl Evaluator {
                     let built = GpuEvaluator::new(device.clone(), batch, *precision, *options)?;
                     *evaluator = Some(Box::new(built));
                 }
-                match evaluator {
-                    Some(e) => e.evaluate(batch),
-                    None => Err(Error::Gpu("no evaluator".into())),
-                }
+                evaluator
+                    .as_deref_mut()
+                    .ok_or_else(|| Error::Gpu("no evaluator".into()))
             }
+        }
+    }
+
+    /// Evaluates every instance of `batch`. On the GPU the kernel is built on first use and
+    /// rebuilt when a batch of another template layout comes; buffers are kept and only changed
+    /// columns are uploaded.
+    pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
+        match self.resolved {
+            Resolved::Cpu => Ok(batch.evaluate()),
+            Resolved::Gpu { .. } => self.gpu_for(batch)?.evaluate(batch),
         }
     }
 }

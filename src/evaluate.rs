@@ -88,7 +88,7 @@ impl InstanceSystem {
 }
 
 /// Outputs of one constraint for every instance, in reported order (`report_slots`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ConstraintEvaluation {
     /// Values per instance in the reported vectors (3 for plane contacts, the normal count for
     /// point-to-ground contacts).
@@ -149,7 +149,7 @@ impl ConstraintEvaluation {
 }
 
 /// Results of evaluating every instance of a batch.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Evaluation {
     /// Number of instances.
     pub len: usize,

@@ -259,6 +259,21 @@ fn chunked_batches_give_the_same_results() {
     assert_eq!(chunked.chunk_count(), 8);
     let whole = gpu_evaluation(&device, &batch, Precision::F32);
     assert_eq!(a, whole, "chunking must not change a single bit");
+    // Reusing an evaluation's allocations, also across batch sizes and templates, changes nothing.
+    let mut reused = whole.clone();
+    let (other, _) = random_contact_batch(Kind::RollingSphere, PlaneBody::Ground, 123, 2);
+    GpuEvaluator::new(
+        device.clone(),
+        &other,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap()
+    .evaluate_into(&other, &mut reused)
+    .unwrap();
+    assert_eq!(reused, gpu_evaluation(&device, &other, Precision::F32));
+    chunked.evaluate_into(&batch, &mut reused).unwrap();
+    assert_eq!(reused, whole);
     let mut report = Report::default();
     compare_evaluations(&a, &batch.evaluate(), F32_TOL, &mut report).unwrap();
     assert_report("chunked", &report);

@@ -28,31 +28,10 @@ pub struct GpuJacobians {
     pub bias_acceleration: Vec<Vec<f64>>,
 }
 
-/// Values read back from one chunk, in the kernel's precision.
-enum Raw {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-}
-
-impl Raw {
-    fn f32(&self) -> &[f32] {
-        match self {
-            Raw::F32(v) => v,
-            Raw::F64(_) => &[],
-        }
-    }
-    fn f64(&self) -> &[f64] {
-        match self {
-            Raw::F64(v) => v,
-            Raw::F32(_) => &[],
-        }
-    }
-    fn to_f64(&self) -> Vec<f64> {
-        match self {
-            Raw::F32(v) => v.iter().map(|x| *x as f64).collect(),
-            Raw::F64(v) => v.clone(),
-        }
-    }
+/// Values read back from one chunk, in the kernel's precision, borrowed from the mapping.
+enum RawRef<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
 }
 
 struct Chunk {
@@ -343,20 +322,13 @@ impl GpuEvaluator {
         Ok(sent)
     }
 
-    /// Runs the kernel on every chunk and reads back `widths` (the main outputs, or all of them
-    /// with the Jacobians); returns one `Vec<f64>` of output values per chunk.
-    fn run(&mut self, batch: &Batch, with_jacobians: bool) -> Result<Vec<Raw>> {
+    /// Uploads changed columns, runs the kernel on every chunk and copies `width` output values
+    /// per instance (the main outputs, or all of them with the Jacobians) to the staging buffers.
+    fn submit(&mut self, batch: &Batch, width: usize) -> Result<()> {
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
         let bytes = self.precision.bytes() as u64;
-        let width = if with_jacobians {
-            self.layout.output_width
-        } else {
-            self.layout.output_main_width
-        };
-        let read_bytes = |chunk: &Chunk| (width * chunk.count) as u64 * bytes;
         let d = &self.device.device;
-        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("simbatch evaluate"),
         });
@@ -370,21 +342,26 @@ impl GpuEvaluator {
                 pass.set_bind_group(0, &chunk.bind_group, &[]);
                 pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
             }
-            if read_bytes(chunk) > 0 {
-                encoder.copy_buffer_to_buffer(
-                    &chunk.output,
-                    0,
-                    &chunk.staging,
-                    0,
-                    read_bytes(chunk),
-                );
+            let read = (width * chunk.count) as u64 * bytes;
+            if read > 0 {
+                encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read);
             }
         }
         self.device.queue.submit([encoder.finish()]);
-        let mut out = Vec::with_capacity(self.chunks.len());
+        Ok(())
+    }
+
+    /// Maps each chunk's staging buffer in turn and hands its values, in the kernel's precision,
+    /// to `consume` while mapped (no intermediate copy).
+    fn read(&self, width: usize, mut consume: impl FnMut(&Chunk, RawRef<'_>)) -> Result<()> {
+        let d = &self.device.device;
+        let bytes = self.precision.bytes();
         for chunk in &self.chunks {
-            let read_bytes = read_bytes(chunk);
-            let slice = chunk.staging.slice(0..read_bytes.max(4));
+            let read = width * chunk.count * bytes;
+            if read == 0 {
+                continue;
+            }
+            let slice = chunk.staging.slice(0..read as u64);
             let (tx, rx) = std::sync::mpsc::channel();
             slice.map_async(wgpu::MapMode::Read, move |r| {
                 let _ = tx.send(r);
@@ -397,22 +374,14 @@ impl GpuEvaluator {
             let view = slice
                 .get_mapped_range()
                 .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-            let values = match self.precision {
-                Precision::F32 => {
-                    Raw::F32(bytemuck::cast_slice::<u8, f32>(&view[..read_bytes as usize]).to_vec())
-                }
-                Precision::F64 => {
-                    Raw::F64(bytemuck::cast_slice::<u8, f64>(&view[..read_bytes as usize]).to_vec())
-                }
-            };
+            match self.precision {
+                Precision::F32 => consume(chunk, RawRef::F32(bytemuck::cast_slice(&view[..read]))),
+                Precision::F64 => consume(chunk, RawRef::F64(bytemuck::cast_slice(&view[..read]))),
+            }
             drop(view);
             chunk.staging.unmap();
-            out.push(values);
         }
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("kernel run failed: {e}")));
-        }
-        Ok(out)
+        Ok(())
     }
 
     /// Forgets which columns the GPU holds, so the next call uploads every column (for
@@ -450,145 +419,193 @@ impl GpuEvaluator {
     /// Evaluates every instance: the same [`Evaluation`] as the CPU path, within the precision
     /// bounds of `physics.md` §7.
     pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
-        let raw = self.run(batch, false)?;
-        Ok(match &raw[..] {
-            [Raw::F32(_), ..] => {
-                self.to_evaluation(batch, &raw.iter().map(Raw::f32).collect::<Vec<_>>())
-            }
-            _ => self.to_evaluation(batch, &raw.iter().map(Raw::f64).collect::<Vec<_>>()),
-        })
+        let mut ev = Evaluation::default();
+        self.evaluate_into(batch, &mut ev)?;
+        Ok(ev)
+    }
+
+    /// As [`evaluate`](Self::evaluate), writing into `out` and reusing its allocations (no page
+    /// faults on the host for repeated calls on large batches).
+    pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
+        let width = self.layout.output_main_width;
+        let scope = self
+            .device
+            .device
+            .push_error_scope(wgpu::ErrorFilter::Validation);
+        self.submit(batch, width)?;
+        self.begin_evaluation(batch, out);
+        self.read(width, |chunk, raw| match raw {
+            RawRef::F32(v) => self.append_chunk(batch, out, v, chunk.count),
+            RawRef::F64(v) => self.append_chunk(batch, out, v, chunk.count),
+        })?;
+        self.finish_evaluation(batch, out);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu(format!("kernel run failed: {e}")));
+        }
+        Ok(())
     }
 
     /// As [`evaluate`](Self::evaluate), also reading back G and k.
     pub fn evaluate_with_jacobians(&mut self, batch: &Batch) -> Result<(Evaluation, GpuJacobians)> {
-        let raw = self.run(batch, true)?;
-        let raw: Vec<Vec<f64>> = raw.iter().map(Raw::to_f64).collect();
-        let raw_refs: Vec<&[f64]> = raw.iter().map(Vec::as_slice).collect();
-        let ev = self.to_evaluation(batch, &raw_refs);
+        let width = self.layout.output_width;
         let nu = self.layout.nu;
+        self.submit(batch, width)?;
+        let mut ev = Evaluation::default();
+        self.begin_evaluation(batch, &mut ev);
+        let n_c = self.layout.constraints.len();
         let mut jac = GpuJacobians {
-            jacobian: Vec::new(),
-            bias_acceleration: Vec::new(),
+            jacobian: vec![Vec::new(); n_c],
+            bias_acceleration: vec![Vec::new(); n_c],
         };
-        for c in &self.layout.constraints {
-            let (mut g, mut k) = (Vec::new(), Vec::new());
-            for (chunk, values) in self.chunks.iter().zip(&raw) {
-                let seg = |prefix: usize, width: usize| {
-                    &values[prefix * chunk.count..prefix * chunk.count + chunk.count * width]
-                };
-                g.extend_from_slice(seg(c.jacobian_prefix, c.rows * nu));
-                k.extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
+        self.read(width, |chunk, raw| {
+            let values: Vec<f64> = match raw {
+                RawRef::F32(v) => v.iter().map(|x| *x as f64).collect(),
+                RawRef::F64(v) => v.to_vec(),
+            };
+            self.append_chunk(batch, &mut ev, &values, chunk.count);
+            let n = chunk.count;
+            for (k, c) in self.layout.constraints.iter().enumerate() {
+                let seg = |prefix: usize, w: usize| &values[prefix * n..(prefix + w) * n];
+                jac.jacobian[k].extend_from_slice(seg(c.jacobian_prefix, c.rows * nu));
+                jac.bias_acceleration[k].extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
             }
-            jac.jacobian.push(g);
-            jac.bias_acceleration.push(k);
-        }
+        })?;
+        self.finish_evaluation(batch, &mut ev);
         Ok((ev, jac))
     }
 
-    fn to_evaluation<T: Copy + Into<f64>>(&self, batch: &Batch, raw: &[&[T]]) -> Evaluation {
+    /// Empties `ev` for this batch, keeping its allocations.
+    fn begin_evaluation(&self, batch: &Batch, ev: &mut Evaluation) {
         let template = batch.template();
         let (len, nu) = (batch.len(), self.layout.nu);
-        // In a chunk of `count` instances, the column with prefix p and width w is the
-        // instance-major slice raw[p·count .. (p + w)·count]: most columns are slice copies.
-        let segment =
-            |count: usize, prefix: usize, width: usize| prefix * count..(prefix + width) * count;
-        let mut ev = Evaluation {
-            len,
-            nu,
-            status: Vec::with_capacity(len),
-            udot: Vec::with_capacity(len * nu),
-            udot_unconstrained: Vec::with_capacity(len * nu),
-            constraints: Vec::with_capacity(template.constraints().len()),
-        };
-        for (chunk, v) in self.chunks.iter().zip(raw) {
-            let n = chunk.count;
-            ev.status.extend(
-                v[segment(n, self.layout.status, 1)]
-                    .iter()
-                    .map(|x| (*x).into() as u32),
-            );
-            ev.udot.extend(
-                v[segment(n, self.layout.udot, nu)]
-                    .iter()
-                    .map(|x| (*x).into()),
-            );
-            ev.udot_unconstrained.extend(
-                v[segment(n, self.layout.udot_unconstrained, nu)]
-                    .iter()
-                    .map(|x| (*x).into()),
-            );
-        }
-        for (slot, place) in template.constraints().iter().zip(&self.layout.constraints) {
+        ev.len = len;
+        ev.nu = nu;
+        ev.status.clear();
+        ev.udot.clear();
+        ev.udot_unconstrained.clear();
+        ev.status.reserve(len);
+        ev.udot.reserve(len * nu);
+        ev.udot_unconstrained.reserve(len * nu);
+        ev.constraints
+            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
+        for (out, slot) in ev.constraints.iter_mut().zip(template.constraints()) {
             let c = &slot.constraint;
             let extras = c.reported_extras();
-            let slots = c.report_slots();
-            let (width, rows, body_count) = (slots.len(), place.rows, c.bodies().len());
-            let mut out = ConstraintEvaluation {
-                width,
-                body_count,
-                position_errors: Vec::with_capacity(len * width),
-                velocity_errors: Vec::with_capacity(len * width),
-                acceleration_errors: Vec::with_capacity(len * width),
-                multipliers: Vec::with_capacity(len * width),
-                body_forces: Vec::with_capacity(len * body_count),
-                power: Vec::with_capacity(len),
-                contact_point: extras.contact_point.then(|| Vec::with_capacity(len)),
-                separation: extras.separation.then(|| Vec::with_capacity(len)),
-                contact_force: extras.contact_force.then(|| Vec::with_capacity(len)),
+            let width = c.report_slots().len();
+            out.width = width;
+            out.body_count = c.bodies().len();
+            for v in [
+                &mut out.position_errors,
+                &mut out.velocity_errors,
+                &mut out.acceleration_errors,
+                &mut out.multipliers,
+            ] {
+                v.clear();
+                v.reserve(len * width);
+            }
+            out.body_forces.clear();
+            out.body_forces.reserve(len * out.body_count);
+            out.power.clear();
+            out.power.reserve(len);
+            let reset3 = |keep: bool, v: &mut Option<Vec<[f64; 3]>>| {
+                if keep {
+                    let v = v.get_or_insert_with(Vec::new);
+                    v.clear();
+                    v.reserve(len);
+                } else {
+                    *v = None;
+                }
             };
-            for (chunk, v) in self.chunks.iter().zip(raw) {
-                let n = chunk.count;
-                // Internal rows → reported slots (x, y, z); absent slots are 0.
-                let reorder = |prefix: usize, dst: &mut Vec<f64>| {
-                    for row in v[segment(n, prefix, rows)].chunks_exact(rows) {
-                        dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| row[r].into())));
+            reset3(extras.contact_point, &mut out.contact_point);
+            reset3(extras.contact_force, &mut out.contact_force);
+            if extras.separation {
+                let v = out.separation.get_or_insert_with(Vec::new);
+                v.clear();
+                v.reserve(len);
+            } else {
+                out.separation = None;
+            }
+        }
+    }
+
+    /// Appends one chunk's outputs. In a chunk of `n` instances, the column with prefix p and
+    /// width w is the instance-major slice `v[p·n .. (p + w)·n]`.
+    fn append_chunk<T: Copy + Into<f64>>(
+        &self,
+        batch: &Batch,
+        ev: &mut Evaluation,
+        v: &[T],
+        n: usize,
+    ) {
+        let nu = self.layout.nu;
+        let segment = |prefix: usize, width: usize| &v[prefix * n..(prefix + width) * n];
+        let f = |x: &T| -> f64 { (*x).into() };
+        ev.status
+            .extend(segment(self.layout.status, 1).iter().map(|x| f(x) as u32));
+        ev.udot.extend(segment(self.layout.udot, nu).iter().map(f));
+        ev.udot_unconstrained
+            .extend(segment(self.layout.udot_unconstrained, nu).iter().map(f));
+        for ((slot, place), out) in batch
+            .template()
+            .constraints()
+            .iter()
+            .zip(&self.layout.constraints)
+            .zip(ev.constraints.iter_mut())
+        {
+            let slots = slot.constraint.report_slots();
+            let rows = place.rows;
+            // Internal rows → reported slots (x, y, z); absent slots are 0.
+            let reorder = |prefix: usize, dst: &mut Vec<f64>| {
+                for row in segment(prefix, rows).chunks_exact(rows) {
+                    dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| f(&row[r]))));
+                }
+            };
+            reorder(place.prefix, &mut out.position_errors);
+            reorder(place.velocity_errors(), &mut out.velocity_errors);
+            reorder(place.acceleration_errors(), &mut out.acceleration_errors);
+            reorder(place.multipliers(), &mut out.multipliers);
+            for forces in segment(place.body_forces(), 12).chunks_exact(12) {
+                for b in 0..out.body_count {
+                    let mut force = [0.0; 6];
+                    for (k, x) in force.iter_mut().enumerate() {
+                        *x = f(&forces[6 * b + k]);
                     }
-                };
-                reorder(place.prefix, &mut out.position_errors);
-                reorder(place.velocity_errors(), &mut out.velocity_errors);
-                reorder(place.acceleration_errors(), &mut out.acceleration_errors);
-                reorder(place.multipliers(), &mut out.multipliers);
-                for f in v[segment(n, place.body_forces(), 12)].chunks_exact(12) {
-                    for b in 0..body_count {
-                        let mut force = [0.0; 6];
-                        for (k, x) in force.iter_mut().enumerate() {
-                            *x = f[6 * b + k].into();
-                        }
-                        out.body_forces.push(force);
-                    }
-                }
-                out.power
-                    .extend(v[segment(n, place.power(), 1)].iter().map(|x| (*x).into()));
-                let triples = |prefix: usize| {
-                    v[segment(n, prefix, 3)]
-                        .chunks_exact(3)
-                        .map(|p| [p[0].into(), p[1].into(), p[2].into()])
-                };
-                if let Some(p) = out.contact_point.as_mut() {
-                    p.extend(triples(place.contact_point()));
-                }
-                if let Some(s) = out.separation.as_mut() {
-                    s.extend(
-                        v[segment(n, place.separation(), 1)]
-                            .iter()
-                            .map(|x| (*x).into()),
-                    );
-                }
-                if let Some(f) = out.contact_force.as_mut() {
-                    f.extend(triples(place.contact_force()));
+                    out.body_forces.push(force);
                 }
             }
-            ev.constraints.push(out);
+            out.power.extend(segment(place.power(), 1).iter().map(f));
+            let triples = |prefix: usize| {
+                segment(prefix, 3)
+                    .chunks_exact(3)
+                    .map(|p| [f(&p[0]), f(&p[1]), f(&p[2])])
+            };
+            if let Some(p) = out.contact_point.as_mut() {
+                p.extend(triples(place.contact_point()));
+            }
+            if let Some(s) = out.separation.as_mut() {
+                s.extend(segment(place.separation(), 1).iter().map(f));
+            }
+            if let Some(c) = out.contact_force.as_mut() {
+                c.extend(triples(place.contact_force()));
+            }
         }
-        // As on the CPU: an instance whose state is not finite (or whose mass matrix is singular)
-        // has no solution, and its solved quantities are NaN.
-        for i in 0..len {
+    }
+
+    /// As on the CPU: an instance whose state is not finite (or whose mass matrix is singular)
+    /// has no solution, and its solved quantities are NaN.
+    fn finish_evaluation(&self, batch: &Batch, ev: &mut Evaluation) {
+        let nu = ev.nu;
+        for i in 0..ev.len {
             if ev.status[i] & (status::NONFINITE_STATE | status::SINGULAR_MASS) == 0 {
                 continue;
             }
             ev.udot[i * nu..(i + 1) * nu].fill(f64::NAN);
             ev.udot_unconstrained[i * nu..(i + 1) * nu].fill(f64::NAN);
-            for (c, slot) in ev.constraints.iter_mut().zip(template.constraints()) {
+            for (c, slot) in ev
+                .constraints
+                .iter_mut()
+                .zip(batch.template().constraints())
+            {
                 let w = c.width;
                 for (s, row) in slot.constraint.report_slots().iter().enumerate() {
                     if row.is_some() {
@@ -604,6 +621,5 @@ impl GpuEvaluator {
                 }
             }
         }
-        ev
     }
 }
