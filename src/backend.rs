@@ -2,7 +2,8 @@
 //! (f32, or f64 where the adapter offers `SHADER_F64`).
 //!
 //! [`Backend::Auto`] takes the GPU when an adapter opens and otherwise falls back to the CPU with
-//! one log line (`log::warn!`, also kept in [`Evaluator::note`]). The environment variable
+//! one log line (`log::warn!`, or stderr when no logger is installed; also kept in
+//! [`Evaluator::note`]). The environment variable
 //! `SIMBATCH_BACKEND` (`cpu`, `gpu`, `auto`) overrides the choice made in code, so a deployed
 //! program can be moved between backends without rebuilding.
 
