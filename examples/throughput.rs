@@ -74,7 +74,10 @@ fn measure(
     let mut out = simbatch::evaluate::Evaluation::default();
     push(
         "gpu f32, kernel + readback",
-        time(|| gpu.evaluate_into(batch, &mut out).expect("evaluate"), budget),
+        time(
+            || gpu.evaluate_into(batch, &mut out).expect("evaluate"),
+            budget,
+        ),
     );
     push(
         "gpu f32, upload + kernel + readback",
@@ -97,7 +100,10 @@ fn measure(
         );
         push(
             "gpu f64, kernel + readback",
-            time(|| gpu64.evaluate_into(batch, &mut out).expect("evaluate"), budget),
+            time(
+                || gpu64.evaluate_into(batch, &mut out).expect("evaluate"),
+                budget,
+            ),
         );
     }
 }

@@ -993,6 +993,51 @@ impl Batch {
         self.constraint_columns(c)
     }
 
+    /// Writes integrated states back (q, u, prescribed poses and velocities, time); instances
+    /// marked failed keep the state given (their last finite one) and get
+    /// [`status::NONFINITE_STATE`].
+    pub(crate) fn store_states(&mut self, states: &[(crate::evaluate::InstanceState, bool)]) {
+        for (i, (state, failed)) in states.iter().enumerate() {
+            self.time[i] = state.time;
+            for (cols, (q, u)) in self.free.iter_mut().zip(state.q.iter().zip(&state.u)) {
+                cols.q[i] = *q;
+                cols.u[i] = *u;
+            }
+            for (cols, (p, v)) in self
+                .prescribed
+                .iter_mut()
+                .zip(state.pose.iter().zip(&state.velocity))
+            {
+                cols.pose[i] = *p;
+                cols.velocity[i] = *v;
+            }
+            if *failed {
+                self.status[i] |= status::NONFINITE_STATE;
+            }
+        }
+        self.touch(Column::Time);
+        for slot in 0..self.free.len() {
+            self.touch(Column::Free {
+                slot,
+                field: FreeField::Q,
+            });
+            self.touch(Column::Free {
+                slot,
+                field: FreeField::U,
+            });
+        }
+        for slot in 0..self.prescribed.len() {
+            self.touch(Column::Prescribed {
+                slot,
+                field: PrescribedField::Pose,
+            });
+            self.touch(Column::Prescribed {
+                slot,
+                field: PrescribedField::Velocity,
+            });
+        }
+    }
+
     pub(crate) fn free_columns(&self) -> &[FreeBodyColumns] {
         &self.free
     }

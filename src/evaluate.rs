@@ -212,14 +212,119 @@ struct InstanceOutput {
     constraints: Vec<ConstraintInstanceOutput>,
 }
 
+/// The state of one instance, apart from the batch: what integrators advance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceState {
+    /// Time.
+    pub time: f64,
+    /// `q` of each free body (column order).
+    pub q: Vec<[f64; 7]>,
+    /// `u` of each free body.
+    pub u: Vec<[f64; 6]>,
+    /// Pose of each prescribed body.
+    pub pose: Vec<[f64; 7]>,
+    /// Spatial velocity of each prescribed body.
+    pub velocity: Vec<[f64; 6]>,
+}
+
+impl InstanceState {
+    /// Every value flat: q of free bodies, poses, u, prescribed velocities.
+    pub fn to_vec(&self) -> Vec<f64> {
+        let mut y = Vec::with_capacity(
+            7 * (self.q.len() + self.pose.len()) + 6 * (self.u.len() + self.velocity.len()),
+        );
+        self.q.iter().for_each(|x| y.extend_from_slice(x));
+        self.pose.iter().for_each(|x| y.extend_from_slice(x));
+        self.u.iter().for_each(|x| y.extend_from_slice(x));
+        self.velocity.iter().for_each(|x| y.extend_from_slice(x));
+        y
+    }
+
+    /// Overwrites the values from a flat vector laid out as [`to_vec`](Self::to_vec).
+    pub fn set_from(&mut self, y: &[f64]) {
+        let mut k = 0;
+        for x in self.q.iter_mut().chain(self.pose.iter_mut()) {
+            x.copy_from_slice(&y[k..k + 7]);
+            k += 7;
+        }
+        for x in self.u.iter_mut().chain(self.velocity.iter_mut()) {
+            x.copy_from_slice(&y[k..k + 6]);
+            k += 6;
+        }
+    }
+
+    /// Normalises every quaternion; `false` when one is zero or not finite.
+    pub fn normalize_quaternions(&mut self) -> bool {
+        self.q
+            .iter_mut()
+            .chain(self.pose.iter_mut())
+            .all(|x| crate::math::normalize_quaternion(&mut x[..4]))
+    }
+
+    /// True when every value is finite.
+    pub fn is_finite(&self) -> bool {
+        self.time.is_finite() && all_finite(&self.to_vec())
+    }
+}
+
+/// Which constraints get Baumgarte terms in the bias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BaumgarteMode {
+    /// Those the template enables (plain evaluation).
+    Template,
+    /// Every constraint, each with its per-instance time constant (RBDL-mode stepping).
+    All,
+    /// None (Simbody-mode stepping, where projection controls drift).
+    Off,
+}
+
 impl Batch {
+    /// The state of instance `i` as held in the columns.
+    pub fn instance_state(&self, i: usize) -> Result<InstanceState> {
+        if i >= self.len() {
+            return Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len(),
+            });
+        }
+        Ok(self.state_of(i))
+    }
+
+    pub(crate) fn state_of(&self, i: usize) -> InstanceState {
+        InstanceState {
+            time: self.time()[i],
+            q: self.free_columns().iter().map(|c| c.q[i]).collect(),
+            u: self.free_columns().iter().map(|c| c.u[i]).collect(),
+            pose: self
+                .prescribed_columns()
+                .iter()
+                .map(|c| c.pose[i])
+                .collect(),
+            velocity: self
+                .prescribed_columns()
+                .iter()
+                .map(|c| c.velocity[i])
+                .collect(),
+        }
+    }
+
     /// Kinematics of every body of instance `i`, with the given free-body accelerations
     /// (`None`: zero). Also returns status bits for non-finite state.
     fn kinematics(&self, i: usize, udot: Option<&[f64]>) -> (Vec<BodyKinematics>, u32) {
+        self.kinematics_of(i, &self.state_of(i), udot)
+    }
+
+    /// As [`kinematics`](Self::kinematics), for a state held apart from the columns.
+    pub(crate) fn kinematics_of(
+        &self,
+        i: usize,
+        state: &InstanceState,
+        udot: Option<&[f64]>,
+    ) -> (Vec<BodyKinematics>, u32) {
         let template = self.template();
         let mut st = status::OK;
         let gravity = self.gravity()[i];
-        if !all_finite(&gravity) || !self.time()[i].is_finite() {
+        if !all_finite(&gravity) || !state.time.is_finite() {
             st |= status::NONFINITE_STATE;
         }
         let kin = template
@@ -228,8 +333,7 @@ impl Batch {
             .map(|body| match body.kind {
                 BodyKind::Ground => BodyKinematics::ground(),
                 BodyKind::Free => {
-                    let cols = &self.free_columns()[body.slot];
-                    let (q, u) = (&cols.q[i], &cols.u[i]);
+                    let (q, u) = (&state.q[body.slot], &state.u[body.slot]);
                     let rotation = rotation_from_quaternion(&q[..4]);
                     if rotation.is_none() || !all_finite(q) || !all_finite(u) {
                         st |= status::NONFINITE_STATE;
@@ -245,9 +349,8 @@ impl Batch {
                     }
                 }
                 BodyKind::Prescribed => {
-                    let cols = &self.prescribed_columns()[body.slot];
-                    let (pose, vel, acc) =
-                        (&cols.pose[i], &cols.velocity[i], &cols.acceleration[i]);
+                    let acc = &self.prescribed_columns()[body.slot].acceleration[i];
+                    let (pose, vel) = (&state.pose[body.slot], &state.velocity[body.slot]);
                     let rotation = rotation_from_quaternion(&pose[..4]);
                     if rotation.is_none()
                         || !all_finite(pose)
@@ -311,9 +414,19 @@ impl Batch {
     }
 
     fn assemble(&self, i: usize) -> InstanceSystem {
+        self.assemble_with(i, &self.state_of(i), BaumgarteMode::Template)
+    }
+
+    /// Assembles instance `i` at `state` (parameters from the columns).
+    pub(crate) fn assemble_with(
+        &self,
+        i: usize,
+        state: &InstanceState,
+        baumgarte: BaumgarteMode,
+    ) -> InstanceSystem {
         let template = self.template();
         let nu = template.nu();
-        let (kinematics, mut st) = self.kinematics(i, None);
+        let (kinematics, mut st) = self.kinematics_of(i, state, None);
         let gravity = Vec3::from(self.gravity()[i]);
 
         let mut mass_blocks = Vec::with_capacity(template.free_bodies().len());
@@ -359,9 +472,12 @@ impl Batch {
             if enabled {
                 let bodies = slot.constraint.bodies();
                 // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
-                let inv_t = slot
-                    .baumgarte
-                    .map(|_| 1.0 / cols.baumgarte_time_constant[i]);
+                let with_baumgarte = match baumgarte {
+                    BaumgarteMode::Template => slot.baumgarte.is_some(),
+                    BaumgarteMode::All => true,
+                    BaumgarteMode::Off => false,
+                };
+                let inv_t = with_baumgarte.then(|| 1.0 / cols.baumgarte_time_constant[i]);
                 for (r, row) in rows.iter().enumerate() {
                     let at = offset + r;
                     for (block, body) in row.jacobian.iter().zip(bodies) {

@@ -929,3 +929,197 @@ pub fn compare_evaluations(
     report.records += reference.len;
     Ok(())
 }
+
+/// Handles of a batch built from trajectory records.
+#[derive(Debug, Clone, Copy)]
+pub struct TrajectoryHandles {
+    /// The moving body.
+    pub body: BodyId,
+    /// The prescribed turntable, if the case has one.
+    pub table: Option<BodyId>,
+    /// The contact.
+    pub constraint: ConstraintId,
+}
+
+/// Builds one batch from `trajectory` records of the same `case` (`rolling_sphere`,
+/// `sliding_sphere`, `no_slip_point`, `turntable`), each instance at its first sample.
+pub fn trajectory_batch(records: &[&Record]) -> Result<(Batch, TrajectoryHandles)> {
+    let first = records
+        .first()
+        .ok_or_else(|| Error::Template("no records to build a batch from".into()))?;
+    let case = first.text(&["case"])?.to_string();
+    let mut template = SystemTemplate::new();
+    let table = (case == "turntable").then(|| template.add_prescribed_body("turntable"));
+    let plane = table.unwrap_or(GROUND);
+    let body = template.add_free_body("body");
+    let constraint = match case.as_str() {
+        "rolling_sphere" | "turntable" => {
+            template.add_constraint(SphereOnPlaneContact::new(plane, body, true))?
+        }
+        "sliding_sphere" => {
+            template.add_constraint(SphereOnPlaneContact::new(plane, body, false))?
+        }
+        "no_slip_point" => template.add_constraint(PointOnPlaneContact::new(plane, body))?,
+        other => {
+            return Err(first.err(format!(
+                "trajectory case {other:?}; accepted: rolling_sphere, sliding_sphere, no_slip_point, turntable"
+            )));
+        }
+    };
+    let mut batch = Batch::new(template, records.len())?;
+    for (i, r) in records.iter().enumerate() {
+        let loc = |e: Error| r.err(e.to_string());
+        batch.set_gravity(i, r.array(&["gravity"])?).map_err(loc)?;
+        set_free_body(&mut batch, body, i, r, "body")?;
+        batch
+            .set_param(constraint, "plane_frame", i, &plane_frame(r)?)
+            .map_err(loc)?;
+        if case == "no_slip_point" {
+            batch
+                .set_param(
+                    constraint,
+                    "follower_point",
+                    i,
+                    &r.numbers(&["follower_point"])?,
+                )
+                .map_err(loc)?;
+        } else {
+            batch
+                .set_param(
+                    constraint,
+                    "sphere_center",
+                    i,
+                    &r.numbers(&["sphere_center"])?,
+                )
+                .map_err(loc)?;
+            batch
+                .set_param(constraint, "radius", i, &[r.number(&["radius"])?])
+                .map_err(loc)?;
+        }
+        if let Some(table) = table {
+            // Steady rotation about `axis_in_ground` through the initial frame's origin.
+            let rot: [f64; 4] = r.array(&["plane_motion", "initial_frame", "rotation"])?;
+            let o: [f64; 3] = r.array(&["plane_motion", "initial_frame", "origin"])?;
+            let axis: [f64; 3] = r.array(&["plane_motion", "axis_in_ground"])?;
+            let rate = r.number(&["plane_motion", "rate"])?;
+            batch
+                .set_pose(table, i, [rot[0], rot[1], rot[2], rot[3], o[0], o[1], o[2]])
+                .map_err(loc)?;
+            batch
+                .set_velocity(
+                    table,
+                    i,
+                    [
+                        rate * axis[0],
+                        rate * axis[1],
+                        rate * axis[2],
+                        0.0,
+                        0.0,
+                        0.0,
+                    ],
+                )
+                .map_err(loc)?;
+        }
+    }
+    Ok((
+        batch,
+        TrajectoryHandles {
+            body,
+            table,
+            constraint,
+        },
+    ))
+}
+
+/// Integrates a trajectory batch with `stepper` through every sample time of its records and
+/// compares quaternions (up to sign), positions, velocities, the energy (not for the turntable,
+/// whose table's kinetic energy simbatch does not model) and the turntable's rotation, each
+/// within `tol` absolute (energy: relative to max(1, |E|)).
+pub fn compare_trajectories(
+    records: &[&Record],
+    batch: &mut Batch,
+    handles: &TrajectoryHandles,
+    stepper: &mut crate::integrate::Stepper,
+    tol: f64,
+    report: &mut Report,
+) -> Result<()> {
+    let samples: Vec<Vec<Value>> = records
+        .iter()
+        .map(|r| {
+            r.field(&["samples"])
+                .map(|s| s.as_array().cloned().unwrap_or_default())
+        })
+        .collect::<Result<_>>()?;
+    let n_samples = samples.iter().map(Vec::len).min().unwrap_or(0);
+    let quat_close = |report: &mut Report, what: &str, loc: &str, got: &[f64], expected: &[f64]| {
+        // Simbody keeps e0 ≥ 0: compare with whichever sign is nearer.
+        let plus: f64 = got
+            .iter()
+            .zip(expected)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        let minus: f64 = got
+            .iter()
+            .zip(expected)
+            .map(|(a, b)| (a + b).abs())
+            .fold(0.0, f64::max);
+        let g: Vec<f64> = if plus <= minus {
+            got.to_vec()
+        } else {
+            got.iter().map(|x| -x).collect()
+        };
+        report.check_slice(what, loc, &g, expected, tol);
+    };
+    for k in 0..n_samples {
+        if k > 0 {
+            let dt = samples[0][k]["t"].as_f64().unwrap_or(0.0) - batch.time()[0];
+            stepper.advance(batch, dt)?;
+        }
+        for (i, r) in records.iter().enumerate() {
+            let s = &samples[i][k];
+            let t = s["t"].as_f64().unwrap_or(f64::NAN);
+            let loc = format!("{} t={t}", r.location());
+            let num = |key: &str| to_numbers(&s[key]).unwrap_or_default();
+            report.check("time", || loc.clone(), batch.time()[i], t, tol);
+            let q = batch.q(handles.body)?[i];
+            let u = batch.u(handles.body)?[i];
+            quat_close(
+                report,
+                "trajectory rotation",
+                &loc,
+                &q[..4],
+                &num("rotation"),
+            );
+            report.check_slice("trajectory position", &loc, &q[4..7], &num("position"), tol);
+            report.check_slice("trajectory ang_vel", &loc, &u[..3], &num("ang_vel"), tol);
+            report.check_slice("trajectory lin_vel", &loc, &u[3..6], &num("lin_vel"), tol);
+            match handles.table {
+                Some(table) => {
+                    let pose = batch.pose(table)?[i];
+                    quat_close(
+                        report,
+                        "turntable rotation",
+                        &loc,
+                        &pose[..4],
+                        &num("plane_rotation"),
+                    );
+                }
+                None => {
+                    let e = s["energy"].as_f64().unwrap_or(f64::NAN);
+                    report.check(
+                        "trajectory energy",
+                        || loc.clone(),
+                        batch.energy(i)?,
+                        e,
+                        tol,
+                    );
+                }
+            }
+            if batch.status()[i] != crate::batch::status::OK {
+                report.check("status", || loc.clone(), batch.status()[i] as f64, 0.0, 0.0);
+            }
+        }
+    }
+    report.records += records.len();
+    Ok(())
+}

@@ -35,6 +35,7 @@ pub mod error;
 pub mod evaluate;
 pub mod golden;
 pub mod gpu;
+pub mod integrate;
 pub mod math;
 pub mod model;
 pub mod scenarios;
@@ -55,7 +56,8 @@ pub mod prelude {
         Constraint, PointOnPlaneContact, PointToGround, RowLevel, SphereOnPlaneContact,
     };
     pub use crate::error::{Error, Result};
-    pub use crate::evaluate::{ConstraintEvaluation, Evaluation, InstanceSystem};
+    pub use crate::evaluate::{ConstraintEvaluation, Evaluation, InstanceState, InstanceSystem};
     pub use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, Precision};
+    pub use crate::integrate::{Integrator, Stabilization, StepOptions, StepReport, Stepper};
     pub use crate::model::{Baumgarte, BodyId, BodyKind, ConstraintId, GROUND, SystemTemplate};
 }

@@ -1,0 +1,592 @@
+//! Time stepping on the CPU (`physics.md` §6): semi-implicit Euler, classic RK4 and Simbody's
+//! Runge–Kutta–Merson with per-instance adaptive steps; drift controlled by Simbody's
+//! projection or by RBDL's Baumgarte stabilisation, chosen per batch.
+//!
+//! The state of an instance is `y = (q of free bodies, poses of prescribed bodies, u, prescribed
+//! velocities)`. Free bodies follow `q̇ = N(q) u` (quaternion rate `½ E(e) w`, origin rate `v`)
+//! and `u̇` from the constrained dynamics; prescribed bodies follow their own velocity, which
+//! changes at the acceleration the user gave (constant between calls — exact for a turntable or a
+//! plate tilting about its origin at a steady rate). Every instance keeps its own time and, with
+//! RKM, its own step size, so instances with different histories coexist. Quaternions are
+//! renormalised after every step. An instance whose state or dynamics becomes non-finite stops,
+//! keeps its last finite state and is flagged in the batch's status column; the others go on.
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+use crate::batch::{Batch, status};
+use crate::constraints::RowLevel;
+use crate::error::{Error, Result};
+use crate::evaluate::{BaumgarteMode, InstanceState};
+use crate::math::{quaternion_rate, vec3};
+use crate::solver::{MassFactor, solve, solve_min_norm_spd};
+
+/// How to advance the state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Integrator {
+    /// Semi-implicit (symplectic) Euler: `u ← u + h u̇(q, u)`, then `q ← q + h N(q) u`.
+    SemiImplicitEuler {
+        /// Step size `h > 0`.
+        step: f64,
+    },
+    /// Classic fourth-order Runge–Kutta with a fixed step.
+    Rk4 {
+        /// Step size `h > 0`.
+        step: f64,
+    },
+    /// Simbody's Runge–Kutta–Merson: 5 stages, 4th-order solution, error estimate
+    /// `|y₁ − ŷ| / 5`, per-instance step control to a relative `accuracy`.
+    RungeKuttaMerson {
+        /// Relative accuracy in (0, 1) (Simbody's default 1e-3).
+        accuracy: f64,
+        /// Largest step allowed.
+        max_step: f64,
+    },
+}
+
+/// How constraint drift is controlled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stabilization {
+    /// Nothing: the constraints hold at the acceleration level only.
+    None,
+    /// Simbody: after each step, project q onto the position constraints (Newton, ≤ 20
+    /// iterations, minimum-norm) and u onto the velocity constraints (≤ 7), whenever an error
+    /// exceeds `tolerance`. No Baumgarte terms.
+    Projection {
+        /// Constraint tolerance (Simbody: accuracy / 10).
+        tolerance: f64,
+    },
+    /// RBDL: Baumgarte terms on every constraint, with its per-instance time constant
+    /// (`Batch::set_baumgarte_time_constant`); no projection.
+    Baumgarte,
+}
+
+/// Integrator and drift control.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepOptions {
+    /// The integrator.
+    pub integrator: Integrator,
+    /// The drift control.
+    pub stabilization: Stabilization,
+}
+
+impl StepOptions {
+    /// Simbody's defaults: RKM at accuracy 1e-3, projection to accuracy / 10.
+    pub fn simbody(accuracy: f64) -> Self {
+        Self {
+            integrator: Integrator::RungeKuttaMerson {
+                accuracy,
+                max_step: 0.1,
+            },
+            stabilization: Stabilization::Projection {
+                tolerance: accuracy / 10.0,
+            },
+        }
+    }
+
+    /// Checks every setting, naming the one out of range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &str, value: f64, accepted: &str| Error::InvalidValue {
+            field: field.to_string(),
+            instance: 0,
+            value: format!("{value:?}"),
+            accepted: accepted.to_string(),
+        };
+        match self.integrator {
+            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
+                if !(step.is_finite() && step > 0.0) {
+                    return Err(bad(
+                        "integrator.step",
+                        step,
+                        "a finite number > 0 (seconds)",
+                    ));
+                }
+            }
+            Integrator::RungeKuttaMerson { accuracy, max_step } => {
+                if !(accuracy > 0.0 && accuracy < 1.0) {
+                    return Err(bad("integrator.accuracy", accuracy, "a number in (0, 1)"));
+                }
+                if !(max_step.is_finite() && max_step > 0.0) {
+                    return Err(bad(
+                        "integrator.max_step",
+                        max_step,
+                        "a finite number > 0 (seconds)",
+                    ));
+                }
+            }
+        }
+        if let Stabilization::Projection { tolerance } = self.stabilization
+            && !(tolerance.is_finite() && tolerance > 0.0)
+        {
+            return Err(bad(
+                "stabilization.tolerance",
+                tolerance,
+                "a finite number > 0",
+            ));
+        }
+        Ok(())
+    }
+
+    fn baumgarte(&self) -> BaumgarteMode {
+        match self.stabilization {
+            Stabilization::Baumgarte => BaumgarteMode::All,
+            _ => BaumgarteMode::Off,
+        }
+    }
+}
+
+/// What a call to [`Stepper::step`] or [`Stepper::advance`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepReport {
+    /// Accepted steps, summed over instances.
+    pub steps: u64,
+    /// Rejected RKM attempts (error too large, or projection refused), summed.
+    pub rejected: u64,
+    /// Projections applied (position or velocity), summed.
+    pub projections: u64,
+    /// Instances flagged non-finite during this call.
+    pub flagged: usize,
+}
+
+/// Advances batches in time; keeps each instance's RKM step size between calls.
+#[derive(Debug, Clone)]
+pub struct Stepper {
+    options: StepOptions,
+    step_sizes: Vec<f64>,
+}
+
+/// Outcome of advancing one instance.
+struct Advanced {
+    state: InstanceState,
+    step_size: f64,
+    report: StepReport,
+    failed: bool,
+}
+
+impl Stepper {
+    /// A stepper with validated options.
+    pub fn new(options: StepOptions) -> Result<Self> {
+        options.validate()?;
+        Ok(Self {
+            options,
+            step_sizes: Vec::new(),
+        })
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &StepOptions {
+        &self.options
+    }
+
+    /// Forgets the RKM step size of instance `i` (after the user resets it).
+    pub fn reset_step_size(&mut self, i: usize) {
+        if let Some(h) = self.step_sizes.get_mut(i) {
+            *h = 0.0;
+        }
+    }
+
+    /// Advances every instance by `n` steps (fixed-step integrators: `n · h`; RKM: `n` accepted
+    /// adaptive steps).
+    pub fn step(&mut self, batch: &mut Batch, n: usize) -> Result<StepReport> {
+        self.run(batch, Goal::Steps(n))
+    }
+
+    /// Advances every instance by `duration` seconds of its own time, landing exactly on
+    /// `t + duration` (the last fixed step is shortened when needed).
+    pub fn advance(&mut self, batch: &mut Batch, duration: f64) -> Result<StepReport> {
+        if !(duration.is_finite() && duration >= 0.0) {
+            return Err(Error::InvalidValue {
+                field: "duration".into(),
+                instance: 0,
+                value: format!("{duration:?}"),
+                accepted: "a finite number ≥ 0 (seconds)".into(),
+            });
+        }
+        self.run(batch, Goal::Duration(duration))
+    }
+
+    fn run(&mut self, batch: &mut Batch, goal: Goal) -> Result<StepReport> {
+        if self.step_sizes.len() != batch.len() {
+            self.step_sizes.resize(batch.len(), 0.0);
+        }
+        let options = self.options;
+        let b: &Batch = batch;
+        let results: Vec<Option<Advanced>> = (0..b.len())
+            .into_par_iter()
+            .map(|i| {
+                if b.status()[i] & status::NONFINITE_STATE != 0 {
+                    return None;
+                }
+                Some(advance_instance(b, i, &options, goal, self.step_sizes[i]))
+            })
+            .collect();
+        let mut report = StepReport::default();
+        let mut states = Vec::with_capacity(results.len());
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Some(a) => {
+                    report.steps += a.report.steps;
+                    report.rejected += a.report.rejected;
+                    report.projections += a.report.projections;
+                    self.step_sizes[i] = a.step_size;
+                    if a.failed {
+                        report.flagged += 1;
+                    }
+                    states.push((a.state, a.failed));
+                }
+                None => states.push((batch.state_of(i), false)),
+            }
+        }
+        batch.store_states(&states);
+        Ok(report)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Goal {
+    Steps(usize),
+    Duration(f64),
+}
+
+/// `ẏ` at `state`: `(q̇, pose rates, u̇, prescribed accelerations)`; `None` when the dynamics
+/// cannot be solved (non-finite state, singular mass matrix).
+pub(crate) fn derivative(
+    batch: &Batch,
+    i: usize,
+    state: &InstanceState,
+    options: &StepOptions,
+) -> Option<Vec<f64>> {
+    let sys = batch.assemble_with(i, state, options.baumgarte());
+    if sys.status != status::OK {
+        return None;
+    }
+    let factor = MassFactor::new(&sys.mass_blocks)?;
+    let udot = solve(&factor, &sys.applied, &sys.jacobian, &sys.bias).udot;
+    let mut dy = Vec::with_capacity(state.to_vec().len());
+    for (q, u) in state
+        .q
+        .iter()
+        .zip(&state.u)
+        .chain(state.pose.iter().zip(&state.velocity))
+    {
+        dy.extend_from_slice(&quaternion_rate(&q[..4], &vec3(&u[0..3])));
+        dy.extend_from_slice(&u[3..6]);
+    }
+    dy.extend_from_slice(udot.as_slice());
+    for cols in batch.prescribed_columns() {
+        dy.extend_from_slice(&cols.acceleration[i]);
+    }
+    if dy.iter().all(|x| x.is_finite()) {
+        Some(dy)
+    } else {
+        None
+    }
+}
+
+fn axpy(y: &[f64], h: f64, k: &[f64]) -> Vec<f64> {
+    y.iter().zip(k).map(|(a, b)| a + h * b).collect()
+}
+
+fn with_values(state: &InstanceState, y: &[f64], t: f64) -> InstanceState {
+    let mut s = state.clone();
+    s.set_from(y);
+    s.time = t;
+    s
+}
+
+/// Number of q values (free and prescribed bodies), the split point of `y`.
+fn nq(state: &InstanceState) -> usize {
+    7 * (state.q.len() + state.pose.len())
+}
+
+/// One step of size `h` from `state`. Returns the new state and, for RKM, the error norm.
+fn try_step(
+    batch: &Batch,
+    i: usize,
+    state: &InstanceState,
+    h: f64,
+    options: &StepOptions,
+) -> Option<(InstanceState, f64)> {
+    let y = state.to_vec();
+    let t = state.time;
+    let f = |yy: &[f64], tt: f64| derivative(batch, i, &with_values(state, yy, tt), options);
+    let (mut next, error) = match options.integrator {
+        Integrator::SemiImplicitEuler { .. } => {
+            let k = f(&y, t)?;
+            let split = nq(state);
+            // u first, then q with the new u.
+            let mut y1 = y.clone();
+            for j in split..y.len() {
+                y1[j] = y[j] + h * k[j];
+            }
+            let moved = with_values(state, &y1, t);
+            let mut k_q = Vec::with_capacity(split);
+            for (q, u) in moved
+                .q
+                .iter()
+                .zip(&moved.u)
+                .chain(moved.pose.iter().zip(&moved.velocity))
+            {
+                k_q.extend_from_slice(&quaternion_rate(&q[..4], &vec3(&u[0..3])));
+                k_q.extend_from_slice(&u[3..6]);
+            }
+            for j in 0..split {
+                y1[j] = y[j] + h * k_q[j];
+            }
+            (with_values(state, &y1, t + h), 0.0)
+        }
+        Integrator::Rk4 { .. } => {
+            let k1 = f(&y, t)?;
+            let k2 = f(&axpy(&y, h / 2.0, &k1), t + h / 2.0)?;
+            let k3 = f(&axpy(&y, h / 2.0, &k2), t + h / 2.0)?;
+            let k4 = f(&axpy(&y, h, &k3), t + h)?;
+            let y1: Vec<f64> = (0..y.len())
+                .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
+                .collect();
+            (with_values(state, &y1, t + h), 0.0)
+        }
+        Integrator::RungeKuttaMerson { .. } => {
+            let k1 = f(&y, t)?;
+            let k2 = f(&axpy(&y, h / 3.0, &k1), t + h / 3.0)?;
+            let y3: Vec<f64> = (0..y.len())
+                .map(|j| y[j] + h / 6.0 * (k1[j] + k2[j]))
+                .collect();
+            let k3 = f(&y3, t + h / 3.0)?;
+            let y4: Vec<f64> = (0..y.len())
+                .map(|j| y[j] + h / 8.0 * (k1[j] + 3.0 * k3[j]))
+                .collect();
+            let k4 = f(&y4, t + h / 2.0)?;
+            let y5: Vec<f64> = (0..y.len())
+                .map(|j| y[j] + h * (0.5 * k1[j] - 1.5 * k3[j] + 2.0 * k4[j]))
+                .collect();
+            let k5 = f(&y5, t + h)?;
+            let y1: Vec<f64> = (0..y.len())
+                .map(|j| y[j] + h / 6.0 * (k1[j] + 4.0 * k4[j] + k5[j]))
+                .collect();
+            // ŷ = y5 (third order); Simbody's estimate |y₁ − ŷ| / 5, relative to max(1, |y|).
+            let error = (0..y.len())
+                .map(|j| ((y1[j] - y5[j]) / 5.0).abs() / y1[j].abs().max(1.0))
+                .fold(0.0f64, f64::max);
+            (with_values(state, &y1, t + h), error)
+        }
+    };
+    if !next.normalize_quaternions() || !next.is_finite() {
+        return None;
+    }
+    Some((next, error))
+}
+
+/// Largest position error (enabled holonomic rows) and velocity error (enabled rows) at `state`.
+fn constraint_errors(batch: &Batch, i: usize, state: &InstanceState) -> (f64, f64) {
+    let sys = batch.assemble_with(i, state, BaumgarteMode::Off);
+    let perr = sys
+        .position_errors
+        .iter()
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    let verr = sys
+        .velocity_errors
+        .iter()
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    (perr, verr)
+}
+
+/// The enabled rows of a level set, their Jacobian and errors, with M⁻¹ (for mass-weighted,
+/// least-kinetic-energy corrections).
+fn rows_of(
+    batch: &Batch,
+    i: usize,
+    state: &InstanceState,
+    position: bool,
+) -> Option<(DMatrix<f64>, DVector<f64>, MassFactor)> {
+    let sys = batch.assemble_with(i, state, BaumgarteMode::Off);
+    let factor = MassFactor::new(&sys.mass_blocks)?;
+    let template = batch.template();
+    let mut keep = Vec::new();
+    for (slot, block) in template.constraints().iter().zip(&sys.constraints) {
+        if !block.enabled {
+            continue;
+        }
+        for (r, level) in slot.constraint.row_levels().iter().enumerate() {
+            let wanted = if position {
+                *level == RowLevel::Position
+            } else {
+                *level != RowLevel::Acceleration
+            };
+            if wanted {
+                keep.push(block.offset + r);
+            }
+        }
+    }
+    let g = DMatrix::from_fn(keep.len(), sys.jacobian.ncols(), |r, c| {
+        sys.jacobian[(keep[r], c)]
+    });
+    let errors = DVector::from_iterator(
+        keep.len(),
+        keep.iter().map(|r| {
+            if position {
+                sys.position_errors[*r]
+            } else {
+                sys.velocity_errors[*r]
+            }
+        }),
+    );
+    Some((g, errors, factor))
+}
+
+/// The mass-weighted minimum-norm correction `δu = −M⁻¹ Gᵀ (G M⁻¹ Gᵀ)⁺ e`.
+fn correction(g: &DMatrix<f64>, e: &DVector<f64>, factor: &MassFactor) -> DVector<f64> {
+    let minv_gt = factor.solve(&g.transpose());
+    let a = g * &minv_gt;
+    let (x, _) = solve_min_norm_spd(&a, e);
+    -(minv_gt * x)
+}
+
+/// Moves the free bodies' q by a velocity-space displacement δu (first order), renormalised.
+fn displace(state: &mut InstanceState, du: &DVector<f64>) {
+    for (k, q) in state.q.iter_mut().enumerate() {
+        let dw = vec3(&du.as_slice()[6 * k..6 * k + 3]);
+        let dq = quaternion_rate(&q[..4], &dw);
+        for j in 0..4 {
+            q[j] += dq[j];
+        }
+        for j in 0..3 {
+            q[4 + j] += du[6 * k + 3 + j];
+        }
+    }
+    state.normalize_quaternions();
+}
+
+/// Simbody's projection; returns the number of projections applied, or `None` if it failed.
+fn project(batch: &Batch, i: usize, state: &mut InstanceState, tolerance: f64) -> Option<u64> {
+    let mut applied = 0;
+    for _ in 0..20 {
+        let (g, perr, factor) = rows_of(batch, i, state, true)?;
+        if perr.iter().all(|e| e.abs() <= tolerance * 0.1) {
+            break;
+        }
+        displace(state, &correction(&g, &perr, &factor));
+        applied = 1;
+    }
+    let mut velocity = 0;
+    for _ in 0..7 {
+        let (g, verr, factor) = rows_of(batch, i, state, false)?;
+        if verr.iter().all(|e| e.abs() <= tolerance * 0.1) {
+            break;
+        }
+        let du = correction(&g, &verr, &factor);
+        for (k, u) in state.u.iter_mut().enumerate() {
+            for j in 0..6 {
+                u[j] += du[6 * k + j];
+            }
+        }
+        velocity = 1;
+    }
+    Some(applied + velocity)
+}
+
+fn advance_instance(
+    batch: &Batch,
+    i: usize,
+    options: &StepOptions,
+    goal: Goal,
+    step_size: f64,
+) -> Advanced {
+    let mut state = batch.state_of(i);
+    let mut report = StepReport::default();
+    let t_end = match goal {
+        Goal::Duration(d) => Some(state.time + d),
+        Goal::Steps(_) => None,
+    };
+    let (fixed, accuracy, max_step) = match options.integrator {
+        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
+            (Some(step), 0.0, step)
+        }
+        Integrator::RungeKuttaMerson { accuracy, max_step } => (None, accuracy, max_step),
+    };
+    let mut h = if step_size > 0.0 {
+        step_size
+    } else {
+        fixed.unwrap_or(max_step.min(1e-3))
+    };
+    let mut accepted = 0usize;
+    let failed = |state: InstanceState, report: StepReport, h: f64| Advanced {
+        state,
+        step_size: h,
+        report,
+        failed: true,
+    };
+    loop {
+        let remaining = match (goal, t_end) {
+            (Goal::Steps(n), _) if accepted >= n => break,
+            (_, Some(end)) => {
+                let left = end - state.time;
+                if left <= 1e-14 * end.abs().max(1.0) {
+                    break;
+                }
+                Some(left)
+            }
+            _ => None,
+        };
+        let mut this_h = match fixed {
+            Some(step) => step,
+            None => h.min(max_step),
+        };
+        if let Some(left) = remaining
+            && this_h > left
+        {
+            this_h = left;
+        }
+        let Some((mut next, error)) = try_step(batch, i, &state, this_h, options) else {
+            if fixed.is_none() && this_h > 1e-12 {
+                // An RKM trial stage failed (e.g. a huge trial step): retry smaller.
+                h = this_h / 4.0;
+                report.rejected += 1;
+                continue;
+            }
+            return failed(state, report, h);
+        };
+        if fixed.is_none() {
+            if error > accuracy {
+                report.rejected += 1;
+                h = this_h * (0.9 * (accuracy / error).powf(0.25)).clamp(0.1, 0.9);
+                if h < 1e-14 {
+                    return failed(state, report, h);
+                }
+                continue;
+            }
+            let grow = if error > 0.0 {
+                (0.9 * (accuracy / error).powf(0.25)).clamp(1.0, 5.0)
+            } else {
+                5.0
+            };
+            h = (this_h * grow).min(max_step);
+        }
+        if let Stabilization::Projection { tolerance } = options.stabilization {
+            let (perr, verr) = constraint_errors(batch, i, &next);
+            if perr > tolerance || verr > tolerance {
+                // Simbody refuses to project an error this large: the step was too long.
+                if fixed.is_none() && perr.max(verr) > (2.0 * tolerance).max(tolerance.sqrt()) {
+                    report.rejected += 1;
+                    h = this_h / 2.0;
+                    continue;
+                }
+                match project(batch, i, &mut next, tolerance) {
+                    Some(n) => report.projections += n,
+                    None => return failed(state, report, h),
+                }
+            }
+        }
+        if !next.is_finite() {
+            return failed(state, report, h);
+        }
+        state = next;
+        accepted += 1;
+        report.steps += 1;
+    }
+    Advanced {
+        state,
+        step_size: h,
+        report,
+        failed: false,
+    }
+}
