@@ -1035,6 +1035,7 @@ pub fn trajectory_batch(records: &[&Record]) -> Result<(Batch, TrajectoryHandles
 /// compares quaternions (up to sign), positions, velocities, the energy (not for the turntable,
 /// whose table's kinetic energy simbatch does not model) and the turntable's rotation, each
 /// within `tol` absolute (energy: relative to max(1, |E|)).
+#[allow(clippy::needless_range_loop)] // `k` indexes every record's samples at once
 pub fn compare_trajectories(
     records: &[&Record],
     batch: &mut Batch,
