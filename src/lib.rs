@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod assembly;
 pub mod backend;
 pub mod batch;
 pub mod constraints;
