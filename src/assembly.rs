@@ -229,7 +229,7 @@ pub fn assemble_velocities(batch: &mut Batch, weights: Option<&[f64]>) -> Result
     for (i, (state, residual)) in results.into_iter().enumerate() {
         report.iterations.push(1);
         report.residual.push(residual);
-        if !(residual <= 1e-9) {
+        if residual.is_nan() || residual > 1e-9 {
             report.failed.push(i);
         }
         states.push((state, false));
