@@ -1,8 +1,11 @@
-//! Instance-steps per second of the CPU stepper: one rolling ball on a plane (the system MuJoCo's
-//! reference figure uses, dt = 1 ms) with semi-implicit Euler and RK4, on one thread and on all.
+//! Instance-steps per second: a rolling ball on a plane (the system of MuJoCo's reference figure,
+//! dt = 1 ms) and a no-slip point (a stick standing on its tip), with semi-implicit Euler and
+//! RK4, on the CPU (1 thread, all threads) and the GPU (f32; several substeps per call, the
+//! state read back once per call).
 //!
-//! `cargo run --release --example stepping -- [--n 10000] [--steps 200]`
+//! `cargo run --release --example stepping -- [--max-n 1000000] [--cpu-steps 100]`
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use simbatch::prelude::*;
@@ -17,12 +20,52 @@ fn balls(n: usize) -> Batch {
     let k = 0.4 * m * r * r;
     for i in 0..n {
         let v = 0.5 + (i % 7) as f64 * 0.1;
-        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0]).expect("mass");
-        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r]).expect("q");
+        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])
+            .expect("mass");
+        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r])
+            .expect("q");
         // Rolling along x: w = (n × v) / r.
         b.set_u(ball, i, [0.0, v / r, 0.0, v, 0.0, 0.0]).expect("u");
     }
     b
+}
+
+fn sticks(n: usize) -> Batch {
+    let (m, l) = (1.0, 1.0);
+    let mut t = SystemTemplate::new();
+    let stick = t.add_free_body("stick");
+    t.add_constraint(
+        PointOnPlaneContact::new(GROUND, stick).with_follower_point([0.0, 0.0, -l / 2.0]),
+    )
+    .expect("template");
+    let mut b = Batch::new(t, n).expect("batch");
+    let i_t = m * l * l / 12.0;
+    for i in 0..n {
+        let tilt = 0.1 + (i % 11) as f64 * 0.05;
+        b.set_mass_properties(stick, i, m, [0.0; 3], [i_t, i_t, 1e-3, 0.0, 0.0, 0.0])
+            .expect("mass");
+        let (s, c) = ((tilt / 2.0).sin(), (tilt / 2.0).cos());
+        // Tilted about y; the tip at the origin.
+        b.set_q(
+            stick,
+            i,
+            [
+                c,
+                0.0,
+                s,
+                0.0,
+                0.5 * l * tilt.sin(),
+                0.0,
+                0.5 * l * tilt.cos(),
+            ],
+        )
+        .expect("q");
+    }
+    b
+}
+
+fn rate(n: usize, steps: usize, seconds: f64) -> f64 {
+    (n * steps) as f64 / seconds
 }
 
 fn main() {
@@ -33,29 +76,70 @@ fn main() {
             .and_then(|k| args.get(k + 1))
             .map_or(default, |s| s.parse().expect("integer"))
     };
-    let (n, steps) = (arg("--n", 10_000), arg("--steps", 200));
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
-    println!("| integrator | threads | instance-steps/s |");
-    println!("|---|---|---|");
-    for (name, integrator) in [
-        ("semi-implicit Euler", Integrator::SemiImplicitEuler { step: 1e-3 }),
-        ("RK4", Integrator::Rk4 { step: 1e-3 }),
-    ] {
-        let options = StepOptions {
-            integrator,
-            stabilization: Stabilization::None,
-        };
-        for (threads, pool) in [(1, Some(&one)), (rayon::current_num_threads(), None)] {
-            let mut batch = balls(n);
-            let mut stepper = Stepper::new(options).expect("options");
-            let start = Instant::now();
-            match pool {
-                Some(p) => p.install(|| stepper.step(&mut batch, steps)),
-                None => stepper.step(&mut batch, steps),
+    let (max_n, cpu_steps) = (arg("--max-n", 100_000), arg("--cpu-steps", 100));
+    let device = GpuDevice::new().ok().map(Arc::new);
+    match &device {
+        Some(d) => println!("GPU: {}", d.describe()),
+        None => println!("no GPU: CPU only"),
+    }
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    println!("| system | integrator | N | backend | substeps per call | instance-steps/s |");
+    println!("|---|---|---|---|---|---|");
+    let systems: [(&str, fn(usize) -> Batch); 2] =
+        [("rolling ball", balls), ("no-slip stick", sticks)];
+    for (name, make) in systems {
+        for (iname, integrator) in [
+            (
+                "semi-implicit Euler",
+                Integrator::SemiImplicitEuler { step: 1e-3 },
+            ),
+            ("RK4", Integrator::Rk4 { step: 1e-3 }),
+        ] {
+            let options = StepOptions {
+                integrator,
+                stabilization: Stabilization::None,
+            };
+            for n in [1_000, 10_000, 100_000, 1_000_000]
+                .into_iter()
+                .filter(|n| *n <= max_n)
+            {
+                // The CPU at one size only: its rate does not depend on N.
+                if n == 1_000.max(max_n.min(10_000)) {
+                    for (threads, pool) in [(1, Some(&one)), (rayon::current_num_threads(), None)] {
+                        let mut batch = make(n);
+                        let mut stepper = Stepper::new(options).expect("options");
+                        let start = Instant::now();
+                        match pool {
+                            Some(p) => p.install(|| stepper.step(&mut batch, cpu_steps)),
+                            None => stepper.step(&mut batch, cpu_steps),
+                        }
+                        .expect("step");
+                        let r = rate(n, cpu_steps, start.elapsed().as_secs_f64());
+                        println!(
+                            "| {name} | {iname} | {n} | CPU f64, {threads} threads | — | {r:.3e} |"
+                        );
+                    }
+                }
+                let Some(device) = &device else { continue };
+                let mut batch = make(n);
+                let mut gpu = GpuEvaluator::new(
+                    device.clone(),
+                    &batch,
+                    Precision::F32,
+                    GpuOptions::default(),
+                )
+                .expect("kernel");
+                gpu.step(&mut batch, &options, 1).expect("warm-up");
+                for substeps in [16, 256, 1024] {
+                    let start = Instant::now();
+                    gpu.step(&mut batch, &options, substeps).expect("step");
+                    let r = rate(n, substeps, start.elapsed().as_secs_f64());
+                    println!("| {name} | {iname} | {n} | GPU f32 | {substeps} | {r:.3e} |");
+                }
             }
-            .expect("step");
-            let rate = (n * steps) as f64 / start.elapsed().as_secs_f64();
-            println!("| {name} | {threads} | {rate:.3e} |");
         }
     }
 }

@@ -61,3 +61,14 @@ fn inertia_matrix(d: vec3<real>, p: vec3<real>) -> mat3x3<real> {
 fn two_body_row(c_a: vec3<real>, c_b: vec3<real>, e: vec3<real>, position_error: real, velocity_error: real, acceleration_error: real) -> Row {
     return Row(-cross(c_a, e), -e, cross(c_b, e), e, position_error, velocity_error, acceleration_error);
 }
+
+// Quaternion rate ė = ½ E(e) w for w in Ground (physics.md §1); e.x = e0. Twin of
+// `quaternion_rate` in src/math.rs.
+fn quaternion_rate(e: vec4<real>, w: vec3<real>) -> vec4<real> {
+    return 0.5 * vec4<real>(
+        -e.y * w.x - e.z * w.y - e.w * w.z,
+        e.x * w.x + e.w * w.y - e.z * w.z,
+        -e.w * w.x + e.x * w.y + e.y * w.z,
+        e.z * w.x - e.y * w.y + e.x * w.z,
+    );
+}

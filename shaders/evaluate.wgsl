@@ -14,12 +14,13 @@
 struct Launch {
     count: u32,
     capacity: u32,
-    pad0: u32,
-    pad1: u32,
+    // Stepping kernel only: substeps per dispatch, and integrator | (Baumgarte mode << 8).
+    steps: u32,
+    mode: u32,
 }
 
 @group(0) @binding(0) var<uniform> launch: Launch;
-@group(0) @binding(1) var<storage, read> input: array<real>;
+@group(0) @binding(1) var<storage, read_write> input: array<real>; // written by the stepping kernel
 @group(0) @binding(2) var<storage, read_write> output: array<real>;
 
 const NONFINITE_STATE: u32 = 1u;
@@ -115,7 +116,57 @@ fn report_constraint(kind: u32, flags: u32, rows: u32, params: ConstraintParams,
     }
 }
 
-fn evaluate_instance(i: u32) {
+// Positions and velocities of every body (Ground's entries unused): the state the integrators
+// advance; twin of `InstanceState` (src/evaluate.rs).
+struct State {
+    quaternion: array<vec4<real>, NB_CAP>,
+    origin: array<vec3<real>, NB_CAP>,
+    ang_vel: array<vec3<real>, NB_CAP>,
+    lin_vel: array<vec3<real>, NB_CAP>,
+}
+
+// Which constraints get Baumgarte terms (`BaumgarteMode`, src/evaluate.rs).
+const BAUMGARTE_TEMPLATE: u32 = 0u;
+const BAUMGARTE_ALL: u32 = 1u;
+const BAUMGARTE_OFF: u32 = 2u;
+
+// The state as held in the input columns: free bodies' q and u, prescribed poses and velocities.
+fn load_state(i: u32) -> State {
+    var body_kind = BODY_KIND;
+    var body_in = BODY_IN;
+    var s: State;
+    for (var b = 0u; b < NB; b++) {
+        let p = body_in[b];
+        if body_kind[b] == 1u {
+            s.quaternion[b] = load4(p + 16u, 7u, i, 0u);
+            s.origin[b] = load3(p + 16u, 7u, i, 4u);
+            s.ang_vel[b] = load3(p + 23u, 6u, i, 0u);
+            s.lin_vel[b] = load3(p + 23u, 6u, i, 3u);
+        } else if body_kind[b] == 2u {
+            s.quaternion[b] = load4(p, 7u, i, 0u);
+            s.origin[b] = load3(p, 7u, i, 4u);
+            s.ang_vel[b] = load3(p + 7u, 6u, i, 0u);
+            s.lin_vel[b] = load3(p + 7u, 6u, i, 3u);
+        }
+    }
+    return s;
+}
+
+// Everything the outputs and the integrators need from one assembly and solve.
+struct Solved {
+    status: u32,
+    kin: array<BodyKinematics, NB_CAP>,
+    udot: array<real, NU_CAP>,
+    udot_unconstrained: array<real, NU_CAP>,
+    multipliers: array<real, ROWS_CAP>,
+    jacobian: array<real, ROWS_NU_CAP>,
+    bias_acceleration: array<real, ROWS_CAP>,
+    rows: array<Row, ROWS_CAP>,
+    enabled: array<u32, ROWS_CAP>,
+}
+
+// Assembles and solves instance i at `state` (parameters from the input columns).
+fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     var body_kind = BODY_KIND;
     var body_slot = BODY_SLOT;
     var body_in = BODY_IN;
@@ -127,8 +178,6 @@ fn evaluate_instance(i: u32) {
     var c_rows = C_ROWS;
     var c_row_offset = C_ROW_OFFSET;
     var c_in = C_IN;
-    var c_out = C_OUT;
-    var c_jac = C_JAC;
     var status = 0u;
 
     // Kinematics of every body; free bodies' accelerations are 0 (the bias is aerr at u̇ = 0).
@@ -147,10 +196,10 @@ fn evaluate_instance(i: u32) {
             kin[b] = ground_kinematics();
         } else if body_kind[b] == 1u {
             // Free body columns: mass, com, inertia, applied_force, applied_torque, q, u.
-            let q = load4(p + 16u, 7u, i, 0u);
-            let origin = load3(p + 16u, 7u, i, 4u);
-            let w = load3(p + 23u, 6u, i, 0u);
-            let v = load3(p + 23u, 6u, i, 3u);
+            let q = state.quaternion[b];
+            let origin = state.origin[b];
+            let w = state.ang_vel[b];
+            let v = state.lin_vel[b];
             if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v)) {
                 status |= NONFINITE_STATE;
             }
@@ -161,10 +210,10 @@ fn evaluate_instance(i: u32) {
             torque[s] = load3(p + 13u, 3u, i, 0u);
         } else {
             // Prescribed body columns: pose, velocity, acceleration.
-            let q = load4(p, 7u, i, 0u);
-            let origin = load3(p, 7u, i, 4u);
-            let w = load3(p + 7u, 6u, i, 0u);
-            let v = load3(p + 7u, 6u, i, 3u);
+            let q = state.quaternion[b];
+            let origin = state.origin[b];
+            let w = state.ang_vel[b];
+            let v = state.lin_vel[b];
             let bb = load3(p + 13u, 6u, i, 0u);
             let a = load3(p + 13u, 6u, i, 3u);
             if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v) && finite3(bb) && finite3(a)) {
@@ -195,7 +244,7 @@ fn evaluate_instance(i: u32) {
     var bias_acceleration: array<real, ROWS_CAP>;
     var bias: array<real, ROWS_CAP>;
     var rows_all: array<Row, ROWS_CAP>;
-    var enabled_row: array<bool, ROWS_CAP>;
+    var enabled_row: array<u32, ROWS_CAP>;
     for (var c = 0u; c < NC; c++) {
         let a = c_body_a[c];
         let bb = c_body_b[c];
@@ -204,14 +253,14 @@ fn evaluate_instance(i: u32) {
         let rows = evaluate_constraint(c_kind[c], c_flags[c], n_rows, params, kin[a], kin[bb]);
         let enabled = load(c_in[c], 1u, i, 0u) != 0.0;
         var inv_t: real = 0.0;
-        if (c_flags[c] & 2u) != 0u {
+        if baumgarte == BAUMGARTE_ALL || (baumgarte == BAUMGARTE_TEMPLATE && (c_flags[c] & 2u) != 0u) {
             inv_t = 1.0 / load(c_in[c] + 1u, 1u, i, 0u);
         }
         for (var r = 0u; r < n_rows; r++) {
             let at = c_row_offset[c] + r;
             let row = rows[r];
             rows_all[at] = row;
-            enabled_row[at] = enabled;
+            enabled_row[at] = u32(enabled);
             if enabled {
                 if body_kind[a] == 1u {
                     let col = 6u * body_slot[a];
@@ -310,6 +359,31 @@ fn evaluate_instance(i: u32) {
         }
     }
 
+    return Solved(status, kin, udot, udot_unconstrained, multipliers, jacobian, bias_acceleration, rows_all, enabled_row);
+}
+
+fn evaluate_instance(i: u32) {
+    let solved = solve_instance(i, load_state(i), BAUMGARTE_TEMPLATE);
+    var status = solved.status;
+    var kin = solved.kin;
+    var udot = solved.udot;
+    var udot_unconstrained = solved.udot_unconstrained;
+    var multipliers = solved.multipliers;
+    var jacobian = solved.jacobian;
+    var bias_acceleration = solved.bias_acceleration;
+    var rows_all = solved.rows;
+    var enabled_row = solved.enabled;
+    var c_kind = C_KIND;
+    var c_flags = C_FLAGS;
+    var c_body_a = C_BODY_A;
+    var c_body_b = C_BODY_B;
+    var c_rows = C_ROWS;
+    var c_row_offset = C_ROW_OFFSET;
+    var c_in = C_IN;
+    var c_out = C_OUT;
+    var c_jac = C_JAC;
+    let zero = vec3<real>(0.0, 0.0, 0.0);
+
     // Outputs.
     for (var k = 0u; k < NU; k++) {
         store(OUT_UDOT, NU, i, k, udot[k]);
@@ -330,7 +404,7 @@ fn evaluate_instance(i: u32) {
             let at = c_row_offset[c] + r;
             let row = rows_all[at];
             var aerr: real = 0.0;
-            if enabled_row[at] {
+            if enabled_row[at] != 0u {
                 lambda[r] = multipliers[at];
                 aerr = bias_acceleration[at];
                 for (var k = 0u; k < NU; k++) {

@@ -74,10 +74,17 @@ fn solve_min_norm_spd(a: ptr<function, array<real, ROWS_ROWS_CAP>>, rhs: ptr<fun
         for (var p = 0u; p < n; p++) {
             for (var q = p + 1u; q < n; q++) {
                 let apq = (*a)[p * n + q];
-                if apq == 0.0 {
+                let app = (*a)[p * n + p];
+                let aqq = (*a)[q * n + q];
+                // An off-diagonal entry negligible next to its diagonal is zero: rotating on it
+                // gains nothing, and a subnormal one (flushed to zero by GPUs) would make
+                // θ = 0/0 when app = aqq.
+                if abs(apq) <= 1e-3 * REAL_EPSILON * (abs(app) + abs(aqq)) || abs(apq) < 1e-30 {
+                    (*a)[p * n + q] = 0.0;
+                    (*a)[q * n + p] = 0.0;
                     continue;
                 }
-                let theta = ((*a)[q * n + q] - (*a)[p * n + p]) / (2.0 * apq);
+                let theta = (aqq - app) / (2.0 * apq);
                 var t = 1.0 / (abs(theta) + sqrt(theta * theta + 1.0));
                 if theta < 0.0 {
                     t = -t;

@@ -16,7 +16,7 @@ use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
 use crate::gpu::{GpuOptions, Precision};
 
-const WORKGROUP: usize = 64;
+pub(crate) const WORKGROUP: usize = 64;
 
 /// Jacobians and biases read back from the GPU (on request).
 #[derive(Debug, Clone, PartialEq)]
@@ -34,28 +34,33 @@ enum RawRef<'a> {
     F64(&'a [f64]),
 }
 
-struct Chunk {
-    start: usize,
-    count: usize,
-    input: wgpu::Buffer,
+pub(crate) struct Chunk {
+    pub(crate) start: usize,
+    pub(crate) count: usize,
+    pub(crate) input: wgpu::Buffer,
     output: wgpu::Buffer,
     staging: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
-    uploaded: Vec<u64>,
+    pub(crate) uploaded: Vec<u64>,
+    /// The stepping kernel's buffers, made on first use (src/gpu/step.rs).
+    pub(crate) step: Option<crate::gpu::step::ChunkStep>,
 }
 
 /// Evaluates batches of one template on the GPU.
 pub struct GpuEvaluator {
-    device: Arc<GpuDevice>,
-    precision: Precision,
-    layout: Layout,
+    pub(crate) device: Arc<GpuDevice>,
+    pub(crate) precision: Precision,
+    pub(crate) layout: Layout,
+    pub(crate) module: wgpu::ShaderModule,
     pipeline: wgpu::ComputePipeline,
     bind_group_layout: wgpu::BindGroupLayout,
     capacity: usize,
     max_binding_bytes: u64,
     batch_uid: Option<u64>,
-    chunks: Vec<Chunk>,
-    last_upload_bytes: u64,
+    pub(crate) chunks: Vec<Chunk>,
+    pub(crate) last_upload_bytes: u64,
+    /// The stepping pipeline, built on first use.
+    pub(crate) step_pipeline: Option<crate::gpu::step::StepPipeline>,
 }
 
 impl std::fmt::Debug for GpuEvaluator {
@@ -114,7 +119,8 @@ impl GpuEvaluator {
                         min_binding_size: None,
                     },
                 ),
-                entry(1, storage(true)),
+                // read-write: the stepping kernel advances the state in place.
+                entry(1, storage(false)),
                 entry(2, storage(false)),
             ],
         });
@@ -160,6 +166,8 @@ impl GpuEvaluator {
             batch_uid: None,
             chunks: Vec::new(),
             last_upload_bytes: 0,
+            module,
+            step_pipeline: None,
         })
     }
 
@@ -193,7 +201,7 @@ impl GpuEvaluator {
         &self.layout
     }
 
-    fn prepare(&mut self, batch: &Batch) -> Result<()> {
+    pub(crate) fn prepare(&mut self, batch: &Batch) -> Result<()> {
         if Layout::new(batch.template())? != self.layout {
             return Err(Error::Gpu(
                 "this evaluator was built for another template layout".into(),
@@ -217,7 +225,10 @@ impl GpuEvaluator {
             let input = d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch input"),
                 size: in_size.max(4),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                // COPY_SRC: the stepping kernel's state is read back from here.
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
             let output = d.create_buffer(&wgpu::BufferDescriptor {
@@ -269,6 +280,7 @@ impl GpuEvaluator {
                 staging,
                 bind_group,
                 uploaded: vec![0; self.layout.inputs.len()],
+                step: None,
             });
             start += count;
         }
@@ -277,7 +289,7 @@ impl GpuEvaluator {
     }
 
     /// Uploads the columns that changed since this chunk last saw them; returns bytes sent.
-    fn upload(&mut self, batch: &Batch) -> Result<u64> {
+    pub(crate) fn upload(&mut self, batch: &Batch) -> Result<u64> {
         let bytes = self.precision.bytes();
         let mut sent = 0;
         for chunk in &mut self.chunks {

@@ -9,6 +9,7 @@ pub mod device;
 pub mod evaluate;
 pub mod layout;
 pub mod shader;
+pub mod step;
 
 pub use device::GpuDevice;
 pub use evaluate::{GpuEvaluator, GpuJacobians};

@@ -19,9 +19,11 @@ pub const POINT_ON_PLANE: &str = include_str!("../../shaders/point_on_plane.wgsl
 pub const POINT_TO_GROUND: &str = include_str!("../../shaders/point_to_ground.wgsl");
 /// `shaders/evaluate.wgsl`.
 pub const EVALUATE: &str = include_str!("../../shaders/evaluate.wgsl");
+/// `shaders/step.wgsl`.
+pub const STEP: &str = include_str!("../../shaders/step.wgsl");
 
 /// Every shader file with its name, in assembly order.
-pub const FILES: [(&str, &str); 7] = [
+pub const FILES: [(&str, &str); 8] = [
     ("common.wgsl", COMMON),
     ("dynamics.wgsl", DYNAMICS),
     ("solver.wgsl", SOLVER),
@@ -29,6 +31,7 @@ pub const FILES: [(&str, &str); 7] = [
     ("point_on_plane.wgsl", POINT_ON_PLANE),
     ("point_to_ground.wgsl", POINT_TO_GROUND),
     ("evaluate.wgsl", EVALUATE),
+    ("step.wgsl", STEP),
 ];
 
 /// The precision prelude: the `real` type, its epsilon, the rank tolerance of the minimum-norm
