@@ -64,6 +64,9 @@ fn sticks(n: usize) -> Batch {
     b
 }
 
+/// A system to benchmark: its name and how to build N instances of it.
+type System = (&'static str, fn(usize) -> Batch);
+
 fn rate(n: usize, steps: usize, seconds: f64) -> f64 {
     (n * steps) as f64 / seconds
 }
@@ -88,8 +91,7 @@ fn main() {
         .expect("pool");
     println!("| system | integrator | N | backend | substeps per call | instance-steps/s |");
     println!("|---|---|---|---|---|---|");
-    let systems: [(&str, fn(usize) -> Batch); 2] =
-        [("rolling ball", balls), ("no-slip stick", sticks)];
+    let systems: [System; 2] = [("rolling ball", balls), ("no-slip stick", sticks)];
     for (name, make) in systems {
         for (iname, integrator) in [
             (
