@@ -88,8 +88,9 @@ fn weights_of(options_weights: &Option<Vec<f64>>, nu: usize) -> Result<Vec<f64>>
     }
 }
 
-/// Rows of `sys` that are enabled and pass `keep`, as (G, errors).
-fn select_rows(
+/// The enabled rows of `sys` with a position error (`position`) or a velocity error, as
+/// (G rows, errors). Shared by assembly, impacts and the stepper's projection.
+pub(crate) fn select_rows(
     batch: &Batch,
     sys: &InstanceSystem,
     position: bool,

@@ -15,7 +15,6 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use crate::batch::{Batch, status};
-use crate::constraints::RowLevel;
 use crate::error::{Error, Result};
 use crate::evaluate::{BaumgarteMode, InstanceState};
 use crate::math::{quaternion_rate, vec3};
@@ -390,8 +389,8 @@ fn constraint_errors(batch: &Batch, i: usize, state: &InstanceState) -> (f64, f6
     (perr, verr)
 }
 
-/// The enabled rows of a level set, their Jacobian and errors, with M⁻¹ (for mass-weighted,
-/// least-kinetic-energy corrections).
+/// The enabled holonomic (`position`) or velocity-error rows at `state`, with M⁻¹ (for
+/// mass-weighted, least-kinetic-energy corrections).
 fn rows_of(
     batch: &Batch,
     i: usize,
@@ -400,36 +399,7 @@ fn rows_of(
 ) -> Option<(DMatrix<f64>, DVector<f64>, MassFactor)> {
     let sys = batch.assemble_with(i, state, BaumgarteMode::Off);
     let factor = MassFactor::new(&sys.mass_blocks)?;
-    let template = batch.template();
-    let mut keep = Vec::new();
-    for (slot, block) in template.constraints().iter().zip(&sys.constraints) {
-        if !block.enabled {
-            continue;
-        }
-        for (r, level) in slot.constraint.row_levels().iter().enumerate() {
-            let wanted = if position {
-                *level == RowLevel::Position
-            } else {
-                *level != RowLevel::Acceleration
-            };
-            if wanted {
-                keep.push(block.offset + r);
-            }
-        }
-    }
-    let g = DMatrix::from_fn(keep.len(), sys.jacobian.ncols(), |r, c| {
-        sys.jacobian[(keep[r], c)]
-    });
-    let errors = DVector::from_iterator(
-        keep.len(),
-        keep.iter().map(|r| {
-            if position {
-                sys.position_errors[*r]
-            } else {
-                sys.velocity_errors[*r]
-            }
-        }),
-    );
+    let (g, errors) = crate::assembly::select_rows(batch, &sys, position);
     Some((g, errors, factor))
 }
 

@@ -12,7 +12,10 @@
 //! both).
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+mod common;
+use common::device;
 
 use simbatch::golden::{self, Report, compare_evaluations};
 use simbatch::gpu::layout::Layout;
@@ -21,27 +24,6 @@ use simbatch::prelude::*;
 const F32_TOL: f64 = 2e-4;
 const F32_REDUNDANT_LAMBDA_TOL: f64 = 2e-3;
 const F64_TOL: f64 = 1e-9;
-
-fn device() -> Option<Arc<GpuDevice>> {
-    static DEVICE: OnceLock<Option<Arc<GpuDevice>>> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| match GpuDevice::new() {
-            Ok(d) => {
-                eprintln!("GPU: {}", d.describe());
-                Some(Arc::new(d))
-            }
-            Err(e) => {
-                if std::env::var("CI").as_deref() == Ok("true") {
-                    panic!(
-                        "CI=true but no GPU adapter (install mesa-vulkan-drivers for lavapipe): {e}"
-                    );
-                }
-                eprintln!("no GPU adapter, GPU test not run: {e}");
-                None
-            }
-        })
-        .clone()
-}
 
 use simbatch::scenarios::{ContactKind as Kind, PlaneBody, contact_batch, point_to_ground_batch};
 

@@ -7,7 +7,10 @@
 //! compile the f64 stepping kernel (four inlined solves per RK4 step), which CI cannot afford;
 //! the f64 evaluation kernel, its building block, is checked on lavapipe in `tests/gpu.rs`.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+mod common;
+use common::device;
 
 use simbatch::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::golden::Report;
@@ -18,22 +21,6 @@ use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground
 /// worst 3.9e-6 (lavapipe); the bound leaves room for other systems and hardware.
 const F32_TRAJECTORY_TOL: f64 = 1e-4;
 const F64_TRAJECTORY_TOL: f64 = 1e-9;
-
-fn device() -> Option<Arc<GpuDevice>> {
-    static DEVICE: OnceLock<Option<Arc<GpuDevice>>> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| match GpuDevice::new() {
-            Ok(d) => Some(Arc::new(d)),
-            Err(e) => {
-                if std::env::var("CI").as_deref() == Ok("true") {
-                    panic!("CI=true but no GPU adapter: {e}");
-                }
-                eprintln!("no GPU adapter, GPU test not run: {e}");
-                None
-            }
-        })
-        .clone()
-}
 
 /// f64 stepping is compared on hardware adapters with SHADER_F64 (see the module documentation).
 fn f64_stepping(device: &GpuDevice) -> bool {

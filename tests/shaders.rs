@@ -4,7 +4,7 @@
 
 use simbatch::gpu::Precision;
 use simbatch::gpu::layout::Layout;
-use simbatch::gpu::shader::{self, FILES, kernel_source, prelude};
+use simbatch::gpu::shader::{self, FILES, kernel_source, prelude, stepping_source};
 use simbatch::model::Baumgarte;
 use simbatch::prelude::*;
 
@@ -83,6 +83,10 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
             validate(
                 &kernel_source(precision, &layout.wgsl_constants),
                 &format!("{name} ({precision:?})"),
+            );
+            validate(
+                &stepping_source(precision, &layout.wgsl_constants),
+                &format!("{name}, stepping ({precision:?})"),
             );
         }
     }

@@ -18,6 +18,52 @@ use crate::gpu::{GpuOptions, Precision};
 
 pub(crate) const WORKGROUP: usize = 64;
 
+/// Maps the first `size` bytes of a staging buffer, waits for the GPU, hands them to `f` while
+/// mapped, and unmaps.
+pub(crate) fn map_read<R>(
+    device: &GpuDevice,
+    buffer: &wgpu::Buffer,
+    size: u64,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R> {
+    let slice = buffer.slice(0..size);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+    rx.recv()
+        .map_err(|e| Error::Gpu(format!("readback lost: {e}")))?
+        .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
+    let view = slice
+        .get_mapped_range()
+        .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
+    let out = f(&view);
+    drop(view);
+    buffer.unmap();
+    Ok(out)
+}
+
+/// A compute-stage buffer binding of a bind group layout.
+pub(crate) fn layout_entry(
+    binding: u32,
+    ty: wgpu::BufferBindingType,
+) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
 /// Jacobians and biases read back from the GPU (on request).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuJacobians {
@@ -51,7 +97,6 @@ pub struct GpuEvaluator {
     pub(crate) device: Arc<GpuDevice>,
     pub(crate) precision: Precision,
     pub(crate) layout: Layout,
-    pub(crate) module: wgpu::ShaderModule,
     pipeline: wgpu::ComputePipeline,
     bind_group_layout: wgpu::BindGroupLayout,
     capacity: usize,
@@ -97,31 +142,13 @@ impl GpuEvaluator {
             label: Some("simbatch evaluate"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
-        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty,
-            count: None,
-        };
-        let storage = |read_only| wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        };
         let bind_group_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("simbatch evaluate"),
             entries: &[
-                entry(
-                    0,
-                    wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                ),
+                layout_entry(0, wgpu::BufferBindingType::Uniform),
                 // read-write: the stepping kernel advances the state in place.
-                entry(1, storage(false)),
-                entry(2, storage(false)),
+                layout_entry(1, wgpu::BufferBindingType::Storage { read_only: false }),
+                layout_entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
             ],
         });
         let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -166,7 +193,6 @@ impl GpuEvaluator {
             batch_uid: None,
             chunks: Vec::new(),
             last_upload_bytes: 0,
-            module,
             step_pipeline: None,
         })
     }
@@ -339,11 +365,51 @@ impl GpuEvaluator {
     fn submit(&mut self, batch: &Batch, width: usize) -> Result<()> {
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
+        let mut encoder =
+            self.device
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("simbatch evaluate"),
+                });
+        self.encode_evaluation(&mut encoder, width);
+        self.device.queue.submit([encoder.finish()]);
+        Ok(())
+    }
+
+    /// Maps each chunk's staging buffer in turn and hands its values, in the kernel's precision,
+    /// to `consume` while mapped (no intermediate copy).
+    fn read(&self, width: usize, mut consume: impl FnMut(&Chunk, RawRef<'_>)) -> Result<()> {
+        let bytes = self.precision.bytes();
+        for chunk in &self.chunks {
+            let read = width * chunk.count * bytes;
+            if read == 0 {
+                continue;
+            }
+            map_read(
+                &self.device,
+                &chunk.staging,
+                read as u64,
+                |view| match self.precision {
+                    Precision::F32 => consume(chunk, RawRef::F32(bytemuck::cast_slice(view))),
+                    Precision::F64 => consume(chunk, RawRef::F64(bytemuck::cast_slice(view))),
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Forgets which columns the GPU holds, so the next call uploads every column (for
+    /// benchmarks of the full path, and after the device's memory was tampered with).
+    pub fn invalidate(&mut self) {
+        for chunk in &mut self.chunks {
+            chunk.uploaded.iter_mut().for_each(|v| *v = 0);
+        }
+    }
+
+    /// One evaluation pass per chunk, each followed by a copy of `width` output values per
+    /// instance to its staging buffer (none when `width` is 0).
+    fn encode_evaluation(&self, encoder: &mut wgpu::CommandEncoder, width: usize) {
         let bytes = self.precision.bytes() as u64;
-        let d = &self.device.device;
-        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("simbatch evaluate"),
-        });
         for chunk in &self.chunks {
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -359,71 +425,15 @@ impl GpuEvaluator {
                 encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read);
             }
         }
-        self.device.queue.submit([encoder.finish()]);
-        Ok(())
-    }
-
-    /// Maps each chunk's staging buffer in turn and hands its values, in the kernel's precision,
-    /// to `consume` while mapped (no intermediate copy).
-    fn read(&self, width: usize, mut consume: impl FnMut(&Chunk, RawRef<'_>)) -> Result<()> {
-        let d = &self.device.device;
-        let bytes = self.precision.bytes();
-        for chunk in &self.chunks {
-            let read = width * chunk.count * bytes;
-            if read == 0 {
-                continue;
-            }
-            let slice = chunk.staging.slice(0..read as u64);
-            let (tx, rx) = std::sync::mpsc::channel();
-            slice.map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            d.poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
-            rx.recv()
-                .map_err(|e| Error::Gpu(format!("readback lost: {e}")))?
-                .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-            match self.precision {
-                Precision::F32 => consume(chunk, RawRef::F32(bytemuck::cast_slice(&view[..read]))),
-                Precision::F64 => consume(chunk, RawRef::F64(bytemuck::cast_slice(&view[..read]))),
-            }
-            drop(view);
-            chunk.staging.unmap();
-        }
-        Ok(())
-    }
-
-    /// Forgets which columns the GPU holds, so the next call uploads every column (for
-    /// benchmarks of the full path, and after the device's memory was tampered with).
-    pub fn invalidate(&mut self) {
-        for chunk in &mut self.chunks {
-            chunk.uploaded.iter_mut().for_each(|v| *v = 0);
-        }
     }
 
     /// Uploads changed columns and runs the kernel on every chunk, waiting for it, without
     /// reading anything back (results stay on the GPU; for benchmarks of the kernel alone).
     pub fn dispatch(&mut self, batch: &Batch) -> Result<()> {
-        self.prepare(batch)?;
-        self.last_upload_bytes = self.upload(batch)?;
-        let d = &self.device.device;
-        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("simbatch dispatch"),
-        });
-        for chunk in &self.chunks {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("simbatch evaluate"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &chunk.bind_group, &[]);
-            pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
-        }
-        self.device.queue.submit([encoder.finish()]);
-        d.poll(wgpu::PollType::wait_indefinitely())
+        self.submit(batch, 0)?;
+        self.device
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
         Ok(())
     }

@@ -53,11 +53,24 @@ pub fn prelude(precision: Precision) -> String {
     }
 }
 
-/// The whole kernel source for a template's layout constants.
+/// The evaluation kernel's source for a template's layout constants (every file but
+/// `step.wgsl`: a smaller module compiles faster, which matters on CPU Vulkan drivers).
 pub fn kernel_source(precision: Precision, layout_constants: &str) -> String {
+    assemble(precision, layout_constants, false)
+}
+
+/// The stepping kernel's source: the evaluation kernel plus `step.wgsl`.
+pub fn stepping_source(precision: Precision, layout_constants: &str) -> String {
+    assemble(precision, layout_constants, true)
+}
+
+fn assemble(precision: Precision, layout_constants: &str, stepping: bool) -> String {
     let mut s = prelude(precision);
     s.push_str(layout_constants);
     for (name, text) in FILES {
+        if name == "step.wgsl" && !stepping {
+            continue;
+        }
         s.push_str(&format!("\n// ---- {name} ----\n"));
         s.push_str(text);
     }

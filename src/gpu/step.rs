@@ -8,7 +8,7 @@
 use crate::batch::{Batch, Column, FreeField, PrescribedField};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::evaluate::{GpuEvaluator, WORKGROUP};
+use crate::gpu::evaluate::{GpuEvaluator, WORKGROUP, layout_entry, map_read};
 use crate::integrate::{Integrator, Stabilization, StepOptions, StepReport};
 
 /// Largest number of substeps in one dispatch; longer runs are several dispatches in the same
@@ -78,25 +78,24 @@ impl GpuEvaluator {
     fn step_pipeline(&mut self) -> &StepPipeline {
         if self.step_pipeline.is_none() {
             let d = &self.device.device;
-            let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty,
-                count: None,
-            };
-            let buffer = |ty| wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            };
-            let storage = |read_only| buffer(wgpu::BufferBindingType::Storage { read_only });
+            let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("simbatch step"),
+                source: wgpu::ShaderSource::Wgsl(
+                    crate::gpu::shader::stepping_source(
+                        self.precision,
+                        &self.layout.wgsl_constants,
+                    )
+                    .into(),
+                ),
+            });
+            let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
             let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("simbatch step"),
                 entries: &[
-                    entry(0, buffer(wgpu::BufferBindingType::Uniform)),
-                    entry(1, storage(false)),
-                    entry(2, storage(false)),
-                    entry(3, storage(true)),
+                    layout_entry(0, wgpu::BufferBindingType::Uniform),
+                    layout_entry(1, storage(false)),
+                    layout_entry(2, storage(false)),
+                    layout_entry(3, storage(true)),
                 ],
             });
             let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -107,7 +106,7 @@ impl GpuEvaluator {
             let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some("simbatch step"),
                 layout: Some(&pipeline_layout),
-                module: &self.module,
+                module: &module,
                 entry_point: Some("step_main"),
                 compilation_options: Default::default(),
                 cache: None,
@@ -305,28 +304,14 @@ impl GpuEvaluator {
             let step = chunk.step.as_ref().expect("made above");
             let count = chunk.count;
             let size = ((2 + state_width) * count) as u64 * bytes;
-            let slice = step.staging.slice(0..size);
-            let (tx, rx) = std::sync::mpsc::channel();
-            slice.map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            d.poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
-            rx.recv()
-                .map_err(|e| Error::Gpu(format!("readback lost: {e}")))?
-                .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-            let values: Vec<f64> = match precision {
-                Precision::F32 => bytemuck::cast_slice::<u8, f32>(&view)
-                    .iter()
-                    .map(|x| *x as f64)
-                    .collect(),
-                Precision::F64 => bytemuck::cast_slice::<u8, f64>(&view).to_vec(),
-            };
-            drop(view);
-            step.staging.unmap();
+            let values: Vec<f64> =
+                map_read(&self.device, &step.staging, size, |view| match precision {
+                    Precision::F32 => bytemuck::cast_slice::<u8, f32>(view)
+                        .iter()
+                        .map(|x| *x as f64)
+                        .collect(),
+                    Precision::F64 => bytemuck::cast_slice::<u8, f64>(view).to_vec(),
+                })?;
             for local in 0..count {
                 let i = chunk.start + local;
                 let status = values[local] as u32;
