@@ -230,9 +230,7 @@ pub struct InstanceState {
 impl InstanceState {
     /// Every value flat: q of free bodies, poses, u, prescribed velocities.
     pub fn to_vec(&self) -> Vec<f64> {
-        let mut y = Vec::with_capacity(
-            7 * (self.q.len() + self.pose.len()) + 6 * (self.u.len() + self.velocity.len()),
-        );
+        let mut y = Vec::with_capacity(self.len());
         self.q.iter().for_each(|x| y.extend_from_slice(x));
         self.pose.iter().for_each(|x| y.extend_from_slice(x));
         self.u.iter().for_each(|x| y.extend_from_slice(x));
@@ -261,9 +259,21 @@ impl InstanceState {
             .all(|x| crate::math::normalize_quaternion(&mut x[..4]))
     }
 
+    /// Number of values in [`to_vec`](Self::to_vec).
+    pub fn len(&self) -> usize {
+        7 * (self.q.len() + self.pose.len()) + 6 * (self.u.len() + self.velocity.len())
+    }
+
+    /// True when the state holds no body.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// True when every value is finite.
     pub fn is_finite(&self) -> bool {
-        self.time.is_finite() && all_finite(&self.to_vec())
+        self.time.is_finite()
+            && self.q.iter().chain(&self.pose).all(|x| all_finite(x))
+            && self.u.iter().chain(&self.velocity).all(|x| all_finite(x))
     }
 }
 

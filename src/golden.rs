@@ -362,6 +362,44 @@ fn set_free_body(batch: &mut Batch, body: BodyId, i: usize, r: &Record, key: &st
     Ok(())
 }
 
+/// Sets a contact's per-instance parameters from a record: the plane frame, then the follower
+/// point (`point`) or the sphere centre and radius.
+fn set_contact_params(
+    batch: &mut Batch,
+    constraint: ConstraintId,
+    i: usize,
+    r: &Record,
+    point: bool,
+) -> Result<()> {
+    let loc = |e: Error| r.err(e.to_string());
+    batch
+        .set_param(constraint, "plane_frame", i, &plane_frame(r)?)
+        .map_err(loc)?;
+    if point {
+        batch
+            .set_param(
+                constraint,
+                "follower_point",
+                i,
+                &r.numbers(&["follower_point"])?,
+            )
+            .map_err(loc)?;
+    } else {
+        batch
+            .set_param(
+                constraint,
+                "sphere_center",
+                i,
+                &r.numbers(&["sphere_center"])?,
+            )
+            .map_err(loc)?;
+        batch
+            .set_param(constraint, "radius", i, &[r.number(&["radius"])?])
+            .map_err(loc)?;
+    }
+    Ok(())
+}
+
 fn plane_frame(r: &Record) -> Result<[f64; 7]> {
     let rot: [f64; 4] = r.array(&["plane_frame", "rotation"])?;
     let o: [f64; 3] = r.array(&["plane_frame", "origin"])?;
@@ -403,31 +441,7 @@ pub fn contact_batch(records: &[&Record]) -> Result<(Batch, ContactHandles)> {
             set_free_body(&mut batch, plane, i, r, "plane")?;
         }
         set_free_body(&mut batch, body, i, r, "body")?;
-        batch
-            .set_param(constraint, "plane_frame", i, &plane_frame(r)?)
-            .map_err(loc)?;
-        if kind == "sphere_on_plane" {
-            batch
-                .set_param(
-                    constraint,
-                    "sphere_center",
-                    i,
-                    &r.numbers(&["sphere_center"])?,
-                )
-                .map_err(loc)?;
-            batch
-                .set_param(constraint, "radius", i, &[r.number(&["radius"])?])
-                .map_err(loc)?;
-        } else {
-            batch
-                .set_param(
-                    constraint,
-                    "follower_point",
-                    i,
-                    &r.numbers(&["follower_point"])?,
-                )
-                .map_err(loc)?;
-        }
+        set_contact_params(&mut batch, constraint, i, r, kind == "point_on_plane")?;
     }
     Ok((
         batch,
@@ -971,31 +985,7 @@ pub fn trajectory_batch(records: &[&Record]) -> Result<(Batch, TrajectoryHandles
         let loc = |e: Error| r.err(e.to_string());
         batch.set_gravity(i, r.array(&["gravity"])?).map_err(loc)?;
         set_free_body(&mut batch, body, i, r, "body")?;
-        batch
-            .set_param(constraint, "plane_frame", i, &plane_frame(r)?)
-            .map_err(loc)?;
-        if case == "no_slip_point" {
-            batch
-                .set_param(
-                    constraint,
-                    "follower_point",
-                    i,
-                    &r.numbers(&["follower_point"])?,
-                )
-                .map_err(loc)?;
-        } else {
-            batch
-                .set_param(
-                    constraint,
-                    "sphere_center",
-                    i,
-                    &r.numbers(&["sphere_center"])?,
-                )
-                .map_err(loc)?;
-            batch
-                .set_param(constraint, "radius", i, &[r.number(&["radius"])?])
-                .map_err(loc)?;
-        }
+        set_contact_params(&mut batch, constraint, i, r, case == "no_slip_point")?;
         if let Some(table) = table {
             // Steady rotation about `axis_in_ground` through the initial frame's origin.
             let rot: [f64; 4] = r.array(&["plane_motion", "initial_frame", "rotation"])?;

@@ -261,7 +261,7 @@ pub(crate) fn derivative(
     }
     let factor = MassFactor::new(&sys.mass_blocks)?;
     let udot = solve(&factor, &sys.applied, &sys.jacobian, &sys.bias).udot;
-    let mut dy = Vec::with_capacity(state.to_vec().len());
+    let mut dy = Vec::with_capacity(state.len());
     for (q, u) in state
         .q
         .iter()

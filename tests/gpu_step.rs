@@ -250,6 +250,10 @@ fn gpu_stepping_then_evaluation_uses_the_gpu_state() {
         stabilization: Stabilization::None,
     };
     e.step(&mut batch, &options, 50).unwrap();
+    // Zero steps change nothing (not even time).
+    let before = batch.time().to_vec();
+    assert_eq!(e.step(&mut batch, &options, 0).unwrap().steps, 0);
+    assert_eq!(batch.time(), &before[..]);
     let ev = e.evaluate(&batch).unwrap();
     assert_eq!(
         e.last_upload_bytes(),

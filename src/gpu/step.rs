@@ -92,7 +92,17 @@ impl GpuEvaluator {
             let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("simbatch step"),
                 entries: &[
-                    layout_entry(0, wgpu::BufferBindingType::Uniform),
+                    // Dynamic offset: each dispatch picks one of the chunk's launch records.
+                    wgpu::BindGroupLayoutEntry {
+                        binding: 0,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Uniform,
+                            has_dynamic_offset: true,
+                            min_binding_size: None,
+                        },
+                        count: None,
+                    },
                     layout_entry(1, storage(false)),
                     layout_entry(2, storage(false)),
                     layout_entry(3, storage(true)),
@@ -156,6 +166,9 @@ impl GpuEvaluator {
                 ));
             }
         };
+        if n == 0 {
+            return Ok(StepReport::default());
+        }
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
         let precision = self.precision;
@@ -172,13 +185,15 @@ impl GpuEvaluator {
         let pipeline = self.step_pipeline.as_ref().expect("built");
         queue.write_buffer(&pipeline.step_size, 0, &step_bytes);
         let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        // Launch records are spaced by the uniform offset alignment (256 bytes on most adapters).
+        let record = u64::from(device.limits.min_uniform_buffer_offset_alignment).max(16);
         // Buffers per chunk, made once.
         for chunk in &mut self.chunks {
             if chunk.step.is_none() {
                 let count = chunk.count as u64;
                 let launch = d.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("simbatch step launch"),
-                    size: 16,
+                    size: 3 * record,
                     usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
@@ -200,7 +215,11 @@ impl GpuEvaluator {
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
-                            resource: launch.as_entire_binding(),
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &launch,
+                                offset: 0,
+                                size: wgpu::BufferSize::new(16),
+                            }),
                         },
                         wgpu::BindGroupEntry {
                             binding: 1,
@@ -247,37 +266,43 @@ impl GpuEvaluator {
             .iter()
             .map(|(c, _)| input_prefix(*c))
             .collect::<Result<Vec<_>>>()?;
+        let last = dispatches.len().saturating_sub(1);
         for chunk in &self.chunks {
             let step = chunk.step.as_ref().expect("made above");
-            for (k, steps) in dispatches.iter().enumerate() {
-                // The launch of each dispatch goes through the queue's ordered copies.
-                let continuing = if k > 0 { CONTINUING } else { 0 };
-                let launch: [u32; 4] = [
-                    chunk.count as u32,
-                    chunk.count as u32,
-                    *steps as u32,
-                    integrator | (baumgarte << 8) | continuing,
-                ];
-                let staging = d.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("simbatch step launch staging"),
-                    size: 16,
-                    usage: wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: true,
-                });
-                staging
-                    .slice(..)
-                    .get_mapped_range_mut()
-                    .map_err(|e| Error::Gpu(format!("launch upload failed: {e}")))?
-                    .slice(..)
-                    .copy_from_slice(bytemuck::cast_slice(&launch));
-                staging.unmap();
-                encoder.copy_buffer_to_buffer(&staging, 0, &step.launch, 0, 16);
+            // Three launch records cover every dispatch: the first of several (full, fresh),
+            // the middle ones (full, continuing) and the last (the remainder, continuing unless
+            // it is also the first). Written before the submit; dispatches pick one by offset.
+            let mode = integrator | (baumgarte << 8);
+            let full = MAX_SUBSTEPS_PER_DISPATCH.min(n) as u32;
+            let rest = dispatches.last().copied().unwrap_or(0) as u32;
+            let count = chunk.count as u32;
+            let records: [[u32; 4]; 3] = [
+                [count, count, full, mode],
+                [count, count, full, mode | CONTINUING],
+                [
+                    count,
+                    count,
+                    rest,
+                    mode | if last > 0 { CONTINUING } else { 0 },
+                ],
+            ];
+            for (k, r) in records.iter().enumerate() {
+                queue.write_buffer(&step.launch, k as u64 * record, bytemuck::cast_slice(r));
+            }
+            for k in 0..dispatches.len() {
+                let which = if k == last {
+                    2
+                } else if k == 0 {
+                    0
+                } else {
+                    1
+                };
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("simbatch step"),
                     timestamp_writes: None,
                 });
                 pass.set_pipeline(&pipeline.pipeline);
-                pass.set_bind_group(0, &step.bind_group, &[]);
+                pass.set_bind_group(0, &step.bind_group, &[(which * record) as u32]);
                 pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
             }
             // Read back: status and substeps done, then every state column.
