@@ -9,63 +9,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use simbatch::prelude::*;
-
-fn balls(n: usize) -> Batch {
-    let (m, r) = (1.0, 0.1);
-    let mut t = SystemTemplate::new();
-    let ball = t.add_free_body("ball");
-    t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(r))
-        .expect("template");
-    let mut b = Batch::new(t, n).expect("batch");
-    let k = 0.4 * m * r * r;
-    for i in 0..n {
-        let v = 0.5 + (i % 7) as f64 * 0.1;
-        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])
-            .expect("mass");
-        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r])
-            .expect("q");
-        // Rolling along x: w = (n × v) / r.
-        b.set_u(ball, i, [0.0, v / r, 0.0, v, 0.0, 0.0]).expect("u");
-    }
-    b
-}
-
-fn sticks(n: usize) -> Batch {
-    let (m, l) = (1.0, 1.0);
-    let mut t = SystemTemplate::new();
-    let stick = t.add_free_body("stick");
-    t.add_constraint(
-        PointOnPlaneContact::new(GROUND, stick).with_follower_point([0.0, 0.0, -l / 2.0]),
-    )
-    .expect("template");
-    let mut b = Batch::new(t, n).expect("batch");
-    let i_t = m * l * l / 12.0;
-    for i in 0..n {
-        let tilt = 0.1 + (i % 11) as f64 * 0.05;
-        b.set_mass_properties(stick, i, m, [0.0; 3], [i_t, i_t, 1e-3, 0.0, 0.0, 0.0])
-            .expect("mass");
-        let (s, c) = ((tilt / 2.0).sin(), (tilt / 2.0).cos());
-        // Tilted about y; the tip at the origin.
-        b.set_q(
-            stick,
-            i,
-            [
-                c,
-                0.0,
-                s,
-                0.0,
-                0.5 * l * tilt.sin(),
-                0.0,
-                0.5 * l * tilt.cos(),
-            ],
-        )
-        .expect("q");
-    }
-    b
-}
+use simbatch::scenarios::{rolling_balls, standing_sticks};
 
 /// A system to benchmark: its name and how to build N instances of it.
-type System = (&'static str, fn(usize) -> Batch);
+type System = (&'static str, fn(usize) -> simbatch::Result<Batch>);
 
 fn rate(n: usize, steps: usize, seconds: f64) -> f64 {
     (n * steps) as f64 / seconds
@@ -91,7 +38,10 @@ fn main() {
         .expect("pool");
     println!("| system | integrator | N | backend | substeps per call | instance-steps/s |");
     println!("|---|---|---|---|---|---|");
-    let systems: [System; 2] = [("rolling ball", balls), ("no-slip stick", sticks)];
+    let systems: [System; 2] = [
+        ("rolling ball", rolling_balls),
+        ("no-slip stick", standing_sticks),
+    ];
     for (name, make) in systems {
         for (iname, integrator) in [
             (
@@ -111,7 +61,7 @@ fn main() {
                 // The CPU at one size only: its rate does not depend on N.
                 if n == 1_000.max(max_n.min(10_000)) {
                     for (threads, pool) in [(1, Some(&one)), (rayon::current_num_threads(), None)] {
-                        let mut batch = make(n);
+                        let mut batch = make(n).expect("batch");
                         let mut stepper = Stepper::new(options).expect("options");
                         let start = Instant::now();
                         match pool {
@@ -126,7 +76,7 @@ fn main() {
                     }
                 }
                 let Some(device) = &device else { continue };
-                let mut batch = make(n);
+                let mut batch = make(n).expect("batch");
                 let mut gpu = GpuEvaluator::new(
                     device.clone(),
                     &batch,

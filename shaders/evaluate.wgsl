@@ -5,9 +5,13 @@
 //   NB, NF, NC, NU, ROWS and array capacities NB_CAP, NF_CAP, NC_CAP, NU_CAP, ROWS_CAP,
 //   ROWS_NU_CAP, ROWS_ROWS_CAP, MASS_CAP (each ≥ 1);
 //   BODY_KIND (0 Ground, 1 free, 2 prescribed), BODY_SLOT, BODY_IN (input prefix), FREE_BODY;
-//   GRAVITY_IN; C_KIND (0 sphere_on_plane, 1 point_on_plane, 2 point_to_ground), C_FLAGS (bit 0:
-//   rolling / position level, bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
-//   C_OUT, C_JAC; OUT_STATUS, OUT_UDOT, OUT_UDOT0.
+//   GRAVITY_IN; C_FLAGS (bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
+//   C_OUT, C_JAC; ROW_LEVEL (per row: 0 position, 1 velocity, 2 acceleration, as `RowLevel`);
+//   OUT_STATUS, OUT_UDOT, OUT_UDOT0; PARAMS_CAP.
+// and, generated per template from each constraint's `Constraint::wgsl` (src/gpu/layout.rs):
+//   evaluate_constraint(c, i, a, b) -> array<Row, 3> and report_constraint(c, i, a, b,
+//   multipliers) -> ContactReport, which load constraint c's parameters of instance i and call
+//   its WGSL. The solver below knows no constraint kind.
 // Every column is a segment of `capacity × width` values: value k of instance i of the column
 // with prefix p (in units of widths) sits at p · capacity + i · width + k.
 
@@ -57,65 +61,6 @@ fn finite_quaternion(q: vec4<real>) -> bool {
     return finite3(q.xyz) && is_finite_real(q.w) && dot(q, q) > 0.0;
 }
 
-// Per-instance parameters of one constraint, whatever its kind.
-struct ConstraintParams {
-    frame_rotation: mat3x3<real>,
-    frame_origin: vec3<real>,
-    point: vec3<real>,
-    radius: real,
-    normals: array<vec3<real>, 3>,
-    ground_point: vec3<real>,
-}
-
-// Column prefixes from the constraint's base p: enabled p, Baumgarte time constant p + 1, then
-// the kind's parameters in the order of its `params()` (src/constraints/*.rs).
-fn load_constraint_params(kind: u32, p: u32, rows: u32, i: u32) -> ConstraintParams {
-    var out: ConstraintParams;
-    if kind == 2u {
-        out.point = load3(p + 2u, 3u, i, 0u);
-        for (var k = 0u; k < rows; k++) {
-            out.normals[k] = load3(p + 5u, 3u * rows, i, 3u * k);
-        }
-        out.ground_point = load3(p + 5u + 3u * rows, 3u, i, 0u);
-    } else {
-        out.frame_rotation = rotation_from_quaternion(load4(p + 2u, 7u, i, 0u));
-        out.frame_origin = load3(p + 2u, 7u, i, 4u);
-        out.point = load3(p + 9u, 3u, i, 0u);
-        if kind == 0u {
-            out.radius = load(p + 12u, 1u, i, 0u);
-        }
-    }
-    return out;
-}
-
-fn evaluate_constraint(kind: u32, flags: u32, rows: u32, params: ConstraintParams, a: BodyKinematics, b: BodyKinematics) -> array<Row, 3> {
-    switch kind {
-        case 0u: {
-            return sphere_on_plane_evaluate(params.frame_rotation, params.frame_origin, params.point, params.radius, (flags & 1u) != 0u, a, b);
-        }
-        case 1u: {
-            return point_on_plane_evaluate(params.frame_rotation, params.frame_origin, params.point, a, b);
-        }
-        default: {
-            return point_to_ground_evaluate(params.point, params.normals, rows, (flags & 1u) != 0u, params.ground_point, a);
-        }
-    }
-}
-
-fn report_constraint(kind: u32, flags: u32, rows: u32, params: ConstraintParams, a: BodyKinematics, b: BodyKinematics, multipliers: vec3<real>) -> ContactReport {
-    switch kind {
-        case 0u: {
-            return sphere_on_plane_report(params.frame_rotation, params.frame_origin, params.point, params.radius, (flags & 1u) != 0u, a, b, multipliers);
-        }
-        case 1u: {
-            return point_on_plane_report(params.frame_rotation, params.frame_origin, params.point, a, b, multipliers);
-        }
-        default: {
-            return point_to_ground_report(params.point, params.normals, rows, a, multipliers);
-        }
-    }
-}
-
 // Positions and velocities of every body (Ground's entries unused): the state the integrators
 // advance; twin of `InstanceState` (src/evaluate.rs).
 struct State {
@@ -152,26 +97,26 @@ fn load_state(i: u32) -> State {
     return s;
 }
 
-// Everything the outputs and the integrators need from one assembly and solve.
-struct Solved {
+// Instance i assembled at `state` (parameters from the input columns): twin of
+// `InstanceSystem` (src/evaluate.rs).
+struct Assembled {
     status: u32,
     kin: array<BodyKinematics, NB_CAP>,
-    udot: array<real, NU_CAP>,
-    udot_unconstrained: array<real, NU_CAP>,
-    multipliers: array<real, ROWS_CAP>,
+    mass_blocks: array<real, MASS_CAP>,
+    applied: array<real, NU_CAP>,
     jacobian: array<real, ROWS_NU_CAP>,
     bias_acceleration: array<real, ROWS_CAP>,
+    bias: array<real, ROWS_CAP>,
     rows: array<Row, ROWS_CAP>,
     enabled: array<u32, ROWS_CAP>,
 }
 
-// Assembles and solves instance i at `state` (parameters from the input columns).
-fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
+// Twin of `assemble_with` (src/evaluate.rs).
+fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
     var body_kind = BODY_KIND;
     var body_slot = BODY_SLOT;
     var body_in = BODY_IN;
     var free_body = FREE_BODY;
-    var c_kind = C_KIND;
     var c_flags = C_FLAGS;
     var c_body_a = C_BODY_A;
     var c_body_b = C_BODY_B;
@@ -249,8 +194,7 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
         let a = c_body_a[c];
         let bb = c_body_b[c];
         let n_rows = c_rows[c];
-        let params = load_constraint_params(c_kind[c], c_in[c], n_rows, i);
-        let rows = evaluate_constraint(c_kind[c], c_flags[c], n_rows, params, kin[a], kin[bb]);
+        let rows = evaluate_constraint(c, i, kin[a], kin[bb]);
         let enabled = load(c_in[c], 1u, i, 0u) != 0.0;
         var inv_t: real = 0.0;
         if baumgarte == BAUMGARTE_ALL || (baumgarte == BAUMGARTE_TEMPLATE && (c_flags[c] & 2u) != 0u) {
@@ -298,25 +242,40 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
         }
     }
 
-    // u̇₀ = M⁻¹ (f − c) and Y = M⁻¹ Gᵀ, block by block.
-    var udot_unconstrained: array<real, NU_CAP>;
-    var minv_gt: array<real, ROWS_NU_CAP>; // row r holds M⁻¹ G_rᵀ
+    return Assembled(status, kin, mass_blocks, applied, jacobian, bias_acceleration, bias, rows_all, enabled_row);
+}
+
+// M⁻¹ x and M⁻¹ Gᵀ from the block Cholesky factors of the free bodies' mass matrices.
+struct MassSolved {
+    ok: bool,
+    minv_x: array<real, NU_CAP>,
+    minv_gt: array<real, ROWS_NU_CAP>, // row r holds M⁻¹ G_rᵀ
+}
+
+// Twin of `MassFactor` (src/solver.rs), block by block. Arguments by value: naga 30's SPIR-V
+// writer panics on pointers to struct members passed to functions.
+fn mass_solve(mass: array<real, MASS_CAP>, rhs_x: array<real, NU_CAP>, g: array<real, ROWS_NU_CAP>) -> MassSolved {
+    var mass_blocks = mass;
+    var x = rhs_x;
+    var jacobian = g;
+    var out: MassSolved;
+    out.ok = true;
     for (var s = 0u; s < NF; s++) {
         var l: array<real, 36>;
         for (var k = 0u; k < 36u; k++) {
             l[k] = mass_blocks[36u * s + k];
         }
         if !cholesky6(&l) {
-            status |= SINGULAR_MASS;
+            out.ok = false;
             continue;
         }
         var rhs: array<real, 6>;
         for (var k = 0u; k < 6u; k++) {
-            rhs[k] = applied[6u * s + k];
+            rhs[k] = x[6u * s + k];
         }
-        let x = cholesky6_solve(&l, rhs);
+        let y0 = cholesky6_solve(&l, rhs);
         for (var k = 0u; k < 6u; k++) {
-            udot_unconstrained[6u * s + k] = x[k];
+            out.minv_x[6u * s + k] = y0[k];
         }
         for (var r = 0u; r < ROWS; r++) {
             for (var k = 0u; k < 6u; k++) {
@@ -324,10 +283,40 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
             }
             let y = cholesky6_solve(&l, rhs);
             for (var k = 0u; k < 6u; k++) {
-                minv_gt[r * NU + 6u * s + k] = y[k];
+                out.minv_gt[r * NU + 6u * s + k] = y[k];
             }
         }
     }
+    return out;
+}
+
+// Everything the outputs and the integrators need from one assembly and solve.
+struct Solved {
+    status: u32,
+    kin: array<BodyKinematics, NB_CAP>,
+    udot: array<real, NU_CAP>,
+    udot_unconstrained: array<real, NU_CAP>,
+    multipliers: array<real, ROWS_CAP>,
+    jacobian: array<real, ROWS_NU_CAP>,
+    bias_acceleration: array<real, ROWS_CAP>,
+    rows: array<Row, ROWS_CAP>,
+    enabled: array<u32, ROWS_CAP>,
+}
+
+// Assembles and solves instance i at `state`: twin of `solve` (src/solver.rs).
+fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
+    var sys = assemble_instance(i, state, baumgarte);
+    var status = sys.status;
+    var jacobian = sys.jacobian;
+    var bias = sys.bias;
+
+    // u̇₀ = M⁻¹ (f − c) and Y = M⁻¹ Gᵀ.
+    let mass = mass_solve(sys.mass_blocks, sys.applied, jacobian);
+    if !mass.ok {
+        status |= SINGULAR_MASS;
+    }
+    var udot_unconstrained = mass.minv_x;
+    var minv_gt = mass.minv_gt;
 
     // (G M⁻¹ Gᵀ) λ = G u̇₀ − b.
     var a_mat: array<real, ROWS_ROWS_CAP>;
@@ -359,7 +348,7 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
         }
     }
 
-    return Solved(status, kin, udot, udot_unconstrained, multipliers, jacobian, bias_acceleration, rows_all, enabled_row);
+    return Solved(status, sys.kin, udot, udot_unconstrained, multipliers, jacobian, sys.bias_acceleration, sys.rows, sys.enabled);
 }
 
 fn evaluate_instance(i: u32) {
@@ -373,7 +362,6 @@ fn evaluate_instance(i: u32) {
     var bias_acceleration = solved.bias_acceleration;
     var rows_all = solved.rows;
     var enabled_row = solved.enabled;
-    var c_kind = C_KIND;
     var c_flags = C_FLAGS;
     var c_body_a = C_BODY_A;
     var c_body_b = C_BODY_B;
@@ -434,8 +422,7 @@ fn evaluate_instance(i: u32) {
         store3(o + 4u * n, 12u, i, 6u, force_b_ang);
         store3(o + 4u * n, 12u, i, 9u, force_b_lin);
         store(o + 4u * n + 12u, 1u, i, 0u, power);
-        let params = load_constraint_params(c_kind[c], c_in[c], n, i);
-        let report = report_constraint(c_kind[c], c_flags[c], n, params, kin[a], kin[bb], lambda);
+        let report = report_constraint(c, i, kin[a], kin[bb], lambda);
         store3(o + 4u * n + 13u, 3u, i, 0u, report.contact_point);
         store(o + 4u * n + 16u, 1u, i, 0u, report.separation);
         store3(o + 4u * n + 17u, 3u, i, 0u, report.contact_force);

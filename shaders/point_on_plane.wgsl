@@ -50,3 +50,17 @@ fn point_on_plane_report(
     let p_gpo = surface.origin + surface.rotation * plane_frame_origin;
     return ContactReport(p_gf, dot(p_gf - p_gpo, pz), -vec3<real>(multipliers.y, multipliers.z, multipliers.x));
 }
+
+// The constraint interface's entry points (src/constraints/mod.rs, `WgslConstraint`): the
+// parameters flattened in `params()` order, plane_frame [e0 e1 e2 e3 x y z], follower_point.
+fn point_on_plane_rows(p: array<real, PARAMS_CAP>, surface: BodyKinematics, follower: BodyKinematics) -> array<Row, 3> {
+    let frame_rotation = rotation_from_quaternion(vec4<real>(p[0], p[1], p[2], p[3]));
+    let frame_origin = vec3<real>(p[4], p[5], p[6]);
+    return point_on_plane_evaluate(frame_rotation, frame_origin, vec3<real>(p[7], p[8], p[9]), surface, follower);
+}
+
+fn point_on_plane_report_params(p: array<real, PARAMS_CAP>, surface: BodyKinematics, follower: BodyKinematics, multipliers: vec3<real>) -> ContactReport {
+    let frame_rotation = rotation_from_quaternion(vec4<real>(p[0], p[1], p[2], p[3]));
+    let frame_origin = vec3<real>(p[4], p[5], p[6]);
+    return point_on_plane_report(frame_rotation, frame_origin, vec3<real>(p[7], p[8], p[9]), surface, follower, multipliers);
+}

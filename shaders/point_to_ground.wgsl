@@ -43,3 +43,25 @@ fn point_to_ground_report(
     }
     return ContactReport(x_p, 0.0, force);
 }
+
+// The constraint interface's entry points (src/constraints/mod.rs, `WgslConstraint`): the
+// parameters flattened in `params()` order, point, normals (3 per row), ground_point.
+fn point_to_ground_normals(p: array<real, PARAMS_CAP>, normal_count: u32) -> array<vec3<real>, 3> {
+    var q = p;
+    var normals: array<vec3<real>, 3>;
+    for (var k = 0u; k < normal_count; k++) {
+        normals[k] = vec3<real>(q[3u + 3u * k], q[4u + 3u * k], q[5u + 3u * k]);
+    }
+    return normals;
+}
+
+fn point_to_ground_rows(p: array<real, PARAMS_CAP>, normal_count: u32, position_level: bool, body: BodyKinematics) -> array<Row, 3> {
+    var q = p;
+    let g = 3u + 3u * normal_count;
+    let ground_point = vec3<real>(q[g], q[g + 1u], q[g + 2u]);
+    return point_to_ground_evaluate(vec3<real>(p[0], p[1], p[2]), point_to_ground_normals(p, normal_count), normal_count, position_level, ground_point, body);
+}
+
+fn point_to_ground_report_params(p: array<real, PARAMS_CAP>, normal_count: u32, body: BodyKinematics, multipliers: vec3<real>) -> ContactReport {
+    return point_to_ground_report(vec3<real>(p[0], p[1], p[2]), point_to_ground_normals(p, normal_count), normal_count, body, multipliers);
+}

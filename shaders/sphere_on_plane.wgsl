@@ -70,3 +70,20 @@ fn sphere_on_plane_report(
     }
     return ContactReport(center - radius * pz, dot(center - p_gpo, pz) - radius, -f);
 }
+
+// The constraint interface's entry points (src/constraints/mod.rs, `WgslConstraint`): the
+// parameters flattened in `params()` order (`p[PARAMS_CAP]`), plane_frame [e0 e1 e2 e3 x y z], sphere_center,
+// radius.
+fn sphere_on_plane_rows(p: array<real, PARAMS_CAP>, enforce_rolling: bool, plane: BodyKinematics, ball: BodyKinematics) -> array<Row, 3> {
+    let frame_rotation = rotation_from_quaternion(vec4<real>(p[0], p[1], p[2], p[3]));
+    let frame_origin = vec3<real>(p[4], p[5], p[6]);
+    let sphere_center = vec3<real>(p[7], p[8], p[9]);
+    return sphere_on_plane_evaluate(frame_rotation, frame_origin, sphere_center, p[10], enforce_rolling, plane, ball);
+}
+
+fn sphere_on_plane_report_params(p: array<real, PARAMS_CAP>, enforce_rolling: bool, plane: BodyKinematics, ball: BodyKinematics, multipliers: vec3<real>) -> ContactReport {
+    let frame_rotation = rotation_from_quaternion(vec4<real>(p[0], p[1], p[2], p[3]));
+    let frame_origin = vec3<real>(p[4], p[5], p[6]);
+    let sphere_center = vec3<real>(p[7], p[8], p[9]);
+    return sphere_on_plane_report(frame_rotation, frame_origin, sphere_center, p[10], enforce_rolling, plane, ball, multipliers);
+}

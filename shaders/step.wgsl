@@ -1,14 +1,43 @@
-// Fused time stepping: many substeps per dispatch with the state in registers, written back to
-// the input columns at the end. Twin of the fixed-step integrators of src/integrate.rs
-// (semi-implicit Euler, classic RK4); drift control by Baumgarte or none (projection and RKM run
-// on the CPU path). Extra binding: the step size.
-
-@group(0) @binding(3) var<storage, read> step_size: array<real>;
+// Fused time stepping: many trial steps per dispatch with the state in registers, written back
+// to the input columns at the end of the dispatch. Twin of src/integrate.rs: semi-implicit
+// Euler, classic RK4 and Runge–Kutta–Merson with per-instance step control; drift controlled by
+// Baumgarte terms (`launch.mode`), Simbody's projection (PROJECTION) or not at all.
+//
+// The host prepends INTEGRATOR (u32, one of the INTEGRATOR_* below) and PROJECTION (bool) as
+// constants, so each pipeline carries only the code it runs. Extra binding: the step
+// parameters. The output columns carry each instance's progress from one dispatch to the next
+// (the host initialises them per call).
 
 const INTEGRATOR_EULER: u32 = 0u;
 const INTEGRATOR_RK4: u32 = 1u;
-// `launch.mode` bit: this dispatch continues an earlier one of the same call.
-const CONTINUING: u32 = 0x10000u;
+const INTEGRATOR_RKM: u32 = 2u;
+
+// What a call asks for: `steps` accepted steps, or `duration` seconds of each instance's time.
+const GOAL_STEPS: u32 = 0u;
+const GOAL_DURATION: u32 = 1u;
+
+// Twin of `StepOptions` and `Goal` (src/integrate.rs).
+struct StepParams {
+    step: real, // Euler, RK4
+    accuracy: real, // RKM
+    max_step: real, // RKM
+    tolerance: real, // projection
+    duration: real, // GOAL_DURATION
+    steps: u32, // GOAL_STEPS
+    goal: u32,
+}
+
+@group(0) @binding(3) var<storage, read> step_params: StepParams;
+
+// Output columns (prefixes, width 1): one instance's progress through a call.
+const CARRY_STATUS: u32 = 0u; // non-zero: flagged (the host sets it for flagged instances)
+const CARRY_ACCEPTED: u32 = 1u;
+const CARRY_ELAPSED: u32 = 2u;
+const CARRY_ELAPSED_LOW: u32 = 3u; // Kahan compensation: the elapsed time is ELAPSED − ELAPSED_LOW
+const CARRY_STEP_SIZE: u32 = 4u; // RKM step size (0: not yet chosen)
+const CARRY_FINISHED: u32 = 5u;
+const CARRY_REJECTED: u32 = 6u;
+const CARRY_PROJECTIONS: u32 = 7u;
 
 // ẏ of a State: quaternion and origin rates, angular and linear accelerations.
 struct Derivative {
@@ -48,7 +77,7 @@ fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
     return d;
 }
 
-// s + h · d.
+// s + h · d (`axpy`).
 fn advance_state(s: State, h: real, d: Derivative) -> State {
     var out = s;
     for (var b = 0u; b < NB; b++) {
@@ -56,6 +85,18 @@ fn advance_state(s: State, h: real, d: Derivative) -> State {
         out.origin[b] += h * d.origin[b];
         out.ang_vel[b] += h * d.ang_vel[b];
         out.lin_vel[b] += h * d.lin_vel[b];
+    }
+    return out;
+}
+
+// s + h · (wa · a + wb · b + wc · c).
+fn combine_state(s: State, h: real, wa: real, a: Derivative, wb: real, b: Derivative, wc: real, c: Derivative) -> State {
+    var out = s;
+    for (var k = 0u; k < NB; k++) {
+        out.quaternion[k] += h * (wa * a.quaternion[k] + wb * b.quaternion[k] + wc * c.quaternion[k]);
+        out.origin[k] += h * (wa * a.origin[k] + wb * b.origin[k] + wc * c.origin[k]);
+        out.ang_vel[k] += h * (wa * a.ang_vel[k] + wb * b.ang_vel[k] + wc * c.ang_vel[k]);
+        out.lin_vel[k] += h * (wa * a.lin_vel[k] + wb * b.lin_vel[k] + wc * c.lin_vel[k]);
     }
     return out;
 }
@@ -73,6 +114,213 @@ fn normalize_state(s: ptr<function, State>) -> bool {
         (*s).quaternion[b] = q / length(q);
     }
     return ok;
+}
+
+// |a − b| / max(1, |a|) over every value of the moving bodies, divided by 5: Simbody's RKM
+// error estimate between the 4th-order y₁ (a) and the 3rd-order ŷ (b).
+fn merson_error(a: State, b: State) -> real {
+    var body_kind = BODY_KIND;
+    var e: real = 0.0;
+    for (var k = 0u; k < NB; k++) {
+        if body_kind[k] == 0u {
+            continue;
+        }
+        let dq = abs(a.quaternion[k] - b.quaternion[k]) / 5.0 / max(abs(a.quaternion[k]), vec4<real>(1.0));
+        let dp = abs(a.origin[k] - b.origin[k]) / 5.0 / max(abs(a.origin[k]), vec3<real>(1.0));
+        let dw = abs(a.ang_vel[k] - b.ang_vel[k]) / 5.0 / max(abs(a.ang_vel[k]), vec3<real>(1.0));
+        let dv = abs(a.lin_vel[k] - b.lin_vel[k]) / 5.0 / max(abs(a.lin_vel[k]), vec3<real>(1.0));
+        e = max(e, max(max(dq.x, dq.y), max(dq.z, dq.w)));
+        e = max(e, max(max(dp.x, dp.y), max(max(dp.z, dw.x), max(dw.y, dw.z))));
+        e = max(e, max(dv.x, max(dv.y, dv.z)));
+    }
+    return e;
+}
+
+// One step of size h from `s`: the new state and, for RKM, the error estimate.
+struct Trial {
+    ok: bool,
+    next: State,
+    error: real,
+}
+
+// Twin of `try_step` (src/integrate.rs).
+fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
+    var out: Trial;
+    out.error = 0.0;
+    if INTEGRATOR == INTEGRATOR_EULER {
+        // u first, then q with the new u (semi-implicit).
+        let d = derivative(i, state, baumgarte);
+        out.ok = d.ok;
+        out.next = state;
+        for (var b = 0u; b < NB; b++) {
+            out.next.ang_vel[b] += h * d.ang_vel[b];
+            out.next.lin_vel[b] += h * d.lin_vel[b];
+            out.next.quaternion[b] += h * quaternion_rate(state.quaternion[b], out.next.ang_vel[b]);
+            out.next.origin[b] += h * out.next.lin_vel[b];
+        }
+    } else if INTEGRATOR == INTEGRATOR_RK4 {
+        let k1 = derivative(i, state, baumgarte);
+        let k2 = derivative(i, advance_state(state, 0.5 * h, k1), baumgarte);
+        let k3 = derivative(i, advance_state(state, 0.5 * h, k2), baumgarte);
+        let k4 = derivative(i, advance_state(state, h, k3), baumgarte);
+        out.ok = k1.ok && k2.ok && k3.ok && k4.ok;
+        out.next = state;
+        for (var b = 0u; b < NB; b++) {
+            out.next.quaternion[b] += h / 6.0 * (k1.quaternion[b] + 2.0 * k2.quaternion[b] + 2.0 * k3.quaternion[b] + k4.quaternion[b]);
+            out.next.origin[b] += h / 6.0 * (k1.origin[b] + 2.0 * k2.origin[b] + 2.0 * k3.origin[b] + k4.origin[b]);
+            out.next.ang_vel[b] += h / 6.0 * (k1.ang_vel[b] + 2.0 * k2.ang_vel[b] + 2.0 * k3.ang_vel[b] + k4.ang_vel[b]);
+            out.next.lin_vel[b] += h / 6.0 * (k1.lin_vel[b] + 2.0 * k2.lin_vel[b] + 2.0 * k3.lin_vel[b] + k4.lin_vel[b]);
+        }
+    } else {
+        let k1 = derivative(i, state, baumgarte);
+        let k2 = derivative(i, advance_state(state, h / 3.0, k1), baumgarte);
+        let k3 = derivative(i, combine_state(state, h / 6.0, 1.0, k1, 1.0, k2, 0.0, k2), baumgarte);
+        let k4 = derivative(i, combine_state(state, h / 8.0, 1.0, k1, 3.0, k3, 0.0, k3), baumgarte);
+        let y5 = combine_state(state, h, 0.5, k1, -1.5, k3, 2.0, k4);
+        let k5 = derivative(i, y5, baumgarte);
+        out.ok = k1.ok && k2.ok && k3.ok && k4.ok && k5.ok;
+        out.next = combine_state(state, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
+        out.error = merson_error(out.next, y5);
+    }
+    // A whole local, not `&out.next`: naga 30's SPIR-V writer panics on pointers to struct
+    // members passed to functions.
+    var next = out.next;
+    out.ok = out.ok && normalize_state(&next) && is_finite_real(out.error);
+    out.next = next;
+    return out;
+}
+
+// Largest |error| of the enabled position-level rows (`position`) or of the enabled rows with a
+// velocity error, and the mass-weighted minimum-norm correction δu = −M⁻¹ Gᵀ (G M⁻¹ Gᵀ)⁺ e
+// over those rows: twin of `rows_of` and `correction` (src/integrate.rs). Rows not selected
+// stay zero, which the minimum-norm solve treats as absent.
+struct Correction {
+    ok: bool,
+    error: real,
+    du: array<real, NU_CAP>,
+}
+
+fn projection_correction(i: u32, s: State, position: bool) -> Correction {
+    var row_level = ROW_LEVEL;
+    var sys = assemble_instance(i, s, BAUMGARTE_OFF);
+    var out: Correction;
+    out.ok = sys.status == 0u;
+    out.error = 0.0;
+    var g: array<real, ROWS_NU_CAP>;
+    var e: array<real, ROWS_CAP>;
+    for (var r = 0u; r < ROWS; r++) {
+        var wanted = row_level[r] != 2u;
+        if position {
+            wanted = row_level[r] == 0u;
+        }
+        if sys.enabled[r] == 0u || !wanted {
+            continue;
+        }
+        if position {
+            e[r] = sys.rows[r].position_error;
+        } else {
+            e[r] = sys.rows[r].velocity_error;
+        }
+        out.error = max(out.error, abs(e[r]));
+        for (var k = 0u; k < NU; k++) {
+            g[r * NU + k] = sys.jacobian[r * NU + k];
+        }
+    }
+    let mass = mass_solve(sys.mass_blocks, sys.applied, g);
+    out.ok = out.ok && mass.ok;
+    var minv_gt = mass.minv_gt;
+    var a_mat: array<real, ROWS_ROWS_CAP>;
+    for (var r = 0u; r < ROWS; r++) {
+        for (var q = 0u; q < ROWS; q++) {
+            var sum: real = 0.0;
+            for (var k = 0u; k < NU; k++) {
+                sum += g[r * NU + k] * minv_gt[q * NU + k];
+            }
+            a_mat[r * ROWS + q] = sum;
+        }
+    }
+    let x = solve_min_norm_spd(&a_mat, &e);
+    for (var k = 0u; k < NU; k++) {
+        var sum: real = 0.0;
+        for (var r = 0u; r < ROWS; r++) {
+            sum += minv_gt[r * NU + k] * x[r];
+        }
+        out.du[k] = -sum;
+        out.ok = out.ok && is_finite_real(out.du[k]);
+    }
+    return out;
+}
+
+// Largest |position error| and |velocity error| of the enabled rows: twin of
+// `constraint_errors` (src/integrate.rs).
+fn constraint_errors(i: u32, s: State) -> vec2<real> {
+    var sys = assemble_instance(i, s, BAUMGARTE_OFF);
+    var out = vec2<real>(0.0, 0.0);
+    for (var r = 0u; r < ROWS; r++) {
+        if sys.enabled[r] != 0u {
+            out = max(out, vec2<real>(abs(sys.rows[r].position_error), abs(sys.rows[r].velocity_error)));
+        }
+    }
+    return out;
+}
+
+// Twin of `projection_target` (src/integrate.rs): a tenth of the tolerance, but no finer than
+// the precision can resolve.
+fn projection_target(tolerance: real) -> real {
+    return max(0.1 * tolerance, 16.0 * REAL_EPSILON);
+}
+
+// Simbody's projection: Newton on the position rows (≤ 20 iterations), then the velocity rows
+// (≤ 7); twin of `project` (src/integrate.rs). Returns the projections applied (0 to 2), or
+// 3 when a correction could not be computed.
+const PROJECTION_FAILED: u32 = 3u;
+
+fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
+    var body_kind = BODY_KIND;
+    var body_slot = BODY_SLOT;
+    let goal = projection_target(tolerance);
+    var applied = 0u;
+    for (var it = 0u; it < 20u; it++) {
+        let c = projection_correction(i, *s, true);
+        if !c.ok {
+            return PROJECTION_FAILED;
+        }
+        if c.error <= goal {
+            break;
+        }
+        // Twin of `displace`: q moved by the velocity-space displacement δu (first order).
+        for (var b = 0u; b < NB; b++) {
+            if body_kind[b] != 1u {
+                continue;
+            }
+            let k = 6u * body_slot[b];
+            let dw = vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
+            (*s).quaternion[b] += quaternion_rate((*s).quaternion[b], dw);
+            (*s).origin[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
+            (*s).quaternion[b] = normalize((*s).quaternion[b]);
+        }
+        applied = 1u;
+    }
+    var velocity = 0u;
+    for (var it = 0u; it < 7u; it++) {
+        let c = projection_correction(i, *s, false);
+        if !c.ok {
+            return PROJECTION_FAILED;
+        }
+        if c.error <= goal {
+            break;
+        }
+        for (var b = 0u; b < NB; b++) {
+            if body_kind[b] != 1u {
+                continue;
+            }
+            let k = 6u * body_slot[b];
+            (*s).ang_vel[b] += vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
+            (*s).lin_vel[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
+        }
+        velocity = 1u;
+    }
+    return applied + velocity;
 }
 
 // Writes the state back to the input columns (q, u of free bodies; poses, velocities of
@@ -109,70 +357,124 @@ fn store_state(i: u32, s: State) {
     }
 }
 
-// One thread per instance: `launch.steps` substeps of size step_size[0]. An instance whose
-// dynamics or state stops being finite keeps its last finite state; the output columns are
-// the status (prefix 0) and the number of substeps completed in this call (prefix 1).
+// The step-size factor 0.9 (accuracy / error)^¼ clamped to [lo, hi] (Simbody's RKM control).
+fn step_factor(accuracy: real, error: real, lo: real, hi: real) -> real {
+    if error <= 0.0 {
+        return hi;
+    }
+    return clamp(0.9 * pow(accuracy / error, 0.25), lo, hi);
+}
+
+// One thread per instance, at most `launch.steps` trial steps per dispatch: twin of
+// `advance_instance` (src/integrate.rs). An instance whose dynamics or state stops being finite
+// keeps its last finite state and is flagged; one that reached its goal does nothing more.
 @compute @workgroup_size(64)
 fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
     if i >= launch.count {
         return;
     }
-    let h = step_size[0];
-    let integrator = launch.mode & 255u;
+    let p = step_params;
     let baumgarte = (launch.mode >> 8u) & 255u;
-    var status = 0u;
-    var done = 0u;
-    // Later dispatches of the same call continue the count, and leave flagged instances alone.
-    if (launch.mode & CONTINUING) != 0u {
-        status = u32(output[i]);
-        done = u32(output[launch.capacity + i]);
-        if status != 0u {
-            return;
-        }
+    var status = u32(output[CARRY_STATUS * launch.capacity + i]);
+    var finished = output[CARRY_FINISHED * launch.capacity + i] != 0.0;
+    if status != 0u || finished {
+        return;
+    }
+    var accepted = u32(output[CARRY_ACCEPTED * launch.capacity + i]);
+    var elapsed = output[CARRY_ELAPSED * launch.capacity + i];
+    var elapsed_low = output[CARRY_ELAPSED_LOW * launch.capacity + i];
+    var h = output[CARRY_STEP_SIZE * launch.capacity + i];
+    var rejected = u32(output[CARRY_REJECTED * launch.capacity + i]);
+    var projections = u32(output[CARRY_PROJECTIONS * launch.capacity + i]);
+    let adaptive = INTEGRATOR == INTEGRATOR_RKM;
+    if h <= 0.0 {
+        h = min(p.max_step, 0.001);
     }
     var state = load_state(i);
-    for (var n = 0u; n < launch.steps; n++) {
-        var next: State;
-        if integrator == INTEGRATOR_EULER {
-            // u first, then q with the new u (semi-implicit).
-            let d = derivative(i, state, baumgarte);
-            if !d.ok {
-                status = NONFINITE_STATE;
+    var attempts = 0u;
+    loop {
+        var left: real = 0.0;
+        if p.goal == GOAL_STEPS {
+            if accepted >= p.steps {
+                finished = true;
                 break;
-            }
-            next = state;
-            for (var b = 0u; b < NB; b++) {
-                next.ang_vel[b] += h * d.ang_vel[b];
-                next.lin_vel[b] += h * d.lin_vel[b];
-                next.quaternion[b] += h * quaternion_rate(state.quaternion[b], next.ang_vel[b]);
-                next.origin[b] += h * next.lin_vel[b];
             }
         } else {
-            let k1 = derivative(i, state, baumgarte);
-            let k2 = derivative(i, advance_state(state, 0.5 * h, k1), baumgarte);
-            let k3 = derivative(i, advance_state(state, 0.5 * h, k2), baumgarte);
-            let k4 = derivative(i, advance_state(state, h, k3), baumgarte);
-            if !(k1.ok && k2.ok && k3.ok && k4.ok) {
-                status = NONFINITE_STATE;
+            left = p.duration - (elapsed - elapsed_low);
+            if left <= 64.0 * REAL_EPSILON * max(p.duration, 1.0) {
+                finished = true;
                 break;
             }
-            next = state;
-            for (var b = 0u; b < NB; b++) {
-                next.quaternion[b] += h / 6.0 * (k1.quaternion[b] + 2.0 * k2.quaternion[b] + 2.0 * k3.quaternion[b] + k4.quaternion[b]);
-                next.origin[b] += h / 6.0 * (k1.origin[b] + 2.0 * k2.origin[b] + 2.0 * k3.origin[b] + k4.origin[b]);
-                next.ang_vel[b] += h / 6.0 * (k1.ang_vel[b] + 2.0 * k2.ang_vel[b] + 2.0 * k3.ang_vel[b] + k4.ang_vel[b]);
-                next.lin_vel[b] += h / 6.0 * (k1.lin_vel[b] + 2.0 * k2.lin_vel[b] + 2.0 * k3.lin_vel[b] + k4.lin_vel[b]);
-            }
         }
-        if !normalize_state(&next) {
+        if attempts >= launch.steps {
+            break;
+        }
+        attempts += 1u;
+        var this_h = p.step;
+        if adaptive {
+            this_h = min(h, p.max_step);
+        }
+        if p.goal == GOAL_DURATION && this_h > left {
+            this_h = left;
+        }
+        let trial = try_step(i, state, this_h, baumgarte);
+        var next = trial.next;
+        if !trial.ok {
+            if adaptive && this_h > 1e-12 {
+                // An RKM trial stage failed (e.g. a huge trial step): retry smaller.
+                h = this_h / 4.0;
+                rejected += 1u;
+                continue;
+            }
             status = NONFINITE_STATE;
             break;
         }
+        if adaptive {
+            if trial.error > p.accuracy {
+                rejected += 1u;
+                h = this_h * step_factor(p.accuracy, trial.error, 0.1, 0.9);
+                if h < 1e-14 {
+                    status = NONFINITE_STATE;
+                    break;
+                }
+                continue;
+            }
+            h = min(this_h * step_factor(p.accuracy, trial.error, 1.0, 5.0), p.max_step);
+        }
+        if PROJECTION {
+            let errors = constraint_errors(i, next);
+            let worst = max(errors.x, errors.y);
+            if worst > p.tolerance {
+                // Simbody refuses to project an error this large: the step was too long.
+                if adaptive && worst > max(2.0 * p.tolerance, sqrt(p.tolerance)) {
+                    rejected += 1u;
+                    h = this_h / 2.0;
+                    continue;
+                }
+                let n = project(i, &next, p.tolerance);
+                if n == PROJECTION_FAILED {
+                    status = NONFINITE_STATE;
+                    break;
+                }
+                projections += n;
+            }
+        }
         state = next;
-        done += 1u;
+        accepted += 1u;
+        // Compensated sum: thousands of f32 steps keep the elapsed time to a few ulps.
+        let y = this_h - elapsed_low;
+        let t = elapsed + y;
+        elapsed_low = (t - elapsed) - y;
+        elapsed = t;
     }
     store_state(i, state);
-    store(0u, 1u, i, 0u, real(status));
-    store(1u, 1u, i, 0u, real(done));
+    output[CARRY_STATUS * launch.capacity + i] = real(status);
+    output[CARRY_ACCEPTED * launch.capacity + i] = real(accepted);
+    output[CARRY_ELAPSED * launch.capacity + i] = elapsed;
+    output[CARRY_ELAPSED_LOW * launch.capacity + i] = elapsed_low;
+    output[CARRY_STEP_SIZE * launch.capacity + i] = h;
+    output[CARRY_FINISHED * launch.capacity + i] = real(select(0u, 1u, finished));
+    output[CARRY_REJECTED * launch.capacity + i] = real(rejected);
+    output[CARRY_PROJECTIONS * launch.capacity + i] = real(projections);
 }

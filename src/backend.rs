@@ -136,6 +136,29 @@ impl Evaluator {
         }
     }
 
+    /// A GPU evaluator on a device already open (shared between evaluators and steppers).
+    pub fn on_device(
+        device: Arc<GpuDevice>,
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        if precision == Precision::F64 && !device.supports_f64 {
+            return Err(Error::Gpu(format!(
+                "{} has no SHADER_F64 for f64 kernels",
+                device.info.name
+            )));
+        }
+        Ok(Self {
+            resolved: Resolved::Gpu {
+                device,
+                precision,
+                options,
+                evaluator: None,
+            },
+            note: None,
+        })
+    }
+
     /// The backend in use (`Cpu` or `Gpu`, never `Auto`).
     pub fn backend(&self) -> Backend {
         match self.resolved {
@@ -168,7 +191,7 @@ impl Evaluator {
         }
     }
 
-    fn gpu_for(&mut self, batch: &Batch) -> Result<&mut GpuEvaluator> {
+    pub(crate) fn gpu_for(&mut self, batch: &Batch) -> Result<&mut GpuEvaluator> {
         match &mut self.resolved {
             Resolved::Cpu => Err(Error::Gpu("the CPU backend has no GPU evaluator".into())),
             Resolved::Gpu {

@@ -99,6 +99,19 @@ pub enum Error {
         /// The accepted values.
         accepted: &'static str,
     },
+    /// A WGSL source spliced into a kernel (a constraint's, or code generated from its
+    /// expressions) does not compile; `file`, `line` and `column` point into that source.
+    #[error("{file}:{line}:{column}: {message}")]
+    Wgsl {
+        /// The source's name (`WgslConstraint::file`, or the generated section).
+        file: String,
+        /// 1-based line within that source.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What naga says, with the offending line.
+        message: String,
+    },
     /// The instance's state or result is not finite (see [`crate::batch::status`]).
     #[error("instance {instance} is not finite (status bits {status:#x})")]
     NonFinite {

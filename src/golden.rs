@@ -1114,3 +1114,43 @@ pub fn compare_trajectories(
     report.records += records.len();
     Ok(())
 }
+
+/// Checks every trajectory record: one batch per case, each integrated by a fresh stepper from
+/// `make_stepper` (CPU or GPU) through every sample time and compared as
+/// [`compare_trajectories`] does.
+pub fn check_trajectories(
+    records: &[Record],
+    mut make_stepper: impl FnMut() -> Result<crate::integrate::Stepper>,
+    tol: f64,
+) -> Result<Report> {
+    let mut groups: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        groups
+            .entry(r.text(&["case"])?.to_string())
+            .or_default()
+            .push(r);
+    }
+    let mut report = Report::default();
+    for group in groups.values() {
+        let (mut batch, handles) = trajectory_batch(group)?;
+        let mut stepper = make_stepper()?;
+        compare_trajectories(group, &mut batch, &handles, &mut stepper, tol, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// The trajectory records to test against: `trajectories.jsonl` in `$SIMBATCH_GOLDEN_DIR` when
+/// set (none when that directory has no such file), else in `default_dir`.
+pub fn trajectory_records(default_dir: &Path) -> Result<Vec<Record>> {
+    match std::env::var_os("SIMBATCH_GOLDEN_DIR") {
+        Some(dir) => {
+            let path = Path::new(&dir).join("trajectories.jsonl");
+            if path.exists() {
+                read_jsonl(&path)
+            } else {
+                Ok(Vec::new())
+            }
+        }
+        None => read_jsonl(&default_dir.join("trajectories.jsonl")),
+    }
+}

@@ -14,9 +14,11 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
+use crate::backend::{Backend, Evaluator};
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
 use crate::evaluate::{BaumgarteMode, InstanceState};
+use crate::gpu::{GpuOptions, Precision};
 use crate::math::{quaternion_rate, vec3};
 use crate::solver::{MassFactor, solve, solve_min_norm_spd};
 
@@ -147,11 +149,37 @@ pub struct StepReport {
     pub flagged: usize,
 }
 
-/// Advances batches in time; keeps each instance's RKM step size between calls.
-#[derive(Debug, Clone)]
+/// Advances batches in time on the CPU or the GPU through one API; keeps each instance's RKM
+/// step size between calls.
 pub struct Stepper {
     options: StepOptions,
     step_sizes: Vec<f64>,
+    /// The GPU evaluator when stepping on the GPU (`None`: the f64 CPU path).
+    gpu: Option<Evaluator>,
+    note: Option<String>,
+}
+
+impl std::fmt::Debug for Stepper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stepper")
+            .field("options", &self.options)
+            .field("backend", &self.backend())
+            .finish()
+    }
+}
+
+/// Checks a duration to advance by.
+pub(crate) fn check_duration(duration: f64) -> Result<()> {
+    if duration.is_finite() && duration >= 0.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidValue {
+            field: "duration".into(),
+            instance: 0,
+            value: format!("{duration:?}"),
+            accepted: "a finite number ≥ 0 (seconds)".into(),
+        })
+    }
 }
 
 /// Outcome of advancing one instance.
@@ -163,13 +191,68 @@ struct Advanced {
 }
 
 impl Stepper {
-    /// A stepper with validated options.
+    /// A stepper on the f64 CPU path, with validated options.
     pub fn new(options: StepOptions) -> Result<Self> {
         options.validate()?;
         Ok(Self {
             options,
             step_sizes: Vec::new(),
+            gpu: None,
+            note: None,
         })
+    }
+
+    /// A stepper on `backend` (after `SIMBATCH_BACKEND`; `Auto` falls back to the CPU with a
+    /// note when no adapter opens), in `precision` on the GPU. Every option runs on both paths
+    /// with the same semantics; the GPU keeps the state resident between steps of a call.
+    pub fn with_backend(
+        options: StepOptions,
+        backend: Backend,
+        precision: Precision,
+    ) -> Result<Self> {
+        options.validate()?;
+        let evaluator = Evaluator::with_options(backend, precision, GpuOptions::default())?;
+        let note = evaluator.note().map(str::to_string);
+        let gpu = (evaluator.backend() == Backend::Gpu).then_some(evaluator);
+        Ok(Self {
+            options,
+            step_sizes: Vec::new(),
+            gpu,
+            note,
+        })
+    }
+
+    /// A stepper on a GPU device already open, in `precision`.
+    pub fn on_gpu(
+        options: StepOptions,
+        device: std::sync::Arc<crate::gpu::GpuDevice>,
+        precision: Precision,
+    ) -> Result<Self> {
+        options.validate()?;
+        Ok(Self {
+            options,
+            step_sizes: Vec::new(),
+            gpu: Some(Evaluator::on_device(
+                device,
+                precision,
+                GpuOptions::default(),
+            )?),
+            note: None,
+        })
+    }
+
+    /// The backend in use (`Cpu` or `Gpu`).
+    pub fn backend(&self) -> Backend {
+        if self.gpu.is_some() {
+            Backend::Gpu
+        } else {
+            Backend::Cpu
+        }
+    }
+
+    /// Why `Auto` fell back to the CPU, if it did.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// The options in force.
@@ -193,20 +276,19 @@ impl Stepper {
     /// Advances every instance by `duration` seconds of its own time, landing exactly on
     /// `t + duration` (the last fixed step is shortened when needed).
     pub fn advance(&mut self, batch: &mut Batch, duration: f64) -> Result<StepReport> {
-        if !(duration.is_finite() && duration >= 0.0) {
-            return Err(Error::InvalidValue {
-                field: "duration".into(),
-                instance: 0,
-                value: format!("{duration:?}"),
-                accepted: "a finite number ≥ 0 (seconds)".into(),
-            });
-        }
+        check_duration(duration)?;
         self.run(batch, Goal::Duration(duration))
     }
 
     fn run(&mut self, batch: &mut Batch, goal: Goal) -> Result<StepReport> {
         if self.step_sizes.len() != batch.len() {
             self.step_sizes.resize(batch.len(), 0.0);
+        }
+        if let Some(evaluator) = &mut self.gpu {
+            let options = self.options;
+            return evaluator
+                .gpu_for(batch)?
+                .run_goal(batch, &options, goal, &mut self.step_sizes);
         }
         let options = self.options;
         let b: &Batch = batch;
@@ -241,10 +323,25 @@ impl Stepper {
     }
 }
 
+/// What a call asks for.
 #[derive(Debug, Clone, Copy)]
-enum Goal {
+pub(crate) enum Goal {
+    /// This many accepted steps per instance.
     Steps(usize),
+    /// This many seconds of each instance's own time.
     Duration(f64),
+}
+
+/// A duration goal is met when less than this fraction of it (at least of 1 s) is left; the
+/// GPU kernel uses the same rule with its own epsilon (`shaders/step.wgsl`).
+pub(crate) fn duration_left_negligible(left: f64, duration: f64, epsilon: f64) -> bool {
+    left <= 64.0 * epsilon * duration.max(1.0)
+}
+
+/// Projection stops at a tenth of the tolerance, but no finer than the precision can resolve
+/// (twin of `projection_target` in `shaders/step.wgsl`).
+fn projection_target(tolerance: f64) -> f64 {
+    (0.1 * tolerance).max(16.0 * f64::EPSILON)
 }
 
 /// `ẏ` at `state`: `(q̇, pose rates, u̇, prescribed accelerations)`; `None` when the dynamics
@@ -431,7 +528,7 @@ fn project(batch: &Batch, i: usize, state: &mut InstanceState, tolerance: f64) -
     let mut applied = 0;
     for _ in 0..20 {
         let (g, perr, factor) = rows_of(batch, i, state, true)?;
-        if perr.iter().all(|e| e.abs() <= tolerance * 0.1) {
+        if perr.iter().all(|e| e.abs() <= projection_target(tolerance)) {
             break;
         }
         displace(state, &correction(&g, &perr, &factor));
@@ -440,7 +537,7 @@ fn project(batch: &Batch, i: usize, state: &mut InstanceState, tolerance: f64) -
     let mut velocity = 0;
     for _ in 0..7 {
         let (g, verr, factor) = rows_of(batch, i, state, false)?;
-        if verr.iter().all(|e| e.abs() <= tolerance * 0.1) {
+        if verr.iter().all(|e| e.abs() <= projection_target(tolerance)) {
             break;
         }
         let du = correction(&g, &verr, &factor);
@@ -463,10 +560,7 @@ fn advance_instance(
 ) -> Advanced {
     let mut state = batch.state_of(i);
     let mut report = StepReport::default();
-    let t_end = match goal {
-        Goal::Duration(d) => Some(state.time + d),
-        Goal::Steps(_) => None,
-    };
+    let t_start = state.time;
     let (fixed, accuracy, max_step) = match options.integrator {
         Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
             (Some(step), 0.0, step)
@@ -486,16 +580,16 @@ fn advance_instance(
         failed: true,
     };
     loop {
-        let remaining = match (goal, t_end) {
-            (Goal::Steps(n), _) if accepted >= n => break,
-            (_, Some(end)) => {
-                let left = end - state.time;
-                if left <= 1e-14 * end.abs().max(1.0) {
+        let remaining = match goal {
+            Goal::Steps(n) if accepted >= n => break,
+            Goal::Steps(_) => None,
+            Goal::Duration(d) => {
+                let left = d - (state.time - t_start);
+                if duration_left_negligible(left, d, f64::EPSILON) {
                     break;
                 }
                 Some(left)
             }
-            _ => None,
         };
         let mut this_h = match fixed {
             Some(step) => step,

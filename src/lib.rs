@@ -31,6 +31,7 @@ pub mod assembly;
 pub mod backend;
 pub mod batch;
 pub mod constraints;
+pub mod custom;
 pub mod dynamics;
 pub mod error;
 pub mod evaluate;

@@ -213,3 +213,55 @@ pub fn point_to_ground_batch(
     }
     Ok((batch, b, id))
 }
+
+/// The benchmark ball (MuJoCo's reference system): N balls of 1 kg and 10 cm rolling on Ground
+/// along x at 0.5–1.1 m/s, consistent with the rolling constraint.
+pub fn rolling_balls(n: usize) -> Result<Batch> {
+    let (m, r) = (1.0, 0.1);
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(r))?;
+    let mut b = Batch::new(t, n)?;
+    let k = 0.4 * m * r * r;
+    for i in 0..n {
+        let v = 0.5 + (i % 7) as f64 * 0.1;
+        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])?;
+        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r])?;
+        // Rolling along x: w = (n × v) / r.
+        b.set_u(ball, i, [0.0, v / r, 0.0, v, 0.0, 0.0])?;
+    }
+    Ok(b)
+}
+
+/// The benchmark stick: N uniform 1 m sticks standing on their tips (a no-slip point on Ground),
+/// tilted 0.1–0.6 rad and falling.
+pub fn standing_sticks(n: usize) -> Result<Batch> {
+    let (m, l) = (1.0, 1.0);
+    let mut t = SystemTemplate::new();
+    let stick = t.add_free_body("stick");
+    t.add_constraint(
+        PointOnPlaneContact::new(GROUND, stick).with_follower_point([0.0, 0.0, -l / 2.0]),
+    )?;
+    let mut b = Batch::new(t, n)?;
+    let i_t = m * l * l / 12.0;
+    for i in 0..n {
+        let tilt = 0.1 + (i % 11) as f64 * 0.05;
+        b.set_mass_properties(stick, i, m, [0.0; 3], [i_t, i_t, 1e-3, 0.0, 0.0, 0.0])?;
+        let (s, c) = ((tilt / 2.0).sin(), (tilt / 2.0).cos());
+        // Tilted about y; the tip at the origin.
+        b.set_q(
+            stick,
+            i,
+            [
+                c,
+                0.0,
+                s,
+                0.0,
+                0.5 * l * tilt.sin(),
+                0.0,
+                0.5 * l * tilt.cos(),
+            ],
+        )?;
+    }
+    Ok(b)
+}

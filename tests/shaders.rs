@@ -1,10 +1,13 @@
 //! Every WGSL file is validated by naga (no GPU needed): each file on its own (with the prelude,
 //! representative layout constants and the files it depends on), and the whole kernel for
-//! templates covering every body kind and constraint kind, in f32 and f64.
+//! templates covering every body kind and constraint kind, in f32 and f64, every stepping
+//! variant included; each is also written as SPIR-V.
 
 use simbatch::gpu::Precision;
 use simbatch::gpu::layout::Layout;
-use simbatch::gpu::shader::{self, FILES, kernel_source, prelude, stepping_source};
+use simbatch::gpu::shader::{
+    self, FILES, kernel_source, prelude, stepping_constants, stepping_source,
+};
 use simbatch::model::Baumgarte;
 use simbatch::prelude::*;
 
@@ -15,9 +18,13 @@ fn validate(source: &str, what: &str) {
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
     );
-    if let Err(e) = validator.validate(&module) {
-        panic!("{what}: {}", e.emit_to_string(source));
-    }
+    let info = validator
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
+    // Valid WGSL can still trip a backend (naga 30's SPIR-V writer panics on pointers to struct
+    // members passed to functions): write SPIR-V, the form Vulkan drivers get, as wgpu would.
+    naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None)
+        .unwrap_or_else(|e| panic!("{what}: SPIR-V: {e}"));
 }
 
 fn templates() -> Vec<(&'static str, SystemTemplate)> {
@@ -60,11 +67,22 @@ fn templates() -> Vec<(&'static str, SystemTemplate)> {
 #[test]
 fn every_shader_file_validates_on_its_own() {
     let (_, t) = &templates()[1];
-    let constants = Layout::new(t).unwrap().wgsl_constants;
+    let layout = Layout::new(t).unwrap();
+    let constants = layout.wgsl_constants.clone() + &stepping_constants(2, true);
+    // The generated dispatch, which evaluate.wgsl calls (it calls the constraint files).
+    let generated: String = layout
+        .constraint_sections
+        .iter()
+        .filter(|s| !s.name.ends_with(".wgsl"))
+        .map(|s| s.text.as_str())
+        .collect();
     for precision in [Precision::F32, Precision::F64] {
         for (k, (name, text)) in FILES.iter().enumerate() {
             // Each file may use the files before it (assembly order).
             let mut source = prelude(precision) + &constants;
+            if *name == "evaluate.wgsl" || *name == "step.wgsl" {
+                source += &generated;
+            }
             for (_, before) in &FILES[..k] {
                 source += before;
             }
@@ -80,35 +98,43 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
     for (name, t) in templates() {
         let layout = Layout::new(&t).unwrap();
         for precision in [Precision::F32, Precision::F64] {
-            validate(
-                &kernel_source(precision, &layout.wgsl_constants),
-                &format!("{name} ({precision:?})"),
-            );
-            validate(
-                &stepping_source(precision, &layout.wgsl_constants),
-                &format!("{name}, stepping ({precision:?})"),
-            );
+            let kernel = kernel_source(precision, &layout);
+            kernel.check().unwrap();
+            validate(&kernel.text, &format!("{name} ({precision:?})"));
+            for integrator in 0..3 {
+                for projection in [false, true] {
+                    validate(
+                        &stepping_source(precision, &layout, integrator, projection).text,
+                        &format!(
+                            "{name}, stepping {integrator}, projection {projection} ({precision:?})"
+                        ),
+                    );
+                }
+            }
         }
     }
 }
 
 #[test]
-fn a_broken_shader_is_reported_not_accepted() {
+fn a_broken_shader_is_reported_against_its_own_file_and_line() {
     let (_, t) = &templates()[0];
     let layout = Layout::new(t).unwrap();
-    let broken = kernel_source(Precision::F32, &layout.wgsl_constants).replace(
-        "let r_p = body.rotation * point;",
-        "let r_p = body.rotation * true;",
-    );
-    assert!(
-        naga::front::wgsl::parse_str(&broken).is_err() || {
-            let m = naga::front::wgsl::parse_str(&broken).unwrap();
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&m)
-            .is_err()
+    let mut kernel = kernel_source(Precision::F32, &layout);
+    let line = "    let o_b = ball.rotation * sphere_center;";
+    assert!(kernel.text.contains(line));
+    kernel.text = kernel
+        .text
+        .replace(line, "    let o_b: vec3<real> = ball.rotation * true;");
+    let expected_line = shader::SPHERE_ON_PLANE
+        .lines()
+        .position(|l| l == line)
+        .unwrap()
+        + 1;
+    match kernel.check() {
+        Err(Error::Wgsl { file, line, .. }) => {
+            assert_eq!(file, "sphere_on_plane.wgsl");
+            assert_eq!(line, expected_line);
         }
-    );
+        other => panic!("expected a WGSL error in sphere_on_plane.wgsl, got {other:?}"),
+    }
 }

@@ -21,6 +21,9 @@ pub use point_on_plane::PointOnPlaneContact;
 pub use point_to_ground::PointToGround;
 pub use sphere_on_plane::SphereOnPlaneContact;
 
+/// Largest number of rows of one constraint on the GPU (`array<Row, 3>`).
+pub const MAX_GPU_ROWS: usize = 3;
+
 /// Most rows one constraint may declare.
 pub const MAX_ROWS: usize = 6;
 
@@ -250,6 +253,44 @@ pub trait Constraint: Send + Sync + Debug {
     ) -> ContactReport {
         ContactReport::default()
     }
+
+    /// The WGSL twin of [`evaluate`](Self::evaluate) (and of [`report`](Self::report)), which
+    /// the GPU path splices into its kernels; `None`: the constraint runs on the CPU only, and
+    /// building a GPU kernel for its template is an error naming it.
+    fn wgsl(&self) -> Option<WgslConstraint> {
+        None
+    }
+}
+
+/// A constraint's GPU code: a WGSL source and two expressions the kernel evaluates per instance.
+///
+/// The kernel prepends `alias real = f32;` (or `f64`) and provides, from
+/// `shaders/common.wgsl` and `shaders/dynamics.wgsl`: `struct BodyKinematics { rotation:
+/// mat3x3<real>, origin, ang_vel, lin_vel, ang_acc, lin_acc: vec3<real> }`, `struct Row {
+/// jac_a_ang, jac_a_lin, jac_b_ang, jac_b_lin: vec3<real>, position_error, velocity_error,
+/// acceleration_error: real }`, `struct ContactReport { contact_point: vec3<real>, separation:
+/// real, contact_force: vec3<real> }`, `rotation_from_quaternion(vec4<real>) -> mat3x3<real>`
+/// and `two_body_row(c_a, c_b, e, position_error, velocity_error, acceleration_error) -> Row`.
+///
+/// In the expressions, `p` is an `array<real, N>` holding this instance's parameters flattened
+/// in [`Constraint::params`] order (N = the sum of their widths, at least 1), `a` and `b` are
+/// the `BodyKinematics` of [`Constraint::bodies`] (`b` repeats `a` for one-body constraints)
+/// and, in `report`, `multipliers` is a `vec3<real>` in internal row order. The rows follow the
+/// same conventions as [`Row`] on the CPU: `jac_a_*`/`jac_b_*` are the blocks on `a` and `b`,
+/// and the acceleration error is evaluated at the accelerations in the kinematics. On the GPU a
+/// constraint has at most 3 rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WgslConstraint {
+    /// Name of the source in error messages (e.g. `knife_edge.wgsl`); sources with the same
+    /// name are spliced once per kernel, so it must identify the source.
+    pub file: String,
+    /// WGSL declarations (functions, constants, structs) the expressions use. Names should
+    /// carry the constraint's prefix to stay clear of the engine's own.
+    pub source: String,
+    /// Expression of type `array<Row, 3>`: the rows (unused entries are ignored).
+    pub evaluate: String,
+    /// Expression of type `ContactReport`, or `None` to report zeros.
+    pub report: Option<String>,
 }
 
 /// A Jacobian row `[ (c × e)ᵀ, eᵀ ]` of a point `c` (from the body origin, in Ground) moving

@@ -7,7 +7,7 @@
 
 use crate::constraints::{
     BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
-    RowLevel, negated_point_row, plane_frame, point_row,
+    RowLevel, WgslConstraint, negated_point_row, plane_frame, point_row,
 };
 use crate::math::Vec3;
 use crate::model::BodyId;
@@ -84,6 +84,15 @@ impl Constraint for PointOnPlaneContact {
                 check: Check::Finite,
             },
         ]
+    }
+
+    fn wgsl(&self) -> Option<WgslConstraint> {
+        Some(WgslConstraint {
+            file: "point_on_plane.wgsl".into(),
+            source: crate::gpu::shader::POINT_ON_PLANE.into(),
+            evaluate: "point_on_plane_rows(p, a, b)".into(),
+            report: Some("point_on_plane_report_params(p, a, b, multipliers)".into()),
+        })
     }
 
     fn row_levels(&self) -> &[RowLevel] {

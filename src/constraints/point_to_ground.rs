@@ -12,7 +12,7 @@
 
 use crate::constraints::{
     BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
-    RowLevel, point_row,
+    RowLevel, WgslConstraint, point_row,
 };
 use crate::error::{Error, Result};
 use crate::math::{Mat3, Vec3};
@@ -115,6 +115,21 @@ impl Constraint for PointToGround {
                 check: Check::Finite,
             },
         ]
+    }
+
+    fn wgsl(&self) -> Option<WgslConstraint> {
+        Some(WgslConstraint {
+            file: "point_to_ground.wgsl".into(),
+            source: crate::gpu::shader::POINT_TO_GROUND.into(),
+            evaluate: format!(
+                "point_to_ground_rows(p, {}u, {}, a)",
+                self.normal_count, self.position_level
+            ),
+            report: Some(format!(
+                "point_to_ground_report_params(p, {}u, a, multipliers)",
+                self.normal_count
+            )),
+        })
     }
 
     fn row_levels(&self) -> &[RowLevel] {

@@ -10,7 +10,7 @@
 
 use crate::constraints::{
     BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
-    RowLevel, negated_point_row, plane_frame, point_row,
+    RowLevel, WgslConstraint, negated_point_row, plane_frame, point_row,
 };
 use crate::math::Vec3;
 use crate::model::BodyId;
@@ -149,6 +149,18 @@ impl Constraint for SphereOnPlaneContact {
                 check: Check::Positive,
             },
         ]
+    }
+
+    fn wgsl(&self) -> Option<WgslConstraint> {
+        Some(WgslConstraint {
+            file: "sphere_on_plane.wgsl".into(),
+            source: crate::gpu::shader::SPHERE_ON_PLANE.into(),
+            evaluate: format!("sphere_on_plane_rows(p, {}, a, b)", self.enforce_rolling),
+            report: Some(format!(
+                "sphere_on_plane_report_params(p, {}, a, b, multipliers)",
+                self.enforce_rolling
+            )),
+        })
     }
 
     fn row_levels(&self) -> &[RowLevel] {

@@ -104,8 +104,11 @@ pub struct GpuEvaluator {
     batch_uid: Option<u64>,
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) last_upload_bytes: u64,
-    /// The stepping pipeline, built on first use.
+    /// The stepping pipelines, built on first use.
     pub(crate) step_pipeline: Option<crate::gpu::step::StepPipeline>,
+    /// RKM step sizes of [`step`](Self::step) and [`advance`](Self::advance) (a
+    /// [`Stepper`](crate::integrate::Stepper) on the GPU keeps its own).
+    pub(crate) step_sizes: Vec<f64>,
 }
 
 impl std::fmt::Debug for GpuEvaluator {
@@ -135,12 +138,13 @@ impl GpuEvaluator {
             )));
         }
         let layout = Layout::new(batch.template())?;
-        let source = kernel_source(precision, &layout.wgsl_constants);
+        let source = kernel_source(precision, &layout);
+        source.check()?;
         let d = &device.device;
         let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("simbatch evaluate"),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
+            source: wgpu::ShaderSource::Wgsl(source.text.into()),
         });
         let bind_group_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("simbatch evaluate"),
@@ -194,6 +198,7 @@ impl GpuEvaluator {
             chunks: Vec::new(),
             last_upload_bytes: 0,
             step_pipeline: None,
+            step_sizes: Vec::new(),
         })
     }
 

@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use crate::batch::{Column, FreeField, PrescribedField};
-use crate::constraints::RowLevel;
+use crate::constraints::{MAX_GPU_ROWS, RowLevel};
 use crate::error::{Error, Result};
 use crate::model::{BodyKind, SystemTemplate};
 
@@ -18,15 +18,17 @@ pub const MAX_FREE_BODIES: usize = 4;
 /// Largest number of constraint rows per template on the GPU.
 pub const MAX_ROWS: usize = 24;
 
-/// Constraint kinds the kernel implements (`C_KIND`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GpuConstraintKind {
-    /// `sphere_on_plane`.
-    SphereOnPlane = 0,
-    /// `point_on_plane`.
-    PointOnPlane = 1,
-    /// `point_to_ground`.
-    PointToGround = 2,
+/// Length of the parameter array `p` every constraint's WGSL receives (`PARAMS_CAP`).
+pub const PARAMS_CAP: usize = 32;
+
+/// A named piece of WGSL spliced into the kernel: a constraint's source, or the generated
+/// dispatch of one constraint (errors are reported against these names and their own lines).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WgslSection {
+    /// Name in error messages.
+    pub name: String,
+    /// The WGSL text.
+    pub text: String,
 }
 
 /// One input column: what it is, its width and its prefix.
@@ -115,18 +117,10 @@ pub struct Layout {
     pub constraints: Vec<ConstraintOutput>,
     /// WGSL constant declarations for the kernel.
     pub wgsl_constants: String,
-}
-
-fn kind_of(name: &str, index: usize) -> Result<GpuConstraintKind> {
-    match name {
-        "sphere_on_plane" => Ok(GpuConstraintKind::SphereOnPlane),
-        "point_on_plane" => Ok(GpuConstraintKind::PointOnPlane),
-        "point_to_ground" => Ok(GpuConstraintKind::PointToGround),
-        other => Err(Error::Gpu(format!(
-            "constraint {index} ({other}) has no GPU implementation; GPU kinds: sphere_on_plane, \
-             point_on_plane, point_to_ground"
-        ))),
-    }
+    /// The constraints' WGSL sources (each once) and, per constraint, the generated code that
+    /// loads its parameters and calls its expressions (`evaluate_constraint`,
+    /// `report_constraint`).
+    pub constraint_sections: Vec<WgslSection>,
 }
 
 fn wgsl_array(name: &str, values: &[usize]) -> String {
@@ -187,34 +181,73 @@ impl Layout {
                 );
             }
         }
-        let mut c_kind = Vec::new();
         let mut c_flags = Vec::new();
+        let mut sections: Vec<WgslSection> = Vec::new();
+        let mut dispatch: Vec<(String, String, String)> = Vec::new();
         let mut c_body_a = Vec::new();
         let mut c_body_b = Vec::new();
         let mut c_rows = Vec::new();
         let mut c_row_offset = Vec::new();
         let mut c_in = Vec::new();
+        let mut row_level = Vec::new();
         let mut rows_total = 0;
         for (index, slot) in template.constraints().iter().enumerate() {
             let c = &slot.constraint;
-            let kind = kind_of(c.kind_name(), index)?;
+            let name = c.kind_name();
+            let wgsl = c.wgsl().ok_or_else(|| {
+                Error::Gpu(format!(
+                    "constraint {index} ({name}) has no WGSL (`Constraint::wgsl`), so it cannot run on the GPU"
+                ))
+            })?;
             let levels = c.row_levels();
             let rows = levels.len();
-            let mut flags = 0;
-            match kind {
-                GpuConstraintKind::SphereOnPlane if rows == 3 => flags |= 1,
-                GpuConstraintKind::PointToGround if levels[0] == RowLevel::Position => flags |= 1,
-                _ => {}
+            if rows > MAX_GPU_ROWS {
+                return Err(Error::Gpu(format!(
+                    "constraint {index} ({name}) has {rows} rows; on the GPU a constraint has at most {MAX_GPU_ROWS}"
+                )));
             }
-            if slot.baumgarte.is_some() {
-                flags |= 2;
+            let widths: Vec<usize> = c.params().iter().map(|p| p.default.len()).collect();
+            let total: usize = widths.iter().sum();
+            if total > PARAMS_CAP {
+                return Err(Error::Gpu(format!(
+                    "constraint {index} ({name}) has {total} parameter values; the GPU passes at most {PARAMS_CAP}"
+                )));
             }
+            if !sections.iter().any(|s| s.name == wgsl.file) {
+                sections.push(WgslSection {
+                    name: wgsl.file.clone(),
+                    text: wgsl.source.clone(),
+                });
+            }
+            // Loads of the flattened parameters: column k starts at prefix + 2 + (widths before).
+            let mut loads = String::new();
+            let (mut q, mut at) = (prefix + 2, 0);
+            for w in &widths {
+                for j in 0..*w {
+                    let _ = writeln!(loads, "    p[{at}] = load({q}u, {w}u, i, {j}u);");
+                    at += 1;
+                }
+                q += w;
+            }
+            dispatch.push((
+                loads,
+                wgsl.evaluate.clone(),
+                wgsl.report
+                    .clone()
+                    .unwrap_or_else(|| "ContactReport()".to_string()),
+            ));
+            // Bit 1: Baumgarte terms (bit 0 is no longer used).
+            let flags = if slot.baumgarte.is_some() { 2 } else { 0 };
             let bodies = c.bodies();
-            c_kind.push(kind as usize);
             c_flags.push(flags);
             c_body_a.push(bodies[0].0);
             c_body_b.push(bodies.get(1).unwrap_or(&bodies[0]).0);
             c_rows.push(rows);
+            row_level.extend(levels.iter().map(|l| match l {
+                RowLevel::Position => 0,
+                RowLevel::Velocity => 1,
+                RowLevel::Acceleration => 2,
+            }));
             c_row_offset.push(rows_total);
             c_in.push(prefix);
             rows_total += rows;
@@ -259,12 +292,14 @@ impl Layout {
         let cap = |n: usize| n.max(1);
         let _ = writeln!(w, "const NB: u32 = {}u;", bodies.len());
         let _ = writeln!(w, "const NF: u32 = {nf}u;");
-        let _ = writeln!(w, "const NC: u32 = {}u;", c_kind.len());
+        let nc = template.constraints().len();
+        let _ = writeln!(w, "const NC: u32 = {nc}u;");
         let _ = writeln!(w, "const NU: u32 = {nu}u;");
         let _ = writeln!(w, "const ROWS: u32 = {rows_total}u;");
         let _ = writeln!(w, "const NB_CAP: u32 = {}u;", cap(bodies.len()));
         let _ = writeln!(w, "const NF_CAP: u32 = {}u;", cap(nf));
-        let _ = writeln!(w, "const NC_CAP: u32 = {}u;", cap(c_kind.len()));
+        let _ = writeln!(w, "const NC_CAP: u32 = {}u;", cap(nc));
+        let _ = writeln!(w, "const PARAMS_CAP: u32 = {PARAMS_CAP}u;");
         let _ = writeln!(w, "const NU_CAP: u32 = {}u;", cap(nu));
         let _ = writeln!(w, "const ROWS_CAP: u32 = {}u;", cap(rows_total));
         let _ = writeln!(w, "const ROWS_NU_CAP: u32 = {}u;", cap(rows_total * nu));
@@ -297,13 +332,13 @@ impl Layout {
                 .collect::<Vec<_>>(),
         );
         let _ = writeln!(w, "const GRAVITY_IN: u32 = 0u;");
-        w += &wgsl_array("C_KIND", &c_kind);
         w += &wgsl_array("C_FLAGS", &c_flags);
         w += &wgsl_array("C_BODY_A", &c_body_a);
         w += &wgsl_array("C_BODY_B", &c_body_b);
         w += &wgsl_array("C_ROWS", &c_rows);
         w += &wgsl_array("C_ROW_OFFSET", &c_row_offset);
         w += &wgsl_array("C_IN", &c_in);
+        w += &wgsl_array("ROW_LEVEL", &row_level);
         w += &wgsl_array(
             "C_OUT",
             &constraints.iter().map(|c| c.prefix).collect::<Vec<_>>(),
@@ -319,6 +354,46 @@ impl Layout {
         let _ = writeln!(w, "const OUT_UDOT: u32 = {udot}u;");
         let _ = writeln!(w, "const OUT_UDOT0: u32 = {udot_unconstrained}u;");
 
+        // Per constraint: its parameter loader and its cases of the two dispatch functions.
+        for (c, (loads, _, _)) in dispatch.iter().enumerate() {
+            let name = template.constraints()[c].constraint.kind_name();
+            sections.push(WgslSection {
+                name: format!("generated parameters of constraint {c} ({name})"),
+                text: format!(
+                    "fn constraint_params_{c}(i: u32) -> array<real, PARAMS_CAP> {{\n    var p: array<real, PARAMS_CAP>;\n{loads}    return p;\n}}\n"
+                ),
+            });
+        }
+        let mut evaluate = String::from(
+            "// Rows of constraint c of instance i (`Constraint::wgsl`, generated per template).\n\
+             fn evaluate_constraint(c: u32, i: u32, a: BodyKinematics, b: BodyKinematics) -> array<Row, 3> {\n    switch c {\n",
+        );
+        let mut report = String::from(
+            "// Report of constraint c of instance i given its multipliers (generated per template).\n\
+             fn report_constraint(c: u32, i: u32, a: BodyKinematics, b: BodyKinematics, multipliers: vec3<real>) -> ContactReport {\n    switch c {\n",
+        );
+        for (c, (_, eval, rep)) in dispatch.iter().enumerate() {
+            let _ = writeln!(
+                evaluate,
+                "        case {c}u: {{\n            let p = constraint_params_{c}(i);\n            return {eval};\n        }}"
+            );
+            let _ = writeln!(
+                report,
+                "        case {c}u: {{\n            let p = constraint_params_{c}(i);\n            return {rep};\n        }}"
+            );
+        }
+        evaluate +=
+            "        default: {\n            return array<Row, 3>();\n        }\n    }\n}\n";
+        report += "        default: {\n            return ContactReport();\n        }\n    }\n}\n";
+        sections.push(WgslSection {
+            name: "generated constraint dispatch (the `evaluate` expressions)".into(),
+            text: evaluate,
+        });
+        sections.push(WgslSection {
+            name: "generated constraint dispatch (the `report` expressions)".into(),
+            text: report,
+        });
+
         Ok(Self {
             inputs,
             input_width,
@@ -331,6 +406,7 @@ impl Layout {
             udot_unconstrained,
             constraints,
             wgsl_constants: w,
+            constraint_sections: sections,
         })
     }
 }

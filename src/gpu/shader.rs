@@ -1,9 +1,15 @@
 //! WGSL sources in `shaders/` and how the kernel is assembled from them.
 //!
 //! The kernel is the precision prelude, then the template's layout constants, then the shader
-//! files in dependency order. The same files serve f32 and f64: every scalar is `real`.
+//! files in dependency order, with the constraints' own WGSL (built-in or user-defined, through
+//! `Constraint::wgsl`) and the dispatch generated for the template spliced in before
+//! `evaluate.wgsl`. The same files serve f32 and f64: every scalar is `real`. Kernels are
+//! checked with naga before the driver sees them, and an error is reported against the piece
+//! it is in, with that piece's own line numbers.
 
+use crate::error::{Error, Result};
 use crate::gpu::Precision;
+use crate::gpu::layout::Layout;
 
 /// `shaders/common.wgsl`.
 pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
@@ -22,7 +28,8 @@ pub const EVALUATE: &str = include_str!("../../shaders/evaluate.wgsl");
 /// `shaders/step.wgsl`.
 pub const STEP: &str = include_str!("../../shaders/step.wgsl");
 
-/// Every shader file with its name, in assembly order.
+/// Every shader file with its name, in assembly order (the constraint files are spliced by
+/// the constraints that use them, through `Constraint::wgsl`).
 pub const FILES: [(&str, &str); 8] = [
     ("common.wgsl", COMMON),
     ("dynamics.wgsl", DYNAMICS),
@@ -53,26 +60,130 @@ pub fn prelude(precision: Precision) -> String {
     }
 }
 
-/// The evaluation kernel's source for a template's layout constants (every file but
-/// `step.wgsl`: a smaller module compiles faster, which matters on CPU Vulkan drivers).
-pub fn kernel_source(precision: Precision, layout_constants: &str) -> String {
-    assemble(precision, layout_constants, false)
+/// A kernel's source with the place of every piece in it, to report errors against the piece.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    /// The whole WGSL text.
+    pub text: String,
+    /// `(name, first line, line count)` of every piece, lines 1-based in `text`.
+    pub pieces: Vec<(String, usize, usize)>,
 }
 
-/// The stepping kernel's source: the evaluation kernel plus `step.wgsl`.
-pub fn stepping_source(precision: Precision, layout_constants: &str) -> String {
-    assemble(precision, layout_constants, true)
-}
-
-fn assemble(precision: Precision, layout_constants: &str, stepping: bool) -> String {
-    let mut s = prelude(precision);
-    s.push_str(layout_constants);
-    for (name, text) in FILES {
-        if name == "step.wgsl" && !stepping {
-            continue;
-        }
-        s.push_str(&format!("\n// ---- {name} ----\n"));
-        s.push_str(text);
+impl KernelSource {
+    fn new(precision: Precision) -> Self {
+        let mut k = Self {
+            text: String::new(),
+            pieces: Vec::new(),
+        };
+        k.push("the precision prelude", &prelude(precision));
+        k
     }
-    s
+
+    fn push(&mut self, name: &str, text: &str) {
+        let first = self.text.lines().count() + 1;
+        let mut piece = text.to_string();
+        if !piece.ends_with('\n') {
+            piece.push('\n');
+        }
+        self.pieces
+            .push((name.to_string(), first, piece.lines().count()));
+        self.text.push_str(&piece);
+    }
+
+    /// Parses and validates the kernel with naga; an error names the piece, its own line and
+    /// column, and quotes the line.
+    pub fn check(&self) -> Result<()> {
+        let locate = |offset: Option<usize>, message: String| -> Error {
+            let Some(offset) = offset else {
+                return Error::Gpu(format!("kernel does not compile: {message}"));
+            };
+            let offset = offset.min(self.text.len());
+            let line = self.text[..offset].matches('\n').count() + 1;
+            let line_start = self.text[..offset].rfind('\n').map_or(0, |p| p + 1);
+            let column = self.text[line_start..offset].chars().count() + 1;
+            let quoted = self.text.lines().nth(line - 1).unwrap_or("").trim_end();
+            let message = format!("{message}\n    | {quoted}");
+            match self
+                .pieces
+                .iter()
+                .find(|(_, first, count)| line >= *first && line < first + count)
+            {
+                Some((name, first, _)) => Error::Wgsl {
+                    file: name.clone(),
+                    line: line - first + 1,
+                    column,
+                    message,
+                },
+                None => Error::Gpu(format!("kernel does not compile at line {line}: {message}")),
+            }
+        };
+        let module = naga::front::wgsl::parse_str(&self.text).map_err(|e| {
+            let offset = e.location(&self.text).map(|l| l.offset as usize);
+            locate(offset, e.message().to_string())
+        })?;
+        let mut validator = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        );
+        validator.validate(&module).map_err(|e| {
+            let offset = e.location(&self.text).map(|l| l.offset as usize);
+            let mut message = e.as_inner().to_string();
+            let mut source = std::error::Error::source(e.as_inner());
+            while let Some(inner) = source {
+                message.push_str(&format!(": {inner}"));
+                source = inner.source();
+            }
+            locate(offset, message)
+        })?;
+        Ok(())
+    }
+}
+
+/// The evaluation kernel for a template's layout (every file but `step.wgsl`: a smaller module
+/// compiles faster, which matters on CPU Vulkan drivers).
+pub fn kernel_source(precision: Precision, layout: &Layout) -> KernelSource {
+    assemble(precision, layout, None)
+}
+
+/// The constants that choose a stepping variant: `INTEGRATOR` (0 semi-implicit Euler, 1 RK4,
+/// 2 RKM) and `PROJECTION`. Plain constants rather than pipeline overrides: the compiler drops
+/// the variants not taken.
+pub fn stepping_constants(integrator: u32, projection: bool) -> String {
+    format!("const INTEGRATOR: u32 = {integrator}u;\nconst PROJECTION: bool = {projection};\n")
+}
+
+/// The stepping kernel for one variant: the evaluation kernel plus `step.wgsl`.
+pub fn stepping_source(
+    precision: Precision,
+    layout: &Layout,
+    integrator: u32,
+    projection: bool,
+) -> KernelSource {
+    assemble(precision, layout, Some((integrator, projection)))
+}
+
+fn assemble(precision: Precision, layout: &Layout, stepping: Option<(u32, bool)>) -> KernelSource {
+    let mut k = KernelSource::new(precision);
+    k.push("the layout constants", &layout.wgsl_constants);
+    if let Some((integrator, projection)) = stepping {
+        k.push(
+            "the stepping constants",
+            &stepping_constants(integrator, projection),
+        );
+    }
+    for (name, text) in [
+        ("common.wgsl", COMMON),
+        ("dynamics.wgsl", DYNAMICS),
+        ("solver.wgsl", SOLVER),
+    ] {
+        k.push(name, text);
+    }
+    for section in &layout.constraint_sections {
+        k.push(&section.name, &section.text);
+    }
+    k.push("evaluate.wgsl", EVALUATE);
+    if stepping.is_some() {
+        k.push("step.wgsl", STEP);
+    }
+    k
 }

@@ -1,31 +1,55 @@
-//! The stepping kernel's host side (`shaders/step.wgsl`): many substeps per dispatch on the
-//! chunks' own input buffers, so the state stays on the GPU between substeps and only the
-//! state columns (q, u, prescribed poses and velocities) come back at the end of a call.
+//! The stepping kernel's host side (`shaders/step.wgsl`): many trial steps per dispatch on the
+//! chunks' own input buffers, so the state stays on the GPU between steps and only the state
+//! columns (q, u, prescribed poses and velocities) and each instance's progress come back at the
+//! end of a call.
 //!
-//! Fixed-step integrators (semi-implicit Euler, RK4) with Baumgarte or no drift control; RKM's
-//! per-instance step control and Simbody projection run on the CPU [`Stepper`](crate::integrate::Stepper).
+//! Every integrator and drift control of the CPU [`Stepper`](crate::integrate::Stepper) runs
+//! here: semi-implicit Euler, RK4 and RKM with per-instance step control; Baumgarte, Simbody
+//! projection, or none. One pipeline per (integrator, projection) pair, built on first use from
+//! constants prepended to the source, so each carries only the code it runs.
 
-use crate::batch::{Batch, Column, FreeField, PrescribedField};
+use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::evaluate::{GpuEvaluator, WORKGROUP, layout_entry, map_read};
-use crate::integrate::{Integrator, Stabilization, StepOptions, StepReport};
+use crate::integrate::{Goal, Integrator, Stabilization, StepOptions, StepReport};
 
-/// Largest number of substeps in one dispatch; longer runs are several dispatches in the same
-/// submit (the state stays on the GPU in between). Short dispatches keep clear of driver
-/// watchdogs, and of lavapipe's LLVM JIT, whose stack grows with every iteration of a long
-/// in-kernel loop over the inlined solve until it overflows (seen at 35 RK4 substeps in f32);
-/// reloading the state every 16 substeps costs about 1% of an RK4 dispatch.
-const MAX_SUBSTEPS_PER_DISPATCH: usize = 16;
+/// Largest number of trial steps in one dispatch; longer runs are several dispatches (the state
+/// stays on the GPU in between). Short dispatches keep clear of driver watchdogs, and of
+/// lavapipe's LLVM JIT, whose stack grows with every iteration of a long in-kernel loop over the
+/// inlined solve until it overflows (seen at 35 RK4 substeps in f32); reloading the state every
+/// few steps costs about 1% of an RK4 dispatch. RKM (five solves a trial) and projection (up to
+/// 27 more) take fewer.
+fn trials_per_dispatch(options: &StepOptions) -> usize {
+    let heavy = matches!(options.integrator, Integrator::RungeKuttaMerson { .. })
+        || matches!(options.stabilization, Stabilization::Projection { .. });
+    if heavy { 8 } else { 16 }
+}
 
-/// `launch.mode` bit of a dispatch that continues an earlier one of the same call.
-const CONTINUING: u32 = 0x10000;
+/// Most dispatches per chunk in one submit; a call that needs more submits again.
+const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
 
-/// The stepping pipeline of an evaluator.
+/// Output columns the kernel carries between dispatches (`CARRY_*` in `shaders/step.wgsl`).
+const CARRY_COLUMNS: usize = 8;
+const CARRY_STATUS: usize = 0;
+const CARRY_ACCEPTED: usize = 1;
+const CARRY_ELAPSED: usize = 2;
+const CARRY_ELAPSED_LOW: usize = 3;
+const CARRY_STEP_SIZE: usize = 4;
+const CARRY_FINISHED: usize = 5;
+const CARRY_REJECTED: usize = 6;
+const CARRY_PROJECTIONS: usize = 7;
+
+/// Largest step count per kernel call: the f32 carry columns count exactly up to 2²⁴.
+const MAX_STEPS_PER_CALL: usize = 1 << 23;
+
+/// The stepping pipelines of an evaluator.
 pub(crate) struct StepPipeline {
-    pipeline: wgpu::ComputePipeline,
+    /// (integrator code, projection) → pipeline.
+    pipelines: Vec<((u32, bool), wgpu::ComputePipeline)>,
+    pipeline_layout: wgpu::PipelineLayout,
     layout: wgpu::BindGroupLayout,
-    step_size: wgpu::Buffer,
+    params: wgpu::Buffer,
 }
 
 /// A chunk's stepping buffers.
@@ -74,35 +98,43 @@ fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
     cols
 }
 
+/// `StepParams` of `shaders/step.wgsl` in the kernel's precision.
+fn params_bytes(precision: Precision, reals: [f64; 5], target: u32, goal: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(48);
+    for x in reals {
+        match precision {
+            Precision::F32 => out.extend_from_slice(&(x as f32).to_le_bytes()),
+            Precision::F64 => out.extend_from_slice(&x.to_le_bytes()),
+        }
+    }
+    out.extend_from_slice(&target.to_le_bytes());
+    out.extend_from_slice(&goal.to_le_bytes());
+    // Storage structs round up to their alignment (8 bytes for f64 members).
+    out.resize(out.len().next_multiple_of(8), 0);
+    out
+}
+
+/// Values of one chunk as read back: the carry columns, then the state columns.
+fn to_f64(precision: Precision, view: &[u8]) -> Vec<f64> {
+    match precision {
+        Precision::F32 => bytemuck::cast_slice::<u8, f32>(view)
+            .iter()
+            .map(|x| *x as f64)
+            .collect(),
+        Precision::F64 => bytemuck::cast_slice::<u8, f64>(view).to_vec(),
+    }
+}
+
 impl GpuEvaluator {
-    fn step_pipeline(&mut self) -> &StepPipeline {
+    /// The pipeline for `(integrator, projection)`, built on first use.
+    fn step_pipeline_for(&mut self, integrator: u32, projection: bool) -> Result<()> {
+        let d = self.device.device.clone();
         if self.step_pipeline.is_none() {
-            let d = &self.device.device;
-            let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("simbatch step"),
-                source: wgpu::ShaderSource::Wgsl(
-                    crate::gpu::shader::stepping_source(
-                        self.precision,
-                        &self.layout.wgsl_constants,
-                    )
-                    .into(),
-                ),
-            });
             let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
             let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("simbatch step"),
                 entries: &[
-                    // Dynamic offset: each dispatch picks one of the chunk's launch records.
-                    wgpu::BindGroupLayoutEntry {
-                        binding: 0,
-                        visibility: wgpu::ShaderStages::COMPUTE,
-                        ty: wgpu::BindingType::Buffer {
-                            ty: wgpu::BufferBindingType::Uniform,
-                            has_dynamic_offset: true,
-                            min_binding_size: None,
-                        },
-                        count: None,
-                    },
+                    layout_entry(0, wgpu::BufferBindingType::Uniform),
                     layout_entry(1, storage(false)),
                     layout_entry(2, storage(false)),
                     layout_entry(3, storage(true)),
@@ -113,113 +145,197 @@ impl GpuEvaluator {
                 bind_group_layouts: &[Some(&layout)],
                 immediate_size: 0,
             });
+            let params = d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("simbatch step parameters"),
+                size: 64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.step_pipeline = Some(StepPipeline {
+                pipelines: Vec::new(),
+                pipeline_layout,
+                layout,
+                params,
+            });
+        }
+        let precision = self.precision;
+        let built = self.step_pipeline.as_ref().is_some_and(|sp| {
+            sp.pipelines
+                .iter()
+                .any(|(k, _)| *k == (integrator, projection))
+        });
+        if !built {
+            let source = crate::gpu::shader::stepping_source(
+                precision,
+                &self.layout,
+                integrator,
+                projection,
+            );
+            source.check()?;
+            let sp = self.step_pipeline.as_mut().expect("built above");
+            let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+            let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("simbatch step"),
+                source: wgpu::ShaderSource::Wgsl(source.text.into()),
+            });
             let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some("simbatch step"),
-                layout: Some(&pipeline_layout),
+                layout: Some(&sp.pipeline_layout),
                 module: &module,
                 entry_point: Some("step_main"),
                 compilation_options: Default::default(),
                 cache: None,
             });
-            let step_size = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch step size"),
-                size: 8,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            self.step_pipeline = Some(StepPipeline {
-                pipeline,
-                layout,
-                step_size,
-            });
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(Error::Gpu(format!("stepping kernel build failed: {e}")));
+            }
+            sp.pipelines.push(((integrator, projection), pipeline));
         }
-        self.step_pipeline.as_ref().expect("built above")
+        Ok(())
     }
 
-    /// Advances every instance by `n` fixed steps on the GPU, all substeps in one submit, then
-    /// reads back the state columns into the batch (time advances by the substeps each instance
-    /// completed). An instance whose state stops being finite keeps its last finite state and is
-    /// flagged. Supports [`Integrator::SemiImplicitEuler`] and [`Integrator::Rk4`] with
-    /// [`Stabilization::None`] or [`Stabilization::Baumgarte`]; other options are an error.
+    /// Advances every instance by `n` steps on the GPU: `n · h` with the fixed-step
+    /// integrators, `n` accepted adaptive steps with RKM (each instance keeps its own step size
+    /// between calls). The same semantics as [`Stepper::step`](crate::integrate::Stepper::step),
+    /// which is also the way to step on either backend through one API.
+    ///
+    /// All steps run in as few submits as the goal allows, the state stays on the GPU, and only
+    /// the state columns come back at the end, into the batch. An instance whose state stops
+    /// being finite keeps its last finite state and is flagged; instances flagged before the
+    /// call are left alone.
     pub fn step(
         &mut self,
         batch: &mut Batch,
         options: &StepOptions,
         n: usize,
     ) -> Result<StepReport> {
+        let mut sizes = std::mem::take(&mut self.step_sizes);
+        let out = self.run_goal(batch, options, Goal::Steps(n), &mut sizes);
+        self.step_sizes = sizes;
+        out
+    }
+
+    /// Advances every instance by `duration` seconds of its own time on the GPU, landing on
+    /// `t + duration` (the last step shortened when needed); as
+    /// [`Stepper::advance`](crate::integrate::Stepper::advance).
+    pub fn advance(
+        &mut self,
+        batch: &mut Batch,
+        options: &StepOptions,
+        duration: f64,
+    ) -> Result<StepReport> {
+        crate::integrate::check_duration(duration)?;
+        let mut sizes = std::mem::take(&mut self.step_sizes);
+        let out = self.run_goal(batch, options, Goal::Duration(duration), &mut sizes);
+        self.step_sizes = sizes;
+        out
+    }
+
+    /// Runs a goal on every instance; `step_sizes` holds the RKM step size per instance (0: not
+    /// chosen yet) and is updated.
+    pub(crate) fn run_goal(
+        &mut self,
+        batch: &mut Batch,
+        options: &StepOptions,
+        goal: Goal,
+        step_sizes: &mut Vec<f64>,
+    ) -> Result<StepReport> {
         options.validate()?;
-        let (integrator, h) = match options.integrator {
-            Integrator::SemiImplicitEuler { step } => (0u32, step),
-            Integrator::Rk4 { step } => (1u32, step),
-            Integrator::RungeKuttaMerson { .. } => {
-                return Err(Error::Gpu(
-                    "Runge–Kutta–Merson (per-instance step control) runs on the CPU Stepper; the GPU steps with SemiImplicitEuler or Rk4".into(),
-                ));
+        if let Goal::Steps(n) = goal
+            && n > MAX_STEPS_PER_CALL
+        {
+            // The carry columns count exactly to 2²⁴ in f32: split long calls.
+            let mut report = StepReport::default();
+            let mut left = n;
+            while left > 0 {
+                let part = left.min(MAX_STEPS_PER_CALL);
+                let r = self.run_goal(batch, options, Goal::Steps(part), step_sizes)?;
+                report.steps += r.steps;
+                report.rejected += r.rejected;
+                report.projections += r.projections;
+                report.flagged += r.flagged;
+                left -= part;
             }
-        };
-        let baumgarte = match options.stabilization {
-            Stabilization::None => 2u32,
-            Stabilization::Baumgarte => 1u32,
-            Stabilization::Projection { .. } => {
-                return Err(Error::Gpu(
-                    "projection runs on the CPU Stepper; the GPU controls drift with Baumgarte (Stabilization::Baumgarte) or not at all".into(),
-                ));
-            }
-        };
-        if n == 0 {
-            return Ok(StepReport::default());
+            return Ok(report);
         }
+        let (integrator, fixed_step, accuracy, max_step) = match options.integrator {
+            Integrator::SemiImplicitEuler { step } => (0u32, step, 0.0, step),
+            Integrator::Rk4 { step } => (1u32, step, 0.0, step),
+            Integrator::RungeKuttaMerson { accuracy, max_step } => (2u32, 0.0, accuracy, max_step),
+        };
+        let (baumgarte, projection, tolerance) = match options.stabilization {
+            Stabilization::None => (2u32, false, 0.0),
+            Stabilization::Baumgarte => (1u32, false, 0.0),
+            Stabilization::Projection { tolerance } => (2u32, true, tolerance),
+        };
+        if step_sizes.len() != batch.len() {
+            step_sizes.resize(batch.len(), 0.0);
+        }
+        let (target, duration, goal_code) = match goal {
+            Goal::Steps(0) => return Ok(StepReport::default()),
+            Goal::Steps(n) => (n as u32, 0.0, 0u32),
+            Goal::Duration(0.0) => return Ok(StepReport::default()),
+            Goal::Duration(d) => (0, d, 1u32),
+        };
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
+        self.step_pipeline_for(integrator, projection)?;
         let precision = self.precision;
         let bytes = precision.bytes() as u64;
         let columns = state_columns(batch);
         let state_width: usize = columns.iter().map(|(_, w)| w).sum();
-        let step_bytes: Vec<u8> = match precision {
-            Precision::F32 => bytemuck::bytes_of(&(h as f32)).to_vec(),
-            Precision::F64 => bytemuck::bytes_of(&h).to_vec(),
-        };
-        self.step_pipeline();
+        let trials = trials_per_dispatch(options);
         let device = self.device.clone();
         let (d, queue) = (&device.device, &device.queue);
-        let pipeline = self.step_pipeline.as_ref().expect("built");
-        queue.write_buffer(&pipeline.step_size, 0, &step_bytes);
+        let sp = self.step_pipeline.as_ref().expect("built");
+        let pipeline = &sp
+            .pipelines
+            .iter()
+            .find(|(k, _)| *k == (integrator, projection))
+            .expect("built")
+            .1;
+        queue.write_buffer(
+            &sp.params,
+            0,
+            &params_bytes(
+                precision,
+                [fixed_step, accuracy, max_step, tolerance, duration],
+                target,
+                goal_code,
+            ),
+        );
         let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
-        // Launch records are spaced by the uniform offset alignment (256 bytes on most adapters).
-        let record = u64::from(device.limits.min_uniform_buffer_offset_alignment).max(16);
-        // Buffers per chunk, made once.
+        let mode = integrator | (baumgarte << 8);
         for chunk in &mut self.chunks {
+            let count = chunk.count as u64;
             if chunk.step.is_none() {
-                let count = chunk.count as u64;
                 let launch = d.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("simbatch step launch"),
-                    size: 3 * record,
+                    size: 16,
                     usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
                 let output = d.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("simbatch step output"),
-                    size: 2 * count * bytes,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    label: Some("simbatch step carry"),
+                    size: CARRY_COLUMNS as u64 * count * bytes,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
                 let staging = d.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("simbatch step staging"),
-                    size: (2 + state_width as u64) * count * bytes,
+                    size: (CARRY_COLUMNS + state_width) as u64 * count * bytes,
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
                 let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("simbatch step"),
-                    layout: &pipeline.layout,
+                    layout: &sp.layout,
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: &launch,
-                                offset: 0,
-                                size: wgpu::BufferSize::new(16),
-                            }),
+                            resource: launch.as_entire_binding(),
                         },
                         wgpu::BindGroupEntry {
                             binding: 1,
@@ -231,7 +347,7 @@ impl GpuEvaluator {
                         },
                         wgpu::BindGroupEntry {
                             binding: 3,
-                            resource: pipeline.step_size.as_entire_binding(),
+                            resource: sp.params.as_entire_binding(),
                         },
                     ],
                 });
@@ -242,130 +358,166 @@ impl GpuEvaluator {
                     bind_group,
                 });
             }
+            let step = chunk.step.as_ref().expect("made above");
+            let c = chunk.count as u32;
+            queue.write_buffer(
+                &step.launch,
+                0,
+                bytemuck::cast_slice(&[c, c, trials as u32, mode]),
+            );
+            // The carry: flagged instances are skipped, RKM resumes at its last step size,
+            // everything else starts from 0.
+            let mut carry = vec![0.0f64; CARRY_COLUMNS * chunk.count];
+            for local in 0..chunk.count {
+                let i = chunk.start + local;
+                if batch.status()[i] & status::NONFINITE_STATE != 0 {
+                    carry[CARRY_STATUS * chunk.count + local] = 1.0;
+                }
+                carry[CARRY_STEP_SIZE * chunk.count + local] = step_sizes[i];
+            }
+            let carry_bytes: Vec<u8> = match precision {
+                Precision::F32 => {
+                    bytemuck::cast_slice(&carry.iter().map(|x| *x as f32).collect::<Vec<f32>>())
+                        .to_vec()
+                }
+                Precision::F64 => bytemuck::cast_slice(&carry).to_vec(),
+            };
+            queue.write_buffer(&step.output, 0, &carry_bytes);
         }
-        // All substeps of all chunks in one submit: no readback in between.
-        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("simbatch step"),
-        });
-        let mut remaining = n;
-        let mut dispatches = Vec::new();
-        while remaining > 0 {
-            let steps = remaining.min(MAX_SUBSTEPS_PER_DISPATCH);
-            dispatches.push(steps);
-            remaining -= steps;
-        }
-        let input_prefix = |column: Column| {
-            self.layout
-                .inputs
-                .iter()
-                .find(|c| c.column == column)
-                .map(|c| c.prefix)
-                .ok_or_else(|| Error::Gpu(format!("state column {column:?} not in the layout")))
-        };
         let prefixes = columns
             .iter()
-            .map(|(c, _)| input_prefix(*c))
+            .map(|(column, _)| {
+                self.layout
+                    .inputs
+                    .iter()
+                    .find(|c| c.column == *column)
+                    .map(|c| c.prefix)
+                    .ok_or_else(|| Error::Gpu(format!("state column {column:?} not in the layout")))
+            })
             .collect::<Result<Vec<_>>>()?;
-        let last = dispatches.len().saturating_sub(1);
-        for chunk in &self.chunks {
-            let step = chunk.step.as_ref().expect("made above");
-            // Three launch records cover every dispatch: the first of several (full, fresh),
-            // the middle ones (full, continuing) and the last (the remainder, continuing unless
-            // it is also the first). Written before the submit; dispatches pick one by offset.
-            let mode = integrator | (baumgarte << 8);
-            let full = MAX_SUBSTEPS_PER_DISPATCH.min(n) as u32;
-            let rest = dispatches.last().copied().unwrap_or(0) as u32;
-            let count = chunk.count as u32;
-            let records: [[u32; 4]; 3] = [
-                [count, count, full, mode],
-                [count, count, full, mode | CONTINUING],
-                [
-                    count,
-                    count,
-                    rest,
-                    mode | if last > 0 { CONTINUING } else { 0 },
-                ],
-            ];
-            for (k, r) in records.iter().enumerate() {
-                queue.write_buffer(&step.launch, k as u64 * record, bytemuck::cast_slice(r));
-            }
-            for k in 0..dispatches.len() {
-                let which = if k == last {
-                    2
-                } else if k == 0 {
-                    0
-                } else {
-                    1
-                };
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("simbatch step"),
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&pipeline.pipeline);
-                pass.set_bind_group(0, &step.bind_group, &[(which * record) as u32]);
-                pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
-            }
-            // Read back: status and substeps done, then every state column.
-            let count = chunk.count as u64;
-            encoder.copy_buffer_to_buffer(&step.output, 0, &step.staging, 0, 2 * count * bytes);
-            let mut at = 2 * count * bytes;
-            for ((_, width), prefix) in columns.iter().zip(&prefixes) {
-                let size = *width as u64 * count * bytes;
-                encoder.copy_buffer_to_buffer(
-                    &chunk.input,
-                    *prefix as u64 * count * bytes,
-                    &step.staging,
-                    at,
-                    size,
-                );
-                at += size;
-            }
-        }
-        queue.submit([encoder.finish()]);
 
-        let mut states = Vec::with_capacity(batch.len());
-        let mut report = StepReport::default();
-        for chunk in &self.chunks {
-            let step = chunk.step.as_ref().expect("made above");
-            let count = chunk.count;
-            let size = ((2 + state_width) * count) as u64 * bytes;
-            let values: Vec<f64> =
-                map_read(&self.device, &step.staging, size, |view| match precision {
-                    Precision::F32 => bytemuck::cast_slice::<u8, f32>(view)
-                        .iter()
-                        .map(|x| *x as f64)
-                        .collect(),
-                    Precision::F64 => bytemuck::cast_slice::<u8, f64>(view).to_vec(),
-                })?;
-            for local in 0..count {
-                let i = chunk.start + local;
-                let status = values[local] as u32;
-                let done = values[count + local] as usize;
-                let mut state = batch.state_of(i);
-                let mut at = 2 * count;
-                let (nf, np) = (state.q.len(), state.pose.len());
-                for slot in 0..nf {
-                    state.q[slot].copy_from_slice(&values[at + 7 * local..at + 7 * local + 7]);
-                    at += 7 * count;
-                    state.u[slot].copy_from_slice(&values[at + 6 * local..at + 6 * local + 6]);
-                    at += 6 * count;
-                }
-                for slot in 0..np {
-                    state.pose[slot].copy_from_slice(&values[at + 7 * local..at + 7 * local + 7]);
-                    at += 7 * count;
-                    state.velocity[slot]
-                        .copy_from_slice(&values[at + 6 * local..at + 6 * local + 6]);
-                    at += 6 * count;
-                }
-                state.time += done as f64 * h;
-                report.steps += done as u64;
-                let failed = status != 0;
-                report.flagged += usize::from(failed);
-                states.push((state, failed));
+        // Dispatches a goal needs: known for fixed steps, estimated for RKM from the instances'
+        // step sizes (more rounds follow while some instance has not arrived).
+        let steps_needed = match (goal, options.integrator) {
+            (Goal::Steps(n), Integrator::RungeKuttaMerson { .. }) => n + n / 4 + 1,
+            (Goal::Steps(n), _) => n,
+            (Goal::Duration(d), Integrator::RungeKuttaMerson { .. }) => {
+                let known: Vec<f64> = step_sizes.iter().copied().filter(|h| *h > 0.0).collect();
+                let h = if known.is_empty() {
+                    max_step.min(1e-3)
+                } else {
+                    known.iter().sum::<f64>() / known.len() as f64
+                };
+                ((d / h) * 1.25).ceil() as usize + 1
             }
+            (Goal::Duration(d), _) => (d / fixed_step).ceil() as usize + 1,
+        };
+        let mut dispatches = steps_needed
+            .div_ceil(trials)
+            .clamp(1, MAX_DISPATCHES_PER_SUBMIT);
+        let mut values: Vec<Option<Vec<f64>>> = vec![None; self.chunks.len()];
+        let mut pending: Vec<bool> = vec![true; self.chunks.len()];
+        let width = CARRY_COLUMNS + state_width;
+        while pending.iter().any(|p| *p) {
+            let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("simbatch step"),
+            });
+            for (chunk, _) in self.chunks.iter().zip(&pending).filter(|(_, p)| **p) {
+                let step = chunk.step.as_ref().expect("made above");
+                {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("simbatch step"),
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, &step.bind_group, &[]);
+                    for _ in 0..dispatches {
+                        pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
+                    }
+                }
+                // Read back: the carry, then every state column.
+                let count = chunk.count as u64;
+                let carry = CARRY_COLUMNS as u64 * count * bytes;
+                encoder.copy_buffer_to_buffer(&step.output, 0, &step.staging, 0, carry);
+                let mut at = carry;
+                for ((_, w), prefix) in columns.iter().zip(&prefixes) {
+                    let size = *w as u64 * count * bytes;
+                    encoder.copy_buffer_to_buffer(
+                        &chunk.input,
+                        *prefix as u64 * count * bytes,
+                        &step.staging,
+                        at,
+                        size,
+                    );
+                    at += size;
+                }
+            }
+            queue.submit([encoder.finish()]);
+            for (k, chunk) in self.chunks.iter().enumerate() {
+                if !pending[k] {
+                    continue;
+                }
+                let step = chunk.step.as_ref().expect("made above");
+                let size = (width * chunk.count) as u64 * bytes;
+                let v = map_read(&self.device, &step.staging, size, |view| {
+                    to_f64(precision, view)
+                })?;
+                let n = chunk.count;
+                pending[k] = (0..n).any(|local| {
+                    v[CARRY_STATUS * n + local] == 0.0 && v[CARRY_FINISHED * n + local] == 0.0
+                });
+                values[k] = Some(v);
+            }
+            dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu(format!("stepping kernel failed: {e}")));
+        }
+
+        let mut states = Vec::with_capacity(batch.len());
+        let mut report = StepReport::default();
+        for (chunk, v) in self.chunks.iter().zip(&values) {
+            let v = v.as_ref().expect("every chunk read back");
+            let count = chunk.count;
+            for local in 0..count {
+                let i = chunk.start + local;
+                let carry = |col: usize| v[col * count + local];
+                let mut state = batch.state_of(i);
+                if batch.status()[i] & status::NONFINITE_STATE != 0 {
+                    states.push((state, false));
+                    continue;
+                }
+                let mut at = CARRY_COLUMNS * count;
+                for slot in 0..state.q.len() {
+                    state.q[slot].copy_from_slice(&v[at + 7 * local..at + 7 * local + 7]);
+                    at += 7 * count;
+                    state.u[slot].copy_from_slice(&v[at + 6 * local..at + 6 * local + 6]);
+                    at += 6 * count;
+                }
+                for slot in 0..state.pose.len() {
+                    state.pose[slot].copy_from_slice(&v[at + 7 * local..at + 7 * local + 7]);
+                    at += 7 * count;
+                    state.velocity[slot].copy_from_slice(&v[at + 6 * local..at + 6 * local + 6]);
+                    at += 6 * count;
+                }
+                let accepted = carry(CARRY_ACCEPTED) as u64;
+                let failed = carry(CARRY_STATUS) != 0.0;
+                // Time in f64 on the host: exact multiples of a fixed step, the goal itself
+                // when a duration was reached, else the kernel's compensated sum.
+                state.time += match goal {
+                    Goal::Duration(d) if !failed => d,
+                    _ if fixed_step > 0.0 => accepted as f64 * fixed_step,
+                    _ => carry(CARRY_ELAPSED) - carry(CARRY_ELAPSED_LOW),
+                };
+                if integrator == 2 {
+                    step_sizes[i] = carry(CARRY_STEP_SIZE);
+                }
+                report.steps += accepted;
+                report.rejected += carry(CARRY_REJECTED) as u64;
+                report.projections += carry(CARRY_PROJECTIONS) as u64;
+                report.flagged += usize::from(failed);
+                states.push((state, failed));
+            }
         }
         batch.store_states(&states);
         // The GPU already holds exactly these values: mark them uploaded.
