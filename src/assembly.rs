@@ -13,15 +13,18 @@
 //!
 //! Weights W are per mobility (length nu, > 0; default 1). Only enabled constraints take part;
 //! position assembly uses holonomic rows, velocity assembly and impacts every row with a velocity
-//! error.
+//! error — except that a constraint declaring an assembly condition
+//! ([`Constraint::assembly_position_rows`](crate::constraints::Constraint::assembly_position_rows),
+//! `assembly_velocity_rows`) is assembled on that condition instead (RBDL's optional
+//! `CalcAssemblyPositionError` / `CalcAssemblyVelocityError` of a `CustomConstraint`).
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use crate::batch::{Batch, status};
-use crate::constraints::RowLevel;
+use crate::constraints::{BodyKinematics, Params, Row, RowLevel};
 use crate::error::{Error, Result};
-use crate::evaluate::{BaumgarteMode, InstanceState, InstanceSystem};
+use crate::evaluate::{BaumgarteMode, InstanceState, InstanceSystem, scatter_jacobian};
 use crate::math::{quaternion_rate, vec3};
 use crate::solver::{MassFactor, solve_min_norm_spd};
 
@@ -127,6 +130,81 @@ pub(crate) fn select_rows(
     (g, e)
 }
 
+/// The rows assembly drives to zero for instance `sys`, as (G rows, errors): per enabled
+/// constraint its assembly condition when it declares one
+/// ([`Constraint::assembly_position_rows`](crate::constraints::Constraint::assembly_position_rows)
+/// / `assembly_velocity_rows`), else its own rows as [`select_rows`] picks them.
+fn assembly_rows(
+    batch: &Batch,
+    sys: &InstanceSystem,
+    position: bool,
+) -> (DMatrix<f64>, DVector<f64>) {
+    let template = batch.template();
+    let nu = sys.jacobian.ncols();
+    let mut g: Vec<f64> = Vec::new();
+    let mut errors = Vec::new();
+    for ((slot, block), cols) in template
+        .constraints()
+        .iter()
+        .zip(&sys.constraints)
+        .zip(batch.all_constraint_columns())
+    {
+        if !block.enabled {
+            continue;
+        }
+        let c = &slot.constraint;
+        let count = if position {
+            c.assembly_position_rows()
+        } else {
+            c.assembly_velocity_rows()
+        };
+        if count > 0 {
+            let params = Params::new(&cols.params, &cols.widths, sys.instance);
+            let kinematics: Vec<BodyKinematics> =
+                c.bodies().iter().map(|b| sys.kinematics[b.0]).collect();
+            let mut rows = vec![Row::default(); count];
+            if position {
+                c.assembly_position(&params, &kinematics, &mut rows);
+            } else {
+                c.assembly_velocity(&params, &kinematics, &mut rows);
+            }
+            for row in &rows {
+                let start = g.len();
+                g.resize(start + nu, 0.0);
+                scatter_jacobian(template, c.bodies(), &row.jacobian, |k, value| {
+                    g[start + k] += value
+                });
+                errors.push(if position {
+                    row.position_error
+                } else {
+                    row.velocity_error
+                });
+            }
+        } else {
+            for (r, level) in c.row_levels().iter().enumerate() {
+                let wanted = if position {
+                    *level == RowLevel::Position
+                } else {
+                    *level != RowLevel::Acceleration
+                };
+                if wanted {
+                    let at = block.offset + r;
+                    g.extend(sys.jacobian.row(at).iter());
+                    errors.push(if position {
+                        sys.position_errors[at]
+                    } else {
+                        sys.velocity_errors[at]
+                    });
+                }
+            }
+        }
+    }
+    (
+        DMatrix::from_row_slice(errors.len(), nu, &g),
+        DVector::from_vec(errors),
+    )
+}
+
 /// `δu = −W⁻¹ Gᵀ (G W⁻¹ Gᵀ)⁺ e`.
 fn weighted_correction(g: &DMatrix<f64>, e: &DVector<f64>, w: &[f64]) -> DVector<f64> {
     let winv_gt = DMatrix::from_fn(g.ncols(), g.nrows(), |r, c| g[(c, r)] / w[r]);
@@ -160,7 +238,7 @@ pub fn assemble_positions(batch: &mut Batch, options: &AssemblyOptions) -> Resul
                 if sys.status != status::OK {
                     return (b.state_of(i), iteration as u32, false, f64::NAN);
                 }
-                let (g, e) = select_rows(b, &sys, true);
+                let (g, e) = assembly_rows(b, &sys, true);
                 let error = max_abs(&e);
                 let du = weighted_correction(&g, &e, &w);
                 if (error <= options.tolerance && max_abs(&du) <= options.tolerance)
@@ -213,7 +291,7 @@ pub fn assemble_velocities(batch: &mut Batch, weights: Option<&[f64]>) -> Result
             if sys.status != status::OK {
                 return (state, f64::NAN);
             }
-            let (g, e) = select_rows(b, &sys, false);
+            let (g, e) = assembly_rows(b, &sys, false);
             let du = weighted_correction(&g, &e, &w);
             for (k, u) in state.u.iter_mut().enumerate() {
                 for j in 0..6 {
@@ -221,7 +299,7 @@ pub fn assemble_velocities(batch: &mut Batch, weights: Option<&[f64]>) -> Result
                 }
             }
             let after = b.assemble_with(i, &state, BaumgarteMode::Off);
-            let (_, e) = select_rows(b, &after, false);
+            let (_, e) = assembly_rows(b, &after, false);
             (state, max_abs(&e))
         })
         .collect();

@@ -288,6 +288,25 @@ pub(crate) enum BaumgarteMode {
     Off,
 }
 
+/// Adds a row's Jacobian blocks (one per constraint body) into a G row: `add(column, value)`
+/// for each entry on a free body (mobility `6·slot + k`); blocks on Ground and prescribed bodies
+/// do not enter G.
+pub(crate) fn scatter_jacobian(
+    template: &crate::model::SystemTemplate,
+    bodies: &[crate::model::BodyId],
+    blocks: &[[f64; 6]; 2],
+    mut add: impl FnMut(usize, f64),
+) {
+    for (block, body) in blocks.iter().zip(bodies) {
+        let b = &template.bodies()[body.0];
+        if b.kind == BodyKind::Free {
+            for (k, value) in block.iter().enumerate() {
+                add(6 * b.slot + k, *value);
+            }
+        }
+    }
+}
+
 impl Batch {
     /// The state of instance `i` as held in the columns.
     pub fn instance_state(&self, i: usize) -> Result<InstanceState> {
@@ -490,14 +509,9 @@ impl Batch {
                 let inv_t = with_baumgarte.then(|| 1.0 / cols.baumgarte_time_constant[i]);
                 for (r, row) in rows.iter().enumerate() {
                     let at = offset + r;
-                    for (block, body) in row.jacobian.iter().zip(bodies) {
-                        let b = &template.bodies()[body.0];
-                        if b.kind == BodyKind::Free {
-                            for (k, value) in block.iter().enumerate() {
-                                jacobian[(at, 6 * b.slot + k)] += value;
-                            }
-                        }
-                    }
+                    scatter_jacobian(template, bodies, &row.jacobian, |k, value| {
+                        jacobian[(at, k)] += value
+                    });
                     bias_acceleration[at] = row.acceleration_error;
                     position_errors[at] = row.position_error;
                     velocity_errors[at] = row.velocity_error;

@@ -8,12 +8,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 use nalgebra::DVector;
 use serde_json::Value;
 
 use crate::batch::Batch;
-use crate::constraints::{PointOnPlaneContact, SphereOnPlaneContact};
+use crate::constraints::{Constraint, PointOnPlaneContact, SphereOnPlaneContact};
 use crate::error::{Error, Result};
 use crate::evaluate::Evaluation;
 use crate::model::{BodyId, ConstraintId, GROUND, SystemTemplate};
@@ -407,8 +408,45 @@ fn plane_frame(r: &Record) -> Result<[f64; 7]> {
 }
 
 /// Builds one batch from `sphere_on_plane` or `point_on_plane` records of the same structure
-/// (kind, `rolling`, `plane_body`).
+/// (kind, `rolling`, `plane_body`), with the built-in constraints.
 pub fn contact_batch(records: &[&Record]) -> Result<(Batch, ContactHandles)> {
+    contact_batch_with(records, &builtin_contact)
+}
+
+/// What a contact record asks for, handed to the constraint maker of [`contact_batch_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContactStructure<'a> {
+    /// `sphere_on_plane` or `point_on_plane`.
+    pub kind: &'a str,
+    /// Body carrying the plane (Ground or a free body).
+    pub plane: BodyId,
+    /// Body carrying the sphere or the follower point.
+    pub body: BodyId,
+    /// Whether the record enforces rolling (spheres only).
+    pub rolling: bool,
+}
+
+/// The built-in constraint for a contact record.
+pub fn builtin_contact(s: &ContactStructure<'_>) -> Result<Arc<dyn Constraint>> {
+    Ok(match s.kind {
+        "sphere_on_plane" => Arc::new(SphereOnPlaneContact::new(s.plane, s.body, s.rolling)),
+        "point_on_plane" => Arc::new(PointOnPlaneContact::new(s.plane, s.body)),
+        other => {
+            return Err(Error::Template(format!(
+                "kind {other:?} is not a contact record"
+            )));
+        }
+    })
+}
+
+/// [`contact_batch`] with the constraint made by `make` — how a user's own implementation of
+/// a contact is checked against Simbody's numbers. The constraint must take the built-in's
+/// parameters by the same names (`plane_frame`, and `sphere_center` + `radius` or
+/// `follower_point`) and report in the same row order.
+pub fn contact_batch_with(
+    records: &[&Record],
+    make: &dyn Fn(&ContactStructure<'_>) -> Result<Arc<dyn Constraint>>,
+) -> Result<(Batch, ContactHandles)> {
     let first = records
         .first()
         .ok_or_else(|| Error::Template("no records to build a batch from".into()))?;
@@ -426,13 +464,15 @@ pub fn contact_batch(records: &[&Record]) -> Result<(Batch, ContactHandles)> {
         other => return Err(first.err(format!("plane_body {other:?}; accepted: ground, free"))),
     };
     let body = template.add_free_body("body");
-    let constraint = match kind.as_str() {
-        "sphere_on_plane" => {
-            template.add_constraint(SphereOnPlaneContact::new(plane, body, rolling))?
-        }
-        "point_on_plane" => template.add_constraint(PointOnPlaneContact::new(plane, body))?,
-        other => return Err(first.err(format!("kind {other:?} is not a contact record"))),
-    };
+    if kind != "sphere_on_plane" && kind != "point_on_plane" {
+        return Err(first.err(format!("kind {kind:?} is not a contact record")));
+    }
+    let constraint = template.add_constraint_arc(make(&ContactStructure {
+        kind: &kind,
+        plane,
+        body,
+        rolling,
+    })?)?;
     let mut batch = Batch::new(template, records.len())?;
     for (i, r) in records.iter().enumerate() {
         let loc = |e: Error| r.err(e.to_string());

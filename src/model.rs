@@ -176,6 +176,18 @@ impl SystemTemplate {
                 crate::constraints::MAX_ROWS
             )));
         }
+        for (what, n) in [
+            ("position", constraint.assembly_position_rows()),
+            ("velocity", constraint.assembly_velocity_rows()),
+        ] {
+            if n > crate::constraints::MAX_ROWS {
+                return Err(Error::Template(format!(
+                    "constraint {index} ({}) declares {n} {what} assembly rows; accepted 0..={}",
+                    constraint.kind_name(),
+                    crate::constraints::MAX_ROWS
+                )));
+            }
+        }
         for slot in constraint.report_slots().iter().flatten() {
             if *slot >= rows {
                 return Err(Error::Template(format!(

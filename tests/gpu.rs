@@ -11,11 +11,10 @@
 //! `G u̇ + k ≈ 0` — relative to the size of the terms it cancels (`golden::Report` documents
 //! both).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 mod common;
-use common::device;
+use common::{device, golden_dir};
 
 use simbatch::golden::{self, Report, compare_evaluations};
 use simbatch::gpu::layout::Layout;
@@ -138,12 +137,6 @@ fn gpu_jacobians_and_bias_match_cpu() {
     }
     report.records = batch.len();
     assert_report("G and k", &report);
-}
-
-fn golden_dir() -> PathBuf {
-    std::env::var_os("SIMBATCH_GOLDEN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden"))
 }
 
 /// Simbody's golden files through the GPU: f32 within the contract's f32 bound, f64 within the

@@ -254,6 +254,48 @@ pub trait Constraint: Send + Sync + Debug {
         ContactReport::default()
     }
 
+    /// Rows of the optional position-level assembly condition (RBDL's
+    /// `CalcAssemblyPositionError` and its Jacobian), at most [`MAX_ROWS`]. When not 0,
+    /// [`assemble_positions`](crate::assembly::assemble_positions) drives these rows' position
+    /// errors to zero in place of the constraint's own [`RowLevel::Position`] rows — how a
+    /// velocity-level constraint such as rolling states where its contact should be. 0 (the
+    /// default): the constraint's own position rows are used. Time stepping and projection always
+    /// use the constraint's own rows.
+    fn assembly_position_rows(&self) -> usize {
+        0
+    }
+
+    /// Fills `jacobian` (the derivative of each error with respect to the free bodies'
+    /// mobilities, as in [`Row::jacobian`]) and `position_error` of each of the
+    /// [`assembly_position_rows`](Self::assembly_position_rows) rows; other fields are ignored.
+    fn assembly_position(
+        &self,
+        _params: &Params<'_>,
+        _kinematics: &[BodyKinematics],
+        _rows: &mut [Row],
+    ) {
+    }
+
+    /// Rows of the optional velocity-level assembly condition (RBDL's
+    /// `CalcAssemblyVelocityError` and its Jacobian), at most [`MAX_ROWS`]. When not 0,
+    /// [`assemble_velocities`](crate::assembly::assemble_velocities) zeroes these rows' velocity
+    /// errors in place of the constraint's own rows with a velocity error. 0 (the default): the
+    /// constraint's own rows are used.
+    fn assembly_velocity_rows(&self) -> usize {
+        0
+    }
+
+    /// Fills `jacobian` and `velocity_error` of each of the
+    /// [`assembly_velocity_rows`](Self::assembly_velocity_rows) rows; other fields are ignored.
+    /// The velocity error must be affine in the free bodies' velocities with that Jacobian.
+    fn assembly_velocity(
+        &self,
+        _params: &Params<'_>,
+        _kinematics: &[BodyKinematics],
+        _rows: &mut [Row],
+    ) {
+    }
+
     /// The WGSL twin of [`evaluate`](Self::evaluate) (and of [`report`](Self::report)), which
     /// the GPU path splices into its kernels; `None`: the constraint runs on the CPU only, and
     /// building a GPU kernel for its template is an error naming it.

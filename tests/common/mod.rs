@@ -1,5 +1,6 @@
 //! Shared by the GPU test suites.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use simbatch::gpu::GpuDevice;
@@ -25,4 +26,12 @@ pub fn device() -> Option<Arc<GpuDevice>> {
             }
         })
         .clone()
+}
+
+/// Simbody's golden files: `SIMBATCH_GOLDEN_DIR`, else the copy in `tests/data/golden`.
+#[allow(dead_code)] // not every suite reads golden files
+pub fn golden_dir() -> PathBuf {
+    std::env::var_os("SIMBATCH_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden"))
 }
