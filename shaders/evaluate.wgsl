@@ -303,6 +303,35 @@ struct Solved {
     enabled: array<u32, ROWS_CAP>,
 }
 
+// A = G M⁻¹ Gᵀ from G (rows × NU) and Y = M⁻¹ Gᵀ (stored row r = column r of Y); shared by
+// the solve and the projection (step.wgsl).
+fn gram_matrix(g: array<real, ROWS_NU_CAP>, minv_gt: array<real, ROWS_NU_CAP>) -> array<real, ROWS_ROWS_CAP> {
+    var a_mat: array<real, ROWS_ROWS_CAP>;
+    for (var r = 0u; r < ROWS; r++) {
+        for (var q = 0u; q < ROWS; q++) {
+            var sum: real = 0.0;
+            for (var k = 0u; k < NU; k++) {
+                sum += g[r * NU + k] * minv_gt[q * NU + k];
+            }
+            a_mat[r * ROWS + q] = sum;
+        }
+    }
+    return a_mat;
+}
+
+// M⁻¹ Gᵀ x.
+fn minv_gt_times(minv_gt: array<real, ROWS_NU_CAP>, x: array<real, ROWS_CAP>) -> array<real, NU_CAP> {
+    var out: array<real, NU_CAP>;
+    for (var k = 0u; k < NU; k++) {
+        var sum: real = 0.0;
+        for (var r = 0u; r < ROWS; r++) {
+            sum += minv_gt[r * NU + k] * x[r];
+        }
+        out[k] = sum;
+    }
+    return out;
+}
+
 // Assembles and solves instance i at `state`: twin of `solve` (src/solver.rs).
 fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     var sys = assemble_instance(i, state, baumgarte);
@@ -319,7 +348,7 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     var minv_gt = mass.minv_gt;
 
     // (G M⁻¹ Gᵀ) λ = G u̇₀ − b.
-    var a_mat: array<real, ROWS_ROWS_CAP>;
+    var a_mat = gram_matrix(jacobian, minv_gt);
     var rhs_rows: array<real, ROWS_CAP>;
     for (var r = 0u; r < ROWS; r++) {
         var g_udot: real = 0.0;
@@ -327,22 +356,12 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
             g_udot += jacobian[r * NU + k] * udot_unconstrained[k];
         }
         rhs_rows[r] = g_udot - bias[r];
-        for (var q = 0u; q < ROWS; q++) {
-            var sum: real = 0.0;
-            for (var k = 0u; k < NU; k++) {
-                sum += jacobian[r * NU + k] * minv_gt[q * NU + k];
-            }
-            a_mat[r * ROWS + q] = sum;
-        }
     }
     let multipliers = solve_min_norm_spd(&a_mat, &rhs_rows);
+    let correction = minv_gt_times(minv_gt, multipliers);
     var udot: array<real, NU_CAP>;
     for (var k = 0u; k < NU; k++) {
-        var correction: real = 0.0;
-        for (var r = 0u; r < ROWS; r++) {
-            correction += minv_gt[r * NU + k] * multipliers[r];
-        }
-        udot[k] = udot_unconstrained[k] - correction;
+        udot[k] = udot_unconstrained[k] - correction[k];
         if !is_finite_real(udot[k]) {
             status |= NONFINITE_RESULT;
         }

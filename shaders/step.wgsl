@@ -228,24 +228,12 @@ fn projection_correction(i: u32, s: State, position: bool) -> Correction {
     }
     let mass = mass_solve(sys.mass_blocks, sys.applied, g);
     out.ok = out.ok && mass.ok;
-    var minv_gt = mass.minv_gt;
-    var a_mat: array<real, ROWS_ROWS_CAP>;
-    for (var r = 0u; r < ROWS; r++) {
-        for (var q = 0u; q < ROWS; q++) {
-            var sum: real = 0.0;
-            for (var k = 0u; k < NU; k++) {
-                sum += g[r * NU + k] * minv_gt[q * NU + k];
-            }
-            a_mat[r * ROWS + q] = sum;
-        }
-    }
+    let minv_gt = mass.minv_gt;
+    var a_mat = gram_matrix(g, minv_gt);
     let x = solve_min_norm_spd(&a_mat, &e);
+    let du = minv_gt_times(minv_gt, x);
     for (var k = 0u; k < NU; k++) {
-        var sum: real = 0.0;
-        for (var r = 0u; r < ROWS; r++) {
-            sum += minv_gt[r * NU + k] * x[r];
-        }
-        out.du[k] = -sum;
+        out.du[k] = -du[k];
         out.ok = out.ok && is_finite_real(out.du[k]);
     }
     return out;
