@@ -30,6 +30,8 @@
 pub mod assembly;
 pub mod backend;
 pub mod batch;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod constraints;
 pub mod custom;
 pub mod dynamics;

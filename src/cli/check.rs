@@ -1,0 +1,115 @@
+//! `simbatch check`: conformance against a directory of golden files (the format of Simbody's
+//! golden output: `*.jsonl` evaluation records, `trajectories.jsonl`), and CPU-vs-GPU parity on
+//! the same batches. Prints the worst error per quantity; fails when a bound is exceeded.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::CliError;
+use crate::golden::{self, Record, Report};
+use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, Precision};
+use crate::integrate::{Integrator, Stabilization, StepOptions, Stepper};
+
+/// Arguments of `simbatch check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Directory of golden files.
+    #[arg(default_value = "tests/data/golden")]
+    pub dir: PathBuf,
+    /// CPU bound on evaluation records (relative to max(1, |x|)).
+    #[arg(long, default_value_t = 1e-9)]
+    pub tol: f64,
+    /// CPU bound on trajectory samples (RK4, h = 5e-4).
+    #[arg(long, default_value_t = 1e-7)]
+    pub trajectory_tol: f64,
+    /// GPU parity: none, or any adapter (`gpu`), f32 within 2e-4 of the CPU and f64 (where
+    /// offered) within 1e-9.
+    #[arg(long, default_value = "gpu")]
+    pub parity: String,
+}
+
+/// Runs the check.
+pub fn run(args: &CheckArgs) -> Result<(), CliError> {
+    let records = golden::read_dir(&args.dir)?;
+    let mut failures = Vec::new();
+    let cpu = golden::check_records_cpu(&records, args.tol)?;
+    println!(
+        "CPU f64 against {} (bound {:e}):\n{cpu}",
+        args.dir.display(),
+        args.tol
+    );
+    if !cpu.passed() {
+        failures.push("CPU evaluation records".to_string());
+    }
+    let trajectories: Vec<Record> = records
+        .iter()
+        .filter(|r| r.kind().ok() == Some("trajectory"))
+        .cloned()
+        .collect();
+    if !trajectories.is_empty() {
+        let options = StepOptions {
+            integrator: Integrator::Rk4 { step: 5e-4 },
+            stabilization: Stabilization::None,
+        };
+        let report = golden::check_trajectories(
+            &trajectories,
+            || Stepper::new(options),
+            args.trajectory_tol,
+        )?;
+        println!(
+            "CPU f64 trajectories, RK4 h = 5e-4 (bound {:e}):\n{report}",
+            args.trajectory_tol
+        );
+        if !report.passed() {
+            failures.push("CPU trajectories".into());
+        }
+    }
+    match args.parity.as_str() {
+        "none" => {}
+        "gpu" => match GpuDevice::new() {
+            Err(e) => {
+                println!("GPU parity not run: {e}");
+            }
+            Ok(d) => {
+                let d = Arc::new(d);
+                println!("GPU: {}", d.describe());
+                let mut precisions = vec![(Precision::F32, 2e-4)];
+                if d.supports_f64 {
+                    precisions.push((Precision::F64, 1e-9));
+                }
+                let mut groups: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+                for r in &records {
+                    if matches!(r.kind()?, "sphere_on_plane" | "point_on_plane") {
+                        groups.entry(golden::group_key(r)?).or_default().push(r);
+                    }
+                }
+                for (precision, tol) in precisions {
+                    let mut report = Report::default();
+                    for group in groups.values() {
+                        let (batch, _) = golden::contact_batch(group)?;
+                        let mut gpu =
+                            GpuEvaluator::new(d.clone(), &batch, precision, GpuOptions::default())?;
+                        let ev = gpu.evaluate(&batch)?;
+                        golden::compare_evaluations(&ev, &batch.evaluate(), tol, &mut report)?;
+                    }
+                    println!("GPU {precision:?} against the CPU (bound {tol:e}):\n{report}");
+                    if !report.passed() {
+                        failures.push(format!("GPU {precision:?} parity"));
+                    }
+                }
+            }
+        },
+        other => {
+            return Err(CliError::Check(format!(
+                "--parity {other:?}; accepted: gpu, none"
+            )));
+        }
+    }
+    if failures.is_empty() {
+        println!("check passed");
+        Ok(())
+    } else {
+        Err(CliError::Check(failures.join(", ")))
+    }
+}

@@ -1,0 +1,378 @@
+//! The `simbatch` command: Monte Carlo studies (`run`, `merge`), the benchmark harness
+//! (`bench`) and the conformance check (`check`). Built with the default `cli` feature; the
+//! binary (`src/main.rs`) only parses arguments and calls [`main_with`].
+//!
+//! Rooms: [`scenario`] reads and checks scenario files; [`sample`] draws parameters from
+//! counter-based streams; [`study`] builds batches and runs them; [`output`] writes the
+//! output directory atomically and merges shards; [`plots`] draws SVG plots; [`bench`] and
+//! [`check`] are the other two commands.
+
+pub mod bench;
+pub mod check;
+pub mod output;
+pub mod plots;
+pub mod sample;
+pub mod scenario;
+pub mod study;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use crate::backend::Backend;
+use scenario::{DEFAULT_SCENARIO, Scenario};
+use study::Runner;
+
+/// What can go wrong in the command; every message names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A scenario mistake, located.
+    #[error("{file}:{line}:{column}: {field}{}{message}", if field.is_empty() { "" } else { ": " })]
+    Scenario {
+        /// Scenario file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The field, e.g. `body[0].mass`.
+        field: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+    /// An engine error.
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A drawn value the engine refused (e.g. an inertia that breaks the triangle inequality).
+    #[error("instance {instance}: {message}")]
+    Sample {
+        /// Global instance index.
+        instance: usize,
+        /// The engine's message, naming the field and the accepted range.
+        message: String,
+    },
+    /// A bad shard specification.
+    #[error("shard {0}")]
+    Shard(String),
+    /// The output directory exists.
+    #[error("output directory {0} exists; pass --force to replace it")]
+    OutputExists(String),
+    /// Shard outputs that do not merge.
+    #[error("merge: {0}")]
+    Merge(String),
+    /// A plot could not be drawn.
+    #[error("plot {path}: {message}")]
+    Plot {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The conformance check found errors above their bounds.
+    #[error("check failed: {0}")]
+    Check(String),
+}
+
+/// `simbatch`: batches of small constrained rigid-body systems on CPU and GPU.
+#[derive(Debug, Parser)]
+#[command(name = "simbatch", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a Monte Carlo study (the embedded default study when no file is given).
+    Run {
+        /// Scenario file (TOML); `simbatch scenario` prints the default one to start from.
+        scenario: Option<PathBuf>,
+        /// Output directory (default: `simbatch-out/<name>`, with `-shard-I-of-N` when sharded).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Replace an existing output directory.
+        #[arg(long)]
+        force: bool,
+        /// Backend, overriding the scenario's: auto (a hardware GPU, else the CPU), cpu, gpu.
+        #[arg(long)]
+        backend: Option<String>,
+        /// Run slice I of N (0-based), e.g. `--shard 3/8`. Default: from SLURM_ARRAY_TASK_ID /
+        /// SLURM_ARRAY_TASK_COUNT (minus SLURM_ARRAY_TASK_MIN), or JOB_COMPLETION_INDEX with
+        /// SIMBATCH_SHARDS; else the whole study.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Override the scenario's instance count (quick trials).
+        #[arg(long)]
+        instances: Option<usize>,
+        /// No progress bar or summary table.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Join shard outputs of one study, checking that they cover it exactly once.
+    Merge {
+        /// Shard output directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Replace an existing output directory.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Throughput table: instance-evaluations/s and instance-steps/s per backend, system, N
+    /// and substeps per call.
+    Bench(bench::BenchArgs),
+    /// Conformance against a directory of golden files (Simbody's format) and CPU-vs-GPU parity.
+    Check(check::CheckArgs),
+    /// Print the embedded default scenario (a starting point for your own).
+    Scenario,
+}
+
+/// Runs the command line `args` (including the program name); what `main` calls.
+pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Command::Run {
+            scenario,
+            out,
+            force,
+            backend,
+            shard,
+            instances,
+            quiet,
+        } => {
+            let scenario = load(scenario.as_deref(), instances)?;
+            let shard = shard_spec(shard.as_deref(), &|k| std::env::var(k).ok())?;
+            let backend = match backend {
+                Some(b) => b.parse::<Backend>()?,
+                None => scenario.simulation.backend,
+            };
+            let out = out.unwrap_or_else(|| default_out(&scenario, shard));
+            let manifest = run_study(&scenario, shard, backend, &out, force, quiet)?;
+            if !quiet {
+                println!(
+                    "wrote {} ({} instances, {})",
+                    out.display(),
+                    manifest["shard"]["end"].as_u64().unwrap_or(0)
+                        - manifest["shard"]["start"].as_u64().unwrap_or(0),
+                    manifest["backend"].as_str().unwrap_or("")
+                );
+            }
+            Ok(())
+        }
+        Command::Merge { shards, out, force } => {
+            let manifest = output::merge(&shards, &out, force)?;
+            println!(
+                "merged {} shards into {} ({} instances)",
+                shards.len(),
+                out.display(),
+                manifest["instances"]
+            );
+            Ok(())
+        }
+        Command::Bench(args) => bench::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Scenario => {
+            print!("{DEFAULT_SCENARIO}");
+            Ok(())
+        }
+    }
+}
+
+/// Reads a scenario file, or the embedded default; `instances` overrides its count.
+pub fn load(path: Option<&Path>, instances: Option<usize>) -> Result<Scenario, CliError> {
+    let mut scenario = match path {
+        None => Scenario::parse("<default>", DEFAULT_SCENARIO)?,
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|source| CliError::Io {
+                path: p.display().to_string(),
+                source,
+            })?;
+            Scenario::parse(&p.display().to_string(), &text)?
+        }
+    };
+    if let Some(n) = instances {
+        if n == 0 {
+            return Err(CliError::Shard("--instances 0; accepted: ≥ 1".into()));
+        }
+        scenario.instances = n;
+    }
+    Ok(scenario)
+}
+
+/// Parses `I/N`, or reads it from the scheduler's environment (`env` looks a variable up).
+pub fn shard_spec(
+    arg: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<(usize, usize)>, CliError> {
+    let parse = |s: &str, what: &str| -> Result<usize, CliError> {
+        s.trim().parse::<usize>().map_err(|_| {
+            CliError::Shard(format!("{what} = {s:?}; accepted: a non-negative integer"))
+        })
+    };
+    let (index, count) = if let Some(a) = arg {
+        let Some((i, n)) = a.split_once('/') else {
+            return Err(CliError::Shard(format!(
+                "--shard {a:?}; accepted: I/N with 0 ≤ I < N, e.g. 0/4"
+            )));
+        };
+        (parse(i, "--shard index")?, parse(n, "--shard count")?)
+    } else if let Some(id) = env("SLURM_ARRAY_TASK_ID") {
+        let count = env("SLURM_ARRAY_TASK_COUNT").ok_or_else(|| {
+            CliError::Shard("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not".into())
+        })?;
+        let min =
+            env("SLURM_ARRAY_TASK_MIN").map_or(Ok(0), |m| parse(&m, "SLURM_ARRAY_TASK_MIN"))?;
+        let id = parse(&id, "SLURM_ARRAY_TASK_ID")?;
+        (
+            id.checked_sub(min).ok_or_else(|| {
+                CliError::Shard(format!(
+                    "SLURM_ARRAY_TASK_ID {id} < SLURM_ARRAY_TASK_MIN {min}"
+                ))
+            })?,
+            parse(&count, "SLURM_ARRAY_TASK_COUNT")?,
+        )
+    } else if let Some(index) = env("JOB_COMPLETION_INDEX") {
+        let count = env("SIMBATCH_SHARDS").ok_or_else(|| {
+            CliError::Shard(
+                "JOB_COMPLETION_INDEX is set; also set SIMBATCH_SHARDS to the Job's completions"
+                    .into(),
+            )
+        })?;
+        (
+            parse(&index, "JOB_COMPLETION_INDEX")?,
+            parse(&count, "SIMBATCH_SHARDS")?,
+        )
+    } else {
+        return Ok(None);
+    };
+    if count == 0 || index >= count {
+        return Err(CliError::Shard(format!(
+            "{index}/{count}; accepted: I/N with 0 ≤ I < N"
+        )));
+    }
+    Ok(Some((index, count)))
+}
+
+/// Global instances of shard `I/N`: `[I·n/N, (I+1)·n/N)`.
+pub fn shard_range(instances: usize, shard: Option<(usize, usize)>) -> std::ops::Range<usize> {
+    match shard {
+        None => 0..instances,
+        Some((i, n)) => {
+            let at = |k: usize| ((k as u128 * instances as u128) / n as u128) as usize;
+            at(i)..at(i + 1)
+        }
+    }
+}
+
+fn default_out(scenario: &Scenario, shard: Option<(usize, usize)>) -> PathBuf {
+    let name: String = scenario
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let dir = match shard {
+        None => name,
+        Some((i, n)) => format!("{name}-shard-{i}-of-{n}"),
+    };
+    Path::new("simbatch-out").join(dir)
+}
+
+/// Runs a study (or one shard of it) into `out`; returns its manifest.
+pub fn run_study(
+    scenario: &Scenario,
+    shard: Option<(usize, usize)>,
+    backend: Backend,
+    out: &Path,
+    force: bool,
+    quiet: bool,
+) -> Result<serde_json::Value, CliError> {
+    let started = Instant::now();
+    // Everything that can be refused is refused before any work or any file.
+    let dir = output::OutDir::create(out, force)?;
+    let range = shard_range(scenario.instances, shard);
+    study::validate(scenario, range.clone())?;
+    let (runner, backend_text) = Runner::resolve(backend)?;
+    let units = study::progress_units(scenario, &range);
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(units)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:40}] {percent}% instance-checkpoints, eta {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let setup = started.elapsed().as_secs_f64();
+    let simulate_start = Instant::now();
+    let inc = |k: u64| bar.inc(k);
+    let results = study::run(scenario, range.clone(), &runner, &inc)?;
+    bar.finish_and_clear();
+    let simulate = simulate_start.elapsed().as_secs_f64();
+    let write_start = Instant::now();
+    let body = scenario.bodies.first().map(|b| b.name.as_str());
+    let (summary, files) = output::write_results(dir.path(), &results, body)?;
+    let manifest = json!({
+        "complete": true,
+        "simbatch": env!("CARGO_PKG_VERSION"),
+        "wgpu": "30",
+        "command": std::env::args().collect::<Vec<_>>(),
+        "scenario": { "file": scenario.file, "name": scenario.name, "hash": scenario.hash(), "text": scenario.source },
+        "seed": scenario.seed,
+        "instances": scenario.instances,
+        "shard": { "index": shard.map_or(0, |s| s.0), "count": shard.map_or(1, |s| s.1), "start": range.start, "end": range.end },
+        "backend": backend_text,
+        "precision": format!("{:?}", scenario.simulation.precision).to_lowercase(),
+        "integrator": format!("{:?}", scenario.simulation.options),
+        "duration": scenario.simulation.duration,
+        "bodies": scenario.bodies.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
+        "timings": { "setup_s": setup, "simulate_s": simulate, "write_s": write_start.elapsed().as_secs_f64(), "total_s": started.elapsed().as_secs_f64() },
+        "flagged": results.rows.iter().filter(|(_, v)| results.columns.iter().position(|c| c == "status").is_some_and(|k| v[k] != 0.0)).count(),
+        "files": files,
+    });
+    output::write_manifest(dir.path(), &manifest)?;
+    dir.commit()?;
+    if !quiet {
+        let shown: Vec<(String, output::Stats)> = summary
+            .into_iter()
+            .filter(|(n, _)| {
+                !n.contains(".e")
+                    && !n.ends_with(".wx")
+                    && !n.ends_with(".wy")
+                    && !n.ends_with(".wz")
+            })
+            .collect();
+        print!("{}", output::summary_table(&shown));
+        println!(
+            "simulated {} instances for {} s in {simulate:.2} s on {backend_text}",
+            range.len(),
+            scenario.simulation.duration
+        );
+    }
+    Ok(manifest)
+}

@@ -1,0 +1,661 @@
+//! The `simbatch` command: scenario parsing (good files, and bad ones reported with file, line,
+//! column, field and what is accepted), sampling statistics, shard invariance (shards merged
+//! equal the unsharded run bit for bit on the CPU), an end-to-end `run` checked against the
+//! closed form of balls on inclines, atomic outputs, and `check` on the golden files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use simbatch::backend::Backend;
+use simbatch::cli::sample::{Scalar, draw};
+use simbatch::cli::scenario::{ConstraintSpec, DEFAULT_SCENARIO, Flag, InertiaSpec, Scenario};
+use simbatch::cli::{CliError, output, run_study, shard_range, shard_spec};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_simbatch"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("simbatch-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_default_scenario_parses_as_documented() {
+    let s = Scenario::parse("<default>", DEFAULT_SCENARIO).unwrap();
+    assert_eq!(s.instances, 100_000);
+    assert_eq!(s.vars.len(), 1);
+    assert_eq!(s.vars[0].0, "radius");
+    assert!(matches!(s.vars[0].1, Scalar::LogUniform(lo, hi) if lo == 0.02 && hi == 0.2));
+    assert_eq!(s.bodies.len(), 1);
+    assert_eq!(
+        s.bodies[0].inertia,
+        InertiaSpec::SolidSphere(Scalar::Var(0))
+    );
+    match &s.constraints[0] {
+        ConstraintSpec::SphereOnPlane {
+            rolling,
+            radius,
+            plane,
+            ..
+        } => {
+            assert_eq!(*rolling, Flag::Either);
+            assert_eq!(*radius, Scalar::Var(0));
+            assert_eq!(*plane, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(s.simulation.assemble);
+    assert_eq!(s.record.interval, Some(0.05));
+}
+
+/// A small scenario: `{}` gets extra TOML at the end of the constraint table.
+const SMALL: &str = r#"name = "small"
+instances = 240
+seed = 11
+
+[vars]
+radius = { uniform = [0.05, 0.15] }
+
+[[body]]
+name = "ball"
+mass = { log_uniform = [0.5, 2.0] }
+inertia = { solid_sphere = "$radius" }
+position = [0.0, 0.0, "$radius"]
+
+[[constraint]]
+kind = "sphere_on_plane"
+plane = "ground"
+body = "ball"
+rolling = { choice = [true, false] }
+radius = "$radius"
+incline_deg = { uniform = [5.0, 40.0] }
+
+[simulation]
+integrator = "rk4"
+step = 0.01
+stabilization = "projection"
+tolerance = 1e-9
+duration = 0.2
+backend = "cpu"
+
+[record]
+interval = 0.05
+series_instances = 240
+events = true
+"#;
+
+/// Line and column (1-based) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset];
+    (
+        before.matches('\n').count() + 1,
+        before.len() - before.rfind('\n').map_or(0, |k| k + 1) + 1,
+    )
+}
+
+/// Bad scenarios: (what to change, into what, where in it the error must point, text in the
+/// message). A `None` marker (a TOML syntax error) checks the line only.
+#[test]
+fn bad_scenarios_are_rejected_with_file_line_column_field_and_accepted_values() {
+    let cases: &[(&str, &str, Option<&str>, &[&str])] = &[
+        // A misspelt key: TOML's own error, pointing at the key.
+        (
+            "mass = { log_uniform = [0.5, 2.0] }",
+            "mas = 1.0",
+            Some("mas"),
+            &["unknown field `mas`", "expected one of"],
+        ),
+        (
+            "incline_deg = { uniform = [5.0, 40.0] }",
+            "incline_deg = { uniform = [40.0, 5.0] }",
+            Some("{ uniform"),
+            &["constraint[0].incline_deg", "accepted: lo ≤ hi"],
+        ),
+        (
+            "body = \"ball\"",
+            "body = \"bal\"",
+            Some("\"bal\""),
+            &["constraint[0].body", "\"bal\" is not a body", "[\"ball\"]"],
+        ),
+        (
+            "mass = { log_uniform = [0.5, 2.0] }",
+            "mass = -1.0",
+            Some("-1.0"),
+            &["body[0].mass", "accepted: values > 0"],
+        ),
+        (
+            "radius = \"$radius\"",
+            "radius = \"$radios\"",
+            Some("\"$radios\""),
+            &[
+                "constraint[0].radius",
+                "names no [vars] entry",
+                "[\"radius\"]",
+            ],
+        ),
+        (
+            "integrator = \"rk4\"",
+            "integrator = \"rk5\"",
+            Some("\"rk5\""),
+            &["simulation.integrator", "accepted: euler, rk4, rkm"],
+        ),
+        (
+            "instances = 240",
+            "instances = 0",
+            Some("0"),
+            &["instances", "accepted: an integer ≥ 1"],
+        ),
+        (
+            "incline_deg = { uniform = [5.0, 40.0] }",
+            "incline_deg = 3.0\nfollower_point = [0.0, 0.0, 0.0]",
+            Some("[0.0, 0.0, 0.0]"),
+            &[
+                "constraint[0].follower_point",
+                "does not apply to sphere_on_plane",
+            ],
+        ),
+        (
+            "step = 0.01",
+            "step = 0.01\naccuracy = 1e-3",
+            Some("1e-3"),
+            &[
+                "simulation.accuracy",
+                "does not apply to integrator \"rk4\"",
+            ],
+        ),
+        (
+            "interval = 0.05",
+            "interval = 5.0",
+            Some("5.0"),
+            &["record.interval", "(0, simulation.duration = 0.2]"],
+        ),
+        (
+            "uniform = [0.05, 0.15]",
+            "uniform = [0.05, 0.15",
+            None,
+            &["bad.toml:"],
+        ),
+        (
+            "rolling = { choice = [true, false] }",
+            "rolling = \"maybe\"",
+            Some("\"maybe\""),
+            &[
+                "constraint[0].rolling",
+                "accepted: true, false, or {choice = [true, false]}",
+            ],
+        ),
+        (
+            "kind = \"sphere_on_plane\"",
+            "kind = \"cylinder\"",
+            Some("\"cylinder\""),
+            &[
+                "constraint[0].kind",
+                "accepted: sphere_on_plane, point_on_plane, point_to_ground",
+            ],
+        ),
+        (
+            "mass = { log_uniform = [0.5, 2.0] }",
+            "mass = { log_uniform = [0.0, 2.0] }",
+            Some("{ log_uniform"),
+            &["body[0].mass", "accepted: 0 < lo ≤ hi"],
+        ),
+        (
+            "mass = { log_uniform = [0.5, 2.0] }",
+            "mass = { poisson = [1.0] }",
+            Some("{ poisson"),
+            &[
+                "body[0].mass",
+                "unknown distribution \"poisson\"",
+                "log_uniform",
+            ],
+        ),
+    ];
+    for (from, to, marker, needles) in cases {
+        assert!(SMALL.contains(from), "{from}");
+        let text = SMALL.replacen(from, to, 1);
+        let at = text.find(to).expect("replaced");
+        let err = Scenario::parse("bad.toml", &text).expect_err(to);
+        let message = err.to_string();
+        let CliError::Scenario {
+            file, line, column, ..
+        } = &err
+        else {
+            panic!("{to}: not a located scenario error: {err:?}");
+        };
+        assert_eq!(file, "bad.toml");
+        match marker {
+            Some(m) => {
+                let expected =
+                    line_column(&text, at + to.find(m).expect("marker in the replacement"));
+                assert_eq!((*line, *column), expected, "{to}: {message}");
+            }
+            None => assert!(*line >= line_column(&text, at).0, "{to}: {message}"),
+        }
+        assert!(
+            message.starts_with(&format!("bad.toml:{line}:{column}: ")),
+            "{message}"
+        );
+        for needle in *needles {
+            assert!(
+                message.contains(needle),
+                "{to}: {message:?} lacks {needle:?}"
+            );
+        }
+    }
+}
+
+/// Mean within 5 standard errors, and the distribution's own shape: 200 000 draws each.
+#[test]
+fn distributions_have_their_statistics() {
+    let n = 200_000;
+    let draws =
+        |s: &Scalar, path: &str| -> Vec<f64> { (0..n).map(|i| draw(s, 9, path, i, &[])).collect() };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let var = |v: &[f64]| {
+        let m = mean(v);
+        v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64
+    };
+    let within = |got: f64, expected: f64, se: f64, what: &str| {
+        assert!(
+            (got - expected).abs() <= 5.0 * se,
+            "{what}: {got} vs {expected} (5σ = {})",
+            5.0 * se
+        );
+    };
+    // Uniform [2, 5): mean 3.5, variance 9/12, all inside.
+    let u = draws(&Scalar::Uniform(2.0, 5.0), "u");
+    assert!(u.iter().all(|x| (2.0..5.0).contains(x)));
+    within(mean(&u), 3.5, (0.75f64 / n as f64).sqrt(), "uniform mean");
+    within(
+        var(&u),
+        0.75,
+        0.75 * (0.8f64 / n as f64).sqrt(),
+        "uniform variance",
+    ); // Var(s²) = (μ4 − σ⁴)/n, μ4 = 9/5 σ⁴
+    // Normal (1, 0.5): mean, std, 68.27 % within 1σ.
+    let g = draws(&Scalar::Normal(1.0, 0.5), "g");
+    within(mean(&g), 1.0, 0.5 / (n as f64).sqrt(), "normal mean");
+    within(
+        var(&g),
+        0.25,
+        0.25 * (2.0f64 / n as f64).sqrt(),
+        "normal variance",
+    );
+    let inside = g.iter().filter(|x| (*x - 1.0).abs() < 0.5).count() as f64 / n as f64;
+    let p = 0.682_689_492;
+    within(
+        inside,
+        p,
+        (p * (1.0 - p) / n as f64).sqrt(),
+        "normal 1σ mass",
+    );
+    // Log-uniform [0.1, 10]: ln x uniform on [ln 0.1, ln 10].
+    let l: Vec<f64> = draws(&Scalar::LogUniform(0.1, 10.0), "l")
+        .iter()
+        .map(|x| x.ln())
+        .collect();
+    let w = 10f64.ln() - 0.1f64.ln();
+    within(
+        mean(&l),
+        0.0,
+        (w * w / 12.0 / n as f64).sqrt(),
+        "log-uniform mean of ln",
+    );
+    within(
+        var(&l),
+        w * w / 12.0,
+        w * w / 12.0 * (0.8f64 / n as f64).sqrt(),
+        "log-uniform variance of ln",
+    );
+    // Choice of 3: each a third.
+    let c = draws(&Scalar::Choice(vec![1.0, 2.0, 7.0]), "c");
+    for v in [1.0, 2.0, 7.0] {
+        let f = c.iter().filter(|x| **x == v).count() as f64 / n as f64;
+        within(
+            f,
+            1.0 / 3.0,
+            (2.0 / 9.0 / n as f64).sqrt(),
+            "choice frequency",
+        );
+    }
+    // Fields are independent streams: the correlation of two uniform fields is ~0 (se 1/√n).
+    let a = draws(&Scalar::Uniform(0.0, 1.0), "body[0].mass");
+    let b = draws(&Scalar::Uniform(0.0, 1.0), "body[0].com.x");
+    let cov = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - 0.5) * (y - 0.5))
+        .sum::<f64>()
+        / n as f64;
+    within(
+        cov / (1.0 / 12.0),
+        0.0,
+        1.0 / (n as f64).sqrt(),
+        "correlation between fields",
+    );
+    // Counter-based: a draw depends on (seed, field, index) only.
+    let s = Scalar::Normal(0.0, 1.0);
+    assert_eq!(
+        draw(&s, 3, "x", 123_456, &[]),
+        draw(&s, 3, "x", 123_456, &[])
+    );
+    assert_ne!(
+        draw(&s, 3, "x", 123_456, &[]),
+        draw(&s, 4, "x", 123_456, &[])
+    );
+    assert_ne!(
+        draw(&s, 3, "x", 123_456, &[]),
+        draw(&s, 3, "y", 123_456, &[])
+    );
+}
+
+#[test]
+fn shard_specs_come_from_the_flag_or_the_scheduler() {
+    let none = |_: &str| None;
+    assert_eq!(shard_spec(Some("2/5"), &none).unwrap(), Some((2, 5)));
+    assert_eq!(shard_spec(None, &none).unwrap(), None);
+    for bad in ["5/5", "1", "a/3", "0/0"] {
+        let e = shard_spec(Some(bad), &none).unwrap_err().to_string();
+        assert!(e.contains("accepted"), "{bad}: {e}");
+    }
+    let slurm = |k: &str| match k {
+        "SLURM_ARRAY_TASK_ID" => Some("4".to_string()),
+        "SLURM_ARRAY_TASK_COUNT" => Some("4".to_string()),
+        "SLURM_ARRAY_TASK_MIN" => Some("1".to_string()),
+        _ => None,
+    };
+    assert_eq!(shard_spec(None, &slurm).unwrap(), Some((3, 4)));
+    let k8s = |k: &str| match k {
+        "JOB_COMPLETION_INDEX" => Some("0".to_string()),
+        "SIMBATCH_SHARDS" => Some("8".to_string()),
+        _ => None,
+    };
+    assert_eq!(shard_spec(None, &k8s).unwrap(), Some((0, 8)));
+    let k8s_no_count = |k: &str| (k == "JOB_COMPLETION_INDEX").then(|| "0".to_string());
+    assert!(
+        shard_spec(None, &k8s_no_count)
+            .unwrap_err()
+            .to_string()
+            .contains("SIMBATCH_SHARDS")
+    );
+    // Ranges tile the study.
+    for n in [1, 3, 7] {
+        let mut next = 0;
+        for i in 0..n {
+            let r = shard_range(1001, Some((i, n)));
+            assert_eq!(r.start, next);
+            next = r.end;
+        }
+        assert_eq!(next, 1001);
+    }
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Three shards merged equal the unsharded run byte for byte (results, series, summary), on
+/// the CPU; the series crosses shard boundaries. Merging refuses gaps and strangers.
+#[test]
+fn shards_merged_equal_the_unsharded_run_bit_for_bit() {
+    let dir = scratch("shards");
+    let scenario = Scenario::parse("small.toml", SMALL).unwrap();
+    run_study(
+        &scenario,
+        None,
+        Backend::Cpu,
+        &dir.join("whole"),
+        false,
+        true,
+    )
+    .unwrap();
+    let mut shards = Vec::new();
+    for i in 0..3 {
+        let out = dir.join(format!("shard{i}"));
+        run_study(&scenario, Some((i, 3)), Backend::Cpu, &out, false, true).unwrap();
+        shards.push(out);
+    }
+    output::merge(&shards, &dir.join("merged"), false).unwrap();
+    for file in ["results.csv", "series.csv", "summary.csv"] {
+        let whole = read(&dir.join("whole").join(file));
+        assert!(whole.len() > 1000, "{file} is substantial");
+        assert!(
+            read(&dir.join("merged").join(file)) == whole,
+            "{file} differs between the merged shards and the whole run"
+        );
+    }
+    // Both populations are there, and instances flagged none.
+    let (columns, rows) = output::read_csv(&dir.join("whole/results.csv")).unwrap();
+    assert_eq!(rows.len(), 240);
+    let rolling = columns
+        .iter()
+        .position(|c| c == "constraint[0].rolling")
+        .unwrap();
+    let status = columns.iter().position(|c| c == "status").unwrap();
+    let rolled = rows.iter().filter(|(_, v)| v[rolling] == 1.0).count();
+    assert!((80..160).contains(&rolled), "{rolled}");
+    assert!(rows.iter().all(|(_, v)| v[status] == 0.0));
+
+    // A missing shard, a doubled shard, a shard of another study.
+    let e = output::merge(&shards[..2], &dir.join("m2"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exactly once"), "{e}");
+    let e = output::merge(
+        &[shards[0].clone(), shards[0].clone(), shards[2].clone()],
+        &dir.join("m3"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("exactly once"), "{e}");
+    let other = Scenario::parse("other.toml", &SMALL.replace("seed = 11", "seed = 12")).unwrap();
+    run_study(
+        &other,
+        Some((1, 3)),
+        Backend::Cpu,
+        &dir.join("stranger"),
+        false,
+        true,
+    )
+    .unwrap();
+    let e = output::merge(
+        &[shards[0].clone(), dir.join("stranger"), shards[2].clone()],
+        &dir.join("m4"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("another study"), "{e}");
+    for m in ["m2", "m3", "m4"] {
+        assert!(!dir.join(m).exists(), "a refused merge writes nothing");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// End to end through the binary: uniform balls (COM at the centre) released on inclines
+/// roll down at 5/7 g sin θ and slide at g sin θ, so after T they have moved ½ a T² and move
+/// at a T. RK4 integrates constant accelerations exactly; the bound is rounding. The output
+/// directory holds everything the manifest lists.
+#[test]
+fn run_end_to_end_matches_the_closed_form_on_inclines() {
+    let dir = scratch("e2e");
+    let file = dir.join("inclines.toml");
+    std::fs::write(&file, SMALL.replace("instances = 240", "instances = 60")).unwrap();
+    let out = dir.join("out");
+    let status = bin()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(&out.join("manifest.json"))).unwrap();
+    assert_eq!(manifest["complete"], true);
+    assert_eq!(manifest["instances"], 60);
+    assert!(manifest["backend"].as_str().unwrap().starts_with("cpu"));
+    for f in manifest["files"].as_array().unwrap() {
+        assert!(out.join(f.as_str().unwrap()).is_file(), "{f}");
+    }
+    assert!(
+        manifest["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "plots/trajectories.svg")
+    );
+
+    let (columns, rows) = output::read_csv(&out.join("results.csv")).unwrap();
+    let col = |n: &str| {
+        columns
+            .iter()
+            .position(|c| c == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    let (series_columns, series) = output::read_csv(&out.join("series.csv")).unwrap();
+    let scol = |n: &str| series_columns.iter().position(|c| c == n).unwrap();
+    let g = 9.81;
+    let t = 0.2;
+    let mut worst = 0.0f64;
+    for (index, v) in &rows {
+        let theta = v[col("constraint[0].incline_deg")].to_radians();
+        let a = if v[col("constraint[0].rolling")] == 1.0 {
+            5.0 / 7.0
+        } else {
+            1.0
+        } * g
+            * theta.sin();
+        let samples: Vec<&Vec<f64>> = series
+            .iter()
+            .filter(|(i, _)| i == index)
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(samples.len(), 5, "t = 0, 0.05, …, 0.2");
+        let p = |r: &Vec<f64>| [r[scol("ball.x")], r[scol("ball.y")], r[scol("ball.z")]];
+        let (p0, p1) = (p(samples[0]), p(samples[4]));
+        let travelled =
+            ((p1[0] - p0[0]).powi(2) + (p1[1] - p0[1]).powi(2) + (p1[2] - p0[2]).powi(2)).sqrt();
+        let speed =
+            (v[col("ball.vx")].powi(2) + v[col("ball.vy")].powi(2) + v[col("ball.vz")].powi(2))
+                .sqrt();
+        worst = worst
+            .max((travelled - 0.5 * a * t * t).abs())
+            .max((speed - a * t).abs());
+        // The contact presses (no lift-off) with m g cos θ.
+        let m = v[col("ball.mass")];
+        assert!((v[col("c0.normal_force")] - m * g * theta.cos()).abs() < 1e-9 * m * g);
+        assert!(v[col("c0.lift_off_time")].is_nan());
+        assert!(v[col("energy_change")].abs() < 1e-9);
+    }
+    println!("worst deviation from the closed form: {worst:e}");
+    assert!(worst < 1e-10, "{worst}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Nothing that looks like a result is left behind by a refused or failed run.
+#[test]
+fn failed_runs_leave_no_output() {
+    let dir = scratch("atomic");
+    // A var drawn negative reaches a mass: refused at the first such instance, before any work.
+    let text = SMALL
+        .replace(
+            "radius = { uniform = [0.05, 0.15] }",
+            "radius = { uniform = [0.05, 0.15] }\nm = { normal = [1.0, 1.0] }",
+        )
+        .replace("mass = { log_uniform = [0.5, 2.0] }", "mass = \"$m\"");
+    let scenario = Scenario::parse("neg.toml", &text).unwrap();
+    let e = run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap_err();
+    let message = e.to_string();
+    assert!(matches!(e, CliError::Sample { .. }), "{message}");
+    assert!(
+        message.contains("mass") && message.contains("accepted"),
+        "{message}"
+    );
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "nothing written: {:?}",
+        std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>()
+    );
+    // An existing output is not replaced without --force (and is left as it was).
+    std::fs::create_dir_all(dir.join("out")).unwrap();
+    std::fs::write(dir.join("out/keep"), "x").unwrap();
+    let ok = Scenario::parse("small.toml", SMALL).unwrap();
+    let e = run_study(&ok, None, Backend::Cpu, &dir.join("out"), false, true).unwrap_err();
+    assert!(matches!(e, CliError::OutputExists(_)), "{e}");
+    assert!(dir.join("out/keep").exists());
+    // The binary reports a bad file with its location and exits non-zero.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        SMALL.replace(
+            "mass = { log_uniform = [0.5, 2.0] }",
+            "mass = { log_uniform = [0.0, 2.0] }",
+        ),
+    )
+    .unwrap();
+    let o = bin()
+        .args([
+            "run",
+            bad.to_str().unwrap(),
+            "--out",
+            dir.join("o2").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let text = std::fs::read_to_string(&bad).unwrap();
+    let (line, column) = line_column(&text, text.find("{ log_uniform = [0.0").unwrap());
+    let located = format!("bad.toml:{line}:{column}: body[0].mass");
+    assert!(
+        stderr.contains(&located) && stderr.contains("0 < lo ≤ hi"),
+        "{stderr} lacks {located}"
+    );
+    assert!(!dir.join("o2").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `check` passes on the golden files and fails, naming the quantity, on a corrupted copy.
+#[test]
+fn check_runs_on_the_golden_files_and_catches_a_corrupted_one() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden");
+    let o = bin()
+        .args(["check", golden.to_str().unwrap(), "--parity", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("multipliers") && stdout.contains("check passed"),
+        "{stdout}"
+    );
+
+    let dir = scratch("check");
+    let text = std::fs::read_to_string(golden.join("sphere_on_plane.jsonl")).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(first).unwrap();
+    let udot = &mut record["expect"]["udot"][0];
+    *udot = serde_json::json!(udot.as_f64().unwrap() + 1e-6);
+    std::fs::write(dir.join("sphere_on_plane.jsonl"), format!("{record}\n")).unwrap();
+    let o = bin()
+        .args(["check", dir.to_str().unwrap(), "--parity", "none"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("FAIL udot"), "{stdout}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("check failed"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
