@@ -703,3 +703,41 @@ fn run_on_the_gpu_agrees_with_the_cpu() {
     assert!(worst.0 <= 2e-4, "{worst:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With the `parquet` feature, `results.parquet` holds exactly the CSV's numbers.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_results_hold_the_csv_numbers() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+    let dir = scratch("parquet");
+    let scenario = Scenario::parse("small.toml", SMALL).unwrap();
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = output::read_csv(&dir.join("out/results.csv")).unwrap();
+    let reader =
+        SerializedFileReader::new(std::fs::File::open(dir.join("out/results.parquet")).unwrap())
+            .unwrap();
+    let fields = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .num_columns();
+    assert_eq!(fields, columns.len() + 1);
+    let mut n = 0;
+    for (row, (index, values)) in reader.get_row_iter(None).unwrap().zip(&rows) {
+        let row = row.unwrap();
+        assert_eq!(row.get_long(0).unwrap(), *index as i64);
+        for (k, v) in values.iter().enumerate() {
+            let got = row.get_double(k + 1).unwrap();
+            assert!(
+                got.to_bits() == v.to_bits() || (got.is_nan() && v.is_nan()),
+                "{}: {got} vs {v}",
+                columns[k]
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, rows.len());
+    assert!(dir.join("out/series.parquet").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}

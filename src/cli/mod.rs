@@ -10,6 +10,8 @@
 pub mod bench;
 pub mod check;
 pub mod output;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod plots;
 pub mod sample;
 pub mod scenario;

@@ -261,6 +261,23 @@ pub fn write_results(
         )?;
         files.push("series.csv".into());
     }
+    #[cfg(feature = "parquet")]
+    {
+        super::parquet::write_parquet(
+            &dir.join("results.parquet"),
+            &results.columns,
+            &results.rows,
+        )?;
+        files.push("results.parquet".into());
+        if !results.series.is_empty() {
+            super::parquet::write_parquet(
+                &dir.join("series.parquet"),
+                &results.series_columns,
+                &results.series,
+            )?;
+            files.push("series.parquet".into());
+        }
+    }
     let summary = summary(&results.columns, &results.rows);
     write_summary(&dir.join("summary.csv"), &summary)?;
     files.extend(plots::write_plots(&dir.join("plots"), results, body)?);
