@@ -42,6 +42,7 @@ pub mod gpu;
 pub mod integrate;
 pub mod math;
 pub mod model;
+pub mod sample;
 pub mod scenarios;
 pub mod solver;
 

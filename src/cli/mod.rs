@@ -3,7 +3,8 @@
 //! binary (`src/main.rs`) only parses arguments and calls [`main_with`].
 //!
 //! Rooms: [`scenario`] reads and checks scenario files; [`sample`] draws parameters from
-//! counter-based streams; [`study`] builds batches and runs them; [`output`] writes the
+//! counter-based streams (the crate's [`sample`](crate::sample) module, shared with the RL
+//! environments); [`study`] builds batches and runs them; [`output`] writes the
 //! output directory atomically and merges shards; [`plots`] draws SVG plots; [`bench`] and
 //! [`check`] are the other two commands.
 
@@ -13,8 +14,8 @@ pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod plots;
-pub mod sample;
 pub mod scenario;
+pub use crate::sample;
 pub mod study;
 
 use std::path::{Path, PathBuf};

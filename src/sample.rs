@@ -1,4 +1,5 @@
-//! Parameter distributions and their counter-based sampling.
+//! Parameter distributions and their counter-based sampling, shared by the `simbatch` command's
+//! studies and the RL environments' per-episode randomization.
 //!
 //! Every draw is a pure function of `(seed, field, global instance index)`: the field's path is
 //! hashed (FNV-1a) into the seed of a SplitMix64 stream keyed by the instance
