@@ -529,17 +529,7 @@ impl Batch {
     pub fn refresh_status(&mut self) -> usize {
         let mut flagged = 0;
         for i in 0..self.len {
-            let mut ok = self.time[i].is_finite() && self.gravity[i].iter().all(|x| x.is_finite());
-            for cols in &self.free {
-                ok &= cols.q[i].iter().all(|x| x.is_finite())
-                    && cols.u[i].iter().all(|x| x.is_finite())
-                    && cols.q[i][..4].iter().any(|x| *x != 0.0);
-            }
-            for cols in &self.prescribed {
-                ok &= cols.pose[i].iter().all(|x| x.is_finite())
-                    && cols.velocity[i].iter().all(|x| x.is_finite())
-                    && cols.acceleration[i].iter().all(|x| x.is_finite());
-            }
+            let ok = self.instance_state_finite(i);
             self.status[i] = if ok {
                 status::OK
             } else {
@@ -548,6 +538,36 @@ impl Batch {
             flagged += usize::from(!ok);
         }
         flagged
+    }
+
+    /// As [`refresh_status`](Self::refresh_status) for one instance, e.g. after resetting it:
+    /// returns whether it is now clear of flags. The other instances are not looked at.
+    pub fn refresh_status_of(&mut self, instance: usize) -> Result<bool> {
+        self.check_instance(instance)?;
+        let ok = self.instance_state_finite(instance);
+        self.status[instance] = if ok {
+            status::OK
+        } else {
+            status::NONFINITE_STATE
+        };
+        Ok(ok)
+    }
+
+    /// Whether instance `i`'s time, gravity, free-body state and prescribed motion are finite
+    /// with non-zero quaternions.
+    fn instance_state_finite(&self, i: usize) -> bool {
+        let mut ok = self.time[i].is_finite() && self.gravity[i].iter().all(|x| x.is_finite());
+        for cols in &self.free {
+            ok &= cols.q[i].iter().all(|x| x.is_finite())
+                && cols.u[i].iter().all(|x| x.is_finite())
+                && cols.q[i][..4].iter().any(|x| *x != 0.0);
+        }
+        for cols in &self.prescribed {
+            ok &= cols.pose[i].iter().all(|x| x.is_finite())
+                && cols.velocity[i].iter().all(|x| x.is_finite())
+                && cols.acceleration[i].iter().all(|x| x.is_finite());
+        }
+        ok
     }
 
     fn check_instance(&self, instance: usize) -> Result<()> {

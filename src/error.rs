@@ -112,6 +112,16 @@ pub enum Error {
         /// What naga says, with the offending line.
         message: String,
     },
+    /// An environment of a vector env ended (terminated or truncated) with autoreset disabled,
+    /// and was stepped before being reset.
+    #[error(
+        "environment {env} has ended (terminated or truncated) and autoreset is disabled: \
+         reset it (reset with it in the mask) before stepping"
+    )]
+    EnvNeedsReset {
+        /// The environment's index.
+        env: usize,
+    },
     /// The instance's state or result is not finite (see [`crate::batch::status`]).
     #[error("instance {instance} is not finite (status bits {status:#x})")]
     NonFinite {

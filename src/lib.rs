@@ -35,6 +35,7 @@ pub mod cli;
 pub mod constraints;
 pub mod custom;
 pub mod dynamics;
+pub mod env;
 pub mod error;
 pub mod evaluate;
 pub mod golden;

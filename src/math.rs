@@ -37,6 +37,16 @@ pub fn rotation_from_quaternion(q: &[f64]) -> Option<Mat3> {
     ))
 }
 
+/// The unit quaternion `[cos(θ/2), sin(θ/2) n]` of the rotation vector `θ n`.
+pub fn quaternion_from_rotation_vector(r: [f64; 3]) -> [f64; 4] {
+    let angle = (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]).sqrt();
+    if angle < 1e-300 {
+        return [1.0, 0.0, 0.0, 0.0];
+    }
+    let s = (0.5 * angle).sin() / angle;
+    [(0.5 * angle).cos(), s * r[0], s * r[1], s * r[2]]
+}
+
 /// Normalises a quaternion in place; `false` (and nothing written) when it is zero or not finite.
 pub fn normalize_quaternion(q: &mut [f64]) -> bool {
     let norm = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();

@@ -6,6 +6,7 @@
 //! ([`Rng::for_instance`]), so a value never depends on thread count, chunking, backend, sharding
 //! or on which other fields the scenario declares.
 
+use crate::error::{Error, Result};
 use crate::scenarios::Rng;
 
 /// One scalar field of a scenario.
@@ -43,6 +44,55 @@ impl Scalar {
                 values[((rng.unit() * values.len() as f64) as usize).min(values.len() - 1)]
             }
             Scalar::Var(k) => vars[*k],
+        }
+    }
+}
+
+impl Scalar {
+    /// The closed range every draw lies in (`±∞` for a normal); `None` for [`Scalar::Var`],
+    /// whose values come from elsewhere.
+    pub fn support(&self) -> Option<(f64, f64)> {
+        match self {
+            Scalar::Fixed(v) => Some((*v, *v)),
+            Scalar::Uniform(lo, hi) | Scalar::LogUniform(lo, hi) => Some((*lo, *hi)),
+            Scalar::Normal(mean, std) if *std == 0.0 => Some((*mean, *mean)),
+            Scalar::Normal(..) => Some((f64::NEG_INFINITY, f64::INFINITY)),
+            Scalar::Choice(values) => Some(
+                values
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                        (lo.min(*v), hi.max(*v))
+                    }),
+            ),
+            Scalar::Var(_) => None,
+        }
+    }
+
+    /// Checks that the distribution is well formed (finite arguments, `lo ≤ hi`, `std ≥ 0`,
+    /// `0 < lo` for log-uniform, a non-empty choice, no `$var`) and that every value it can
+    /// draw lies in `[lo, hi]`; the error names `field` and the accepted range.
+    pub fn check(&self, field: &str, lo: f64, hi: f64) -> Result<()> {
+        let well_formed = match self {
+            Scalar::Fixed(v) => v.is_finite(),
+            Scalar::Uniform(a, b) => a.is_finite() && b.is_finite() && a <= b,
+            Scalar::Normal(m, s) => m.is_finite() && s.is_finite() && *s >= 0.0,
+            Scalar::LogUniform(a, b) => a.is_finite() && b.is_finite() && *a > 0.0 && a <= b,
+            Scalar::Choice(values) => !values.is_empty() && values.iter().all(|v| v.is_finite()),
+            Scalar::Var(_) => false,
+        };
+        let inside = self.support().is_some_and(|(a, b)| a >= lo && b <= hi);
+        if well_formed && inside {
+            Ok(())
+        } else {
+            Err(Error::InvalidValue {
+                field: field.to_string(),
+                instance: 0,
+                value: format!("{self:?}"),
+                accepted: format!(
+                    "a fixed number, uniform(lo ≤ hi), normal(mean, std ≥ 0), log_uniform(0 < lo ≤ hi) \
+                     or a non-empty choice, every possible value in [{lo}, {hi}]"
+                ),
+            })
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::batch::Batch;
 use crate::constraints::{PointOnPlaneContact, PointToGround, SphereOnPlaneContact};
 use crate::gpu::GpuDevice;
 use crate::integrate::Stepper;
+use crate::math::quaternion_from_rotation_vector;
 use crate::model::{Baumgarte, BodyId, ConstraintId, GROUND, SystemTemplate};
 
 /// Instances per batch at most (bounds memory; results do not depend on it).
@@ -267,16 +268,6 @@ pub fn input_names(sc: &Scenario) -> Vec<String> {
     let mut names = Vec::new();
     sample(sc, 0, Some(&mut names));
     names
-}
-
-/// `[cos(θ/2), sin(θ/2) n]` for the rotation vector `θ n`.
-fn quaternion_from_rotation_vector(r: [f64; 3]) -> [f64; 4] {
-    let angle = (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]).sqrt();
-    if angle < 1e-300 {
-        return [1.0, 0.0, 0.0, 0.0];
-    }
-    let s = (0.5 * angle).sin() / angle;
-    [(0.5 * angle).cos(), s * r[0], s * r[1], s * r[2]]
 }
 
 /// Builds the template of one structural variant (`rolling[k]` per constraint).

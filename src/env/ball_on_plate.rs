@@ -1,0 +1,385 @@
+//! A ball rolling on a tilting plate: keep it near a target point.
+//!
+//! The plate is a *prescribed* body pivoting about its centre (the Ground origin); the ball is a
+//! free solid sphere held on the plate's top face by a rolling [`SphereOnPlaneContact`]
+//! (bilateral: the ball does not bounce or lift off). The action is the commanded tilt rate of
+//! the plate about Ground's x and y axes: over one control interval the plate's angular velocity
+//! ramps linearly from its current value to the command (a constant prescribed angular
+//! acceleration, so the ball feels finite contact forces and the velocity constraints hold
+//! throughout; RK4 integrates the ramp exactly).
+//!
+//! | observation | meaning |
+//! |---|---|
+//! | `ball_x`, `ball_y` | ball centre relative to the plate centre, plate frame (m) |
+//! | `ball_vx`, `ball_vy` | ball centre velocity relative to the plate, plate frame (m/s) |
+//! | `normal_x`, `normal_y` | plate normal's x and y components in Ground (tilt) |
+//! | `tilt_rate_x`, `tilt_rate_y` | plate angular velocity about Ground x and y (rad/s) |
+//! | `target_x`, `target_y` | target point, plate frame (m) |
+//!
+//! Reward per step: `1 − d / half_size − action_cost · |a|² / max_tilt_rate²`, with `d` the
+//! in-plane distance from the ball centre to the target. Terminated when the ball centre leaves
+//! the plate (`|x|` or `|y|` > `half_size`) or the plate tilts more than `max_tilt` from level;
+//! truncated after `max_episode_steps`.
+
+use nalgebra::Vector3;
+
+use super::{BoxSpace, Draws, EnvSpec, Task};
+use crate::batch::Batch;
+use crate::constraints::SphereOnPlaneContact;
+use crate::error::{Error, Result};
+use crate::integrate::Stabilization;
+use crate::math::{quaternion_from_rotation_vector, rotation_from_quaternion};
+use crate::model::{BodyId, ConstraintId, SystemTemplate};
+use crate::sample::Scalar;
+
+/// Settings of [`BallOnPlate`]; the [`Scalar`] fields are drawn per environment and episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BallOnPlateConfig {
+    /// Half the side of the square plate (m), in (0, 10]. Default 0.15.
+    pub half_size: f64,
+    /// Largest commanded tilt rate (rad/s), > 0; actions are clipped to ±this. Default 2.
+    pub max_tilt_rate: f64,
+    /// Tilt from level (rad) beyond which the episode terminates, in (0, π/2). Default 0.35.
+    pub max_tilt: f64,
+    /// Control interval (s), > 0. Default 0.02 (50 Hz).
+    pub control_dt: f64,
+    /// RK4 steps per control interval, ≥ 1. Default 4.
+    pub substeps: usize,
+    /// Episode length limit (steps), ≥ 1. Default 500 (10 s).
+    pub max_episode_steps: u32,
+    /// Gravity (m/s², along −z of Ground), ≥ 0. Default 9.81.
+    pub gravity: f64,
+    /// Weight of the action penalty, ≥ 0. Default 0.01.
+    pub action_cost: f64,
+    /// Ball radius (m), in [1e-4, half_size]. Default uniform [0.015, 0.03].
+    pub ball_radius: Scalar,
+    /// Ball mass (kg), in [1e-6, 1e6]. Default log-uniform [0.02, 0.2].
+    pub ball_mass: Scalar,
+    /// Initial ball position on the plate, plate frame (m), in ±half_size. Default uniform
+    /// ±0.08 each.
+    pub start_x: Scalar,
+    /// See [`start_x`](Self::start_x).
+    pub start_y: Scalar,
+    /// Target point, plate frame (m), in ±half_size. Default uniform ±0.08 each.
+    pub target_x: Scalar,
+    /// See [`target_x`](Self::target_x).
+    pub target_y: Scalar,
+    /// Initial tilt about Ground x (rad, rotation-vector component), in ±max_tilt/√2. Default
+    /// uniform ±0.05.
+    pub initial_tilt_x: Scalar,
+    /// Initial tilt about Ground y; see [`initial_tilt_x`](Self::initial_tilt_x).
+    pub initial_tilt_y: Scalar,
+}
+
+impl Default for BallOnPlateConfig {
+    fn default() -> Self {
+        Self {
+            half_size: 0.15,
+            max_tilt_rate: 2.0,
+            max_tilt: 0.35,
+            control_dt: 0.02,
+            substeps: 4,
+            max_episode_steps: 500,
+            gravity: 9.81,
+            action_cost: 0.01,
+            ball_radius: Scalar::Uniform(0.015, 0.03),
+            ball_mass: Scalar::LogUniform(0.02, 0.2),
+            start_x: Scalar::Uniform(-0.08, 0.08),
+            start_y: Scalar::Uniform(-0.08, 0.08),
+            target_x: Scalar::Uniform(-0.08, 0.08),
+            target_y: Scalar::Uniform(-0.08, 0.08),
+            initial_tilt_x: Scalar::Uniform(-0.05, 0.05),
+            initial_tilt_y: Scalar::Uniform(-0.05, 0.05),
+        }
+    }
+}
+
+/// Checks a fixed setting, naming it and its accepted range.
+pub(crate) fn check_setting(field: &str, value: f64, ok: bool, accepted: &str) -> Result<()> {
+    if ok && value.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::InvalidValue {
+            field: field.to_string(),
+            instance: 0,
+            value: format!("{value:?}"),
+            accepted: accepted.to_string(),
+        })
+    }
+}
+
+impl BallOnPlateConfig {
+    /// Checks every setting and that every value a distribution can draw is accepted.
+    pub fn validate(&self) -> Result<()> {
+        let h = self.half_size;
+        check_setting(
+            "half_size",
+            h,
+            h > 0.0 && h <= 10.0,
+            "a number in (0, 10] (m)",
+        )?;
+        let r = self.max_tilt_rate;
+        check_setting("max_tilt_rate", r, r > 0.0, "a finite number > 0 (rad/s)")?;
+        let t = self.max_tilt;
+        let half_pi = std::f64::consts::FRAC_PI_2;
+        check_setting(
+            "max_tilt",
+            t,
+            t > 0.0 && t < half_pi,
+            "a number in (0, π/2) (rad)",
+        )?;
+        let dt = self.control_dt;
+        check_setting("control_dt", dt, dt > 0.0, "a finite number > 0 (s)")?;
+        check_setting(
+            "substeps",
+            self.substeps as f64,
+            self.substeps >= 1,
+            "an integer ≥ 1",
+        )?;
+        check_setting(
+            "max_episode_steps",
+            f64::from(self.max_episode_steps),
+            self.max_episode_steps >= 1,
+            "an integer ≥ 1",
+        )?;
+        let g = self.gravity;
+        check_setting("gravity", g, g >= 0.0, "a finite number ≥ 0 (m/s²)")?;
+        let c = self.action_cost;
+        check_setting("action_cost", c, c >= 0.0, "a finite number ≥ 0")?;
+        self.ball_radius.check("ball_radius", 1e-4, h)?;
+        self.ball_mass.check("ball_mass", 1e-6, 1e6)?;
+        self.start_x.check("start_x", -h, h)?;
+        self.start_y.check("start_y", -h, h)?;
+        self.target_x.check("target_x", -h, h)?;
+        self.target_y.check("target_y", -h, h)?;
+        let tilt = t / std::f64::consts::SQRT_2;
+        self.initial_tilt_x.check("initial_tilt_x", -tilt, tilt)?;
+        self.initial_tilt_y.check("initial_tilt_y", -tilt, tilt)
+    }
+}
+
+/// The ball-on-a-tilting-plate task (`BallOnPlate-v0`).
+#[derive(Debug, Clone)]
+pub struct BallOnPlate {
+    config: BallOnPlateConfig,
+    spec: EnvSpec,
+    plate: BodyId,
+    ball: BodyId,
+    contact: ConstraintId,
+}
+
+/// The plate, the ball and the contact of the task's template, in the order
+/// [`BallOnPlate::template`] creates them.
+fn build_template() -> Result<(SystemTemplate, BodyId, BodyId, ConstraintId)> {
+    let mut t = SystemTemplate::new();
+    let plate = t.add_prescribed_body("plate");
+    let ball = t.add_free_body("ball");
+    let contact = t.add_constraint(SphereOnPlaneContact::new(plate, ball, true))?;
+    Ok((t, plate, ball, contact))
+}
+
+impl BallOnPlate {
+    /// The task with validated settings.
+    pub fn new(config: BallOnPlateConfig) -> Result<Self> {
+        config.validate()?;
+        let (_, plate, ball, contact) = build_template()?;
+        let inf = f32::INFINITY;
+        let h = config.half_size as f32;
+        let rate = config.max_tilt_rate as f32;
+        let spec = EnvSpec {
+            name: "BallOnPlate-v0",
+            observation: BoxSpace {
+                low: vec![-inf, -inf, -inf, -inf, -1.0, -1.0, -inf, -inf, -h, -h],
+                high: vec![inf, inf, inf, inf, 1.0, 1.0, inf, inf, h, h],
+            },
+            action: BoxSpace::uniform(2, -rate, rate),
+            observation_names: vec![
+                "ball_x",
+                "ball_y",
+                "ball_vx",
+                "ball_vy",
+                "normal_x",
+                "normal_y",
+                "tilt_rate_x",
+                "tilt_rate_y",
+                "target_x",
+                "target_y",
+            ],
+            action_names: vec!["tilt_rate_x", "tilt_rate_y"],
+            control_dt: config.control_dt,
+            substeps: config.substeps,
+            max_episode_steps: config.max_episode_steps,
+            stabilization: Stabilization::Projection { tolerance: 1e-6 },
+        };
+        Ok(Self {
+            config,
+            spec,
+            plate,
+            ball,
+            contact,
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &BallOnPlateConfig {
+        &self.config
+    }
+
+    /// The plate body (prescribed).
+    pub fn plate(&self) -> BodyId {
+        self.plate
+    }
+
+    /// The ball body (free).
+    pub fn ball(&self) -> BodyId {
+        self.ball
+    }
+
+    /// The rolling contact.
+    pub fn contact(&self) -> ConstraintId {
+        self.contact
+    }
+
+    /// The ball centre and its velocity relative to the plate, both in the plate frame, and the
+    /// plate normal in Ground.
+    pub fn ball_in_plate_frame(
+        &self,
+        batch: &Batch,
+        env: usize,
+    ) -> Option<(Vector3<f64>, Vector3<f64>, Vector3<f64>)> {
+        let pose = batch.pose(self.plate).ok()?[env];
+        let plate_velocity = batch.velocity(self.plate).ok()?[env];
+        let q = batch.q(self.ball).ok()?[env];
+        let u = batch.u(self.ball).ok()?[env];
+        let rotation = rotation_from_quaternion(&pose[..4])?;
+        let plate_origin = Vector3::new(pose[4], pose[5], pose[6]);
+        let w = Vector3::new(plate_velocity[0], plate_velocity[1], plate_velocity[2]);
+        let v_origin = Vector3::new(plate_velocity[3], plate_velocity[4], plate_velocity[5]);
+        let offset = Vector3::new(q[4], q[5], q[6]) - plate_origin;
+        let v_ball = Vector3::new(u[3], u[4], u[5]);
+        let position = rotation.transpose() * offset;
+        let velocity = rotation.transpose() * (v_ball - (v_origin + w.cross(&offset)));
+        Some((position, velocity, rotation * Vector3::z()))
+    }
+}
+
+impl Task for BallOnPlate {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    fn template(&self) -> Result<SystemTemplate> {
+        Ok(build_template()?.0)
+    }
+
+    fn task_width(&self) -> usize {
+        2
+    }
+
+    fn reset_env(
+        &self,
+        batch: &mut Batch,
+        env: usize,
+        draws: &Draws,
+        task: &mut [f64],
+    ) -> Result<()> {
+        let c = &self.config;
+        let radius = draws.draw("ball_radius", &c.ball_radius);
+        let mass = draws.draw("ball_mass", &c.ball_mass);
+        let start = [
+            draws.draw("start_x", &c.start_x),
+            draws.draw("start_y", &c.start_y),
+        ];
+        task[0] = draws.draw("target_x", &c.target_x);
+        task[1] = draws.draw("target_y", &c.target_y);
+        let tilt = [
+            draws.draw("initial_tilt_x", &c.initial_tilt_x),
+            draws.draw("initial_tilt_y", &c.initial_tilt_y),
+            0.0,
+        ];
+        let e = quaternion_from_rotation_vector(tilt);
+        let rotation = rotation_from_quaternion(&e).expect("a unit quaternion");
+        // The plate at rest, pivoting about the Ground origin.
+        batch.set_pose(self.plate, env, [e[0], e[1], e[2], e[3], 0.0, 0.0, 0.0])?;
+        batch.set_velocity(self.plate, env, [0.0; 6])?;
+        batch.set_acceleration(self.plate, env, [0.0; 6])?;
+        // The ball at rest on the plate: centre one radius above the face; this state satisfies
+        // the contact's position and (rolling) velocity conditions exactly.
+        let centre = rotation * Vector3::new(start[0], start[1], radius);
+        batch.set_q(
+            self.ball,
+            env,
+            [1.0, 0.0, 0.0, 0.0, centre.x, centre.y, centre.z],
+        )?;
+        batch.set_u(self.ball, env, [0.0; 6])?;
+        let moment = 0.4 * mass * radius * radius;
+        batch.set_mass_properties(
+            self.ball,
+            env,
+            mass,
+            [0.0; 3],
+            [moment, moment, moment, 0.0, 0.0, 0.0],
+        )?;
+        batch.set_applied_force(self.ball, env, [0.0; 3])?;
+        batch.set_applied_torque(self.ball, env, [0.0; 3])?;
+        batch.set_param(self.contact, "radius", env, &[radius])?;
+        batch.set_param(self.contact, "sphere_center", env, &[0.0; 3])?;
+        batch.set_param(
+            self.contact,
+            "plane_frame",
+            env,
+            &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        )?;
+        batch.set_enabled(self.contact, env, true)?;
+        batch.set_gravity(env, [0.0, 0.0, -c.gravity])?;
+        Ok(())
+    }
+
+    fn apply_action(
+        &self,
+        batch: &mut Batch,
+        env: usize,
+        action: &[f32],
+        _task: &[f64],
+    ) -> Result<()> {
+        let w = batch.velocity(self.plate)?[env];
+        let dt = self.config.control_dt;
+        // Ramp the angular velocity to the command over the interval; no spin about z.
+        let b = [
+            (f64::from(action[0]) - w[0]) / dt,
+            (f64::from(action[1]) - w[1]) / dt,
+            -w[2] / dt,
+        ];
+        batch.set_acceleration(self.plate, env, [b[0], b[1], b[2], 0.0, 0.0, 0.0])
+    }
+
+    fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]) {
+        let w = batch
+            .velocity(self.plate)
+            .map(|v| v[env])
+            .unwrap_or([f64::NAN; 6]);
+        let (p, v, n) = self.ball_in_plate_frame(batch, env).unwrap_or((
+            Vector3::repeat(f64::NAN),
+            Vector3::repeat(f64::NAN),
+            Vector3::repeat(f64::NAN),
+        ));
+        let values = [p.x, p.y, v.x, v.y, n.x, n.y, w[0], w[1], task[0], task[1]];
+        for (o, x) in obs.iter_mut().zip(values) {
+            *o = x as f32;
+        }
+    }
+
+    fn outcome(&self, batch: &Batch, env: usize, task: &[f64], action: &[f32]) -> (f32, bool) {
+        let c = &self.config;
+        let Some((p, _, n)) = self.ball_in_plate_frame(batch, env) else {
+            return (0.0, true);
+        };
+        let distance = ((p.x - task[0]).powi(2) + (p.y - task[1]).powi(2)).sqrt();
+        let effort = action.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>()
+            / (c.max_tilt_rate * c.max_tilt_rate);
+        let reward = 1.0 - distance / c.half_size - c.action_cost * effort;
+        let off_plate = p.x.abs() > c.half_size || p.y.abs() > c.half_size;
+        let too_steep = n.z.clamp(-1.0, 1.0).acos() > c.max_tilt;
+        (reward as f32, off_plate || too_steep)
+    }
+}
