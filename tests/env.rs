@@ -759,3 +759,42 @@ fn bad_actions_buffers_and_settings_are_typed_errors() {
         task.spec().observation.dim()
     );
 }
+
+#[test]
+fn tasks_are_made_by_name_with_settings_checked() {
+    let settings = vec![
+        ("max_episode_steps".to_string(), Scalar::Fixed(7.0)),
+        ("ball_radius".to_string(), Scalar::Choice(vec![0.02, 0.03])),
+    ];
+    let task = simbatch::env::make_task("BallOnPlate-v0", &settings).unwrap();
+    assert_eq!(task.spec().max_episode_steps, 7);
+    assert_eq!(task.spec().name, "BallOnPlate-v0");
+    let task = simbatch::env::make_task("BrickPush-v0", &[]).unwrap();
+    assert_eq!(task.spec().action.dim(), 3);
+    let msg = |name: &str, s: Vec<(String, Scalar)>| match simbatch::env::make_task(name, &s) {
+        Ok(_) => panic!("{name} {s:?} accepted"),
+        Err(e) => e.to_string(),
+    };
+    let m = msg("BallOnPlate-v0", vec![("radius".into(), Scalar::Fixed(0.1))]);
+    assert!(m.contains("radius") && m.contains("ball_radius"), "{m}");
+    let m = msg("BrickPush-v0", vec![("substeps".into(), Scalar::Fixed(2.5))]);
+    assert!(m.contains("substeps") && m.contains("an integer"), "{m}");
+    let m = msg("BrickPush-v0", vec![("max_force".into(), Scalar::Uniform(1.0, 2.0))]);
+    assert!(m.contains("max_force") && m.contains("not drawn per episode"), "{m}");
+    let m = msg("CartPole-v1", vec![]);
+    assert!(m.contains("CartPole-v1") && m.contains("BallOnPlate-v0"), "{m}");
+}
+
+#[test]
+fn per_env_seeds_pick_each_envs_stream() {
+    // reset_with_seeds gives env i exactly the stream reset(seed) would give env j with
+    // s + j = seeds[i].
+    let mut a = plate_env(4, BallOnPlateConfig::default(), AutoReset::NextStep);
+    let mut b = plate_env(4, BallOnPlateConfig::default(), AutoReset::NextStep);
+    let mut obs = vec![0.0; 40];
+    a.reset_with_seeds(Some(&[13, 12, 11, 10]), None, &mut obs).unwrap();
+    let ob = reset(&mut b, Some(10), None);
+    for i in 0..4 {
+        assert_eq!(obs[i * 10..(i + 1) * 10], ob[(3 - i) * 10..(4 - i) * 10]);
+    }
+}

@@ -23,7 +23,7 @@
 
 use nalgebra::Vector3;
 
-use super::{BoxSpace, Draws, EnvSpec, Task};
+use super::{BoxSpace, Draws, EnvSpec, Task, fixed_setting, integer_setting, unknown_setting};
 use crate::batch::Batch;
 use crate::constraints::SphereOnPlaneContact;
 use crate::error::{Error, Result};
@@ -109,6 +109,55 @@ pub(crate) fn check_setting(field: &str, value: f64, ok: bool, accepted: &str) -
 }
 
 impl BallOnPlateConfig {
+    /// The names [`set`](Self::set) takes.
+    pub const SETTINGS: [&'static str; 16] = [
+        "half_size",
+        "max_tilt_rate",
+        "max_tilt",
+        "control_dt",
+        "substeps",
+        "max_episode_steps",
+        "gravity",
+        "action_cost",
+        "ball_radius",
+        "ball_mass",
+        "start_x",
+        "start_y",
+        "target_x",
+        "target_y",
+        "initial_tilt_x",
+        "initial_tilt_y",
+    ];
+
+    /// Sets the field named `field`: a distribution for the per-episode fields, a number
+    /// (`Scalar::Fixed`) for the others. Values are checked by [`validate`](Self::validate).
+    pub fn set(&mut self, field: &str, value: Scalar) -> Result<()> {
+        let fixed = |v: &Scalar| fixed_setting(field, v);
+        match field {
+            "half_size" => self.half_size = fixed(&value)?,
+            "max_tilt_rate" => self.max_tilt_rate = fixed(&value)?,
+            "max_tilt" => self.max_tilt = fixed(&value)?,
+            "control_dt" => self.control_dt = fixed(&value)?,
+            "substeps" => self.substeps = integer_setting(field, &value, 1, 10_000)? as usize,
+            "max_episode_steps" => {
+                self.max_episode_steps =
+                    integer_setting(field, &value, 1, u64::from(u32::MAX))? as u32
+            }
+            "gravity" => self.gravity = fixed(&value)?,
+            "action_cost" => self.action_cost = fixed(&value)?,
+            "ball_radius" => self.ball_radius = value,
+            "ball_mass" => self.ball_mass = value,
+            "start_x" => self.start_x = value,
+            "start_y" => self.start_y = value,
+            "target_x" => self.target_x = value,
+            "target_y" => self.target_y = value,
+            "initial_tilt_x" => self.initial_tilt_x = value,
+            "initial_tilt_y" => self.initial_tilt_y = value,
+            _ => return Err(unknown_setting(field, &Self::SETTINGS)),
+        }
+        Ok(())
+    }
+
     /// Checks every setting and that every value a distribution can draw is accepted.
     pub fn validate(&self) -> Result<()> {
         let h = self.half_size;

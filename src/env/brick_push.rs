@@ -29,7 +29,7 @@ use std::f64::consts::PI;
 use nalgebra::Vector3;
 
 use super::ball_on_plate::check_setting;
-use super::{BoxSpace, Draws, EnvSpec, Task};
+use super::{BoxSpace, Draws, EnvSpec, Task, fixed_setting, integer_setting, unknown_setting};
 use crate::batch::Batch;
 use crate::constraints::PointToGround;
 use crate::error::Result;
@@ -130,6 +130,75 @@ impl Default for BrickPushConfig {
 }
 
 impl BrickPushConfig {
+    /// The names [`set`](Self::set) takes.
+    pub const SETTINGS: [&'static str; 26] = [
+        "arena_half_size",
+        "max_force",
+        "max_torque",
+        "control_dt",
+        "substeps",
+        "max_episode_steps",
+        "gravity",
+        "action_cost",
+        "success_distance",
+        "success_angle",
+        "success_speed",
+        "success_bonus",
+        "mass",
+        "half_x",
+        "half_y",
+        "half_z",
+        "incline_deg",
+        "downhill_direction",
+        "linear_drag",
+        "yaw_drag",
+        "start_x",
+        "start_y",
+        "start_yaw",
+        "target_x",
+        "target_y",
+        "target_yaw",
+    ];
+
+    /// Sets the field named `field`: a distribution for the per-episode fields, a number
+    /// (`Scalar::Fixed`) for the others. Values are checked by [`validate`](Self::validate).
+    pub fn set(&mut self, field: &str, value: Scalar) -> Result<()> {
+        let fixed = |v: &Scalar| fixed_setting(field, v);
+        match field {
+            "arena_half_size" => self.arena_half_size = fixed(&value)?,
+            "max_force" => self.max_force = fixed(&value)?,
+            "max_torque" => self.max_torque = fixed(&value)?,
+            "control_dt" => self.control_dt = fixed(&value)?,
+            "gravity" => self.gravity = fixed(&value)?,
+            "action_cost" => self.action_cost = fixed(&value)?,
+            "success_distance" => self.success_distance = fixed(&value)?,
+            "success_angle" => self.success_angle = fixed(&value)?,
+            "success_speed" => self.success_speed = fixed(&value)?,
+            "success_bonus" => self.success_bonus = fixed(&value)?,
+            "substeps" => self.substeps = integer_setting(field, &value, 1, 10_000)? as usize,
+            "max_episode_steps" => {
+                self.max_episode_steps =
+                    integer_setting(field, &value, 1, u64::from(u32::MAX))? as u32
+            }
+            "mass" => self.mass = value,
+            "half_x" => self.half_x = value,
+            "half_y" => self.half_y = value,
+            "half_z" => self.half_z = value,
+            "incline_deg" => self.incline_deg = value,
+            "downhill_direction" => self.downhill_direction = value,
+            "linear_drag" => self.linear_drag = value,
+            "yaw_drag" => self.yaw_drag = value,
+            "start_x" => self.start_x = value,
+            "start_y" => self.start_y = value,
+            "start_yaw" => self.start_yaw = value,
+            "target_x" => self.target_x = value,
+            "target_y" => self.target_y = value,
+            "target_yaw" => self.target_yaw = value,
+            _ => return Err(unknown_setting(field, &Self::SETTINGS)),
+        }
+        Ok(())
+    }
+
     /// Checks every setting and that every value a distribution can draw is accepted.
     pub fn validate(&self) -> Result<()> {
         let a = self.arena_half_size;

@@ -219,6 +219,73 @@ pub trait Task: Send + Sync {
     fn outcome(&self, batch: &Batch, env: usize, task: &[f64], action: &[f32]) -> (f32, bool);
 }
 
+/// The names of the built-in tasks, for [`make_task`].
+pub const TASK_NAMES: [&str; 2] = ["BallOnPlate-v0", "BrickPush-v0"];
+
+/// A built-in task by name ([`TASK_NAMES`]) with its default settings changed by `settings`
+/// (field name and value, as the tasks' `Config::set` take them).
+pub fn make_task(name: &str, settings: &[(String, Scalar)]) -> Result<Box<dyn Task>> {
+    match name {
+        "BallOnPlate-v0" => {
+            let mut config = ball_on_plate::BallOnPlateConfig::default();
+            for (field, value) in settings {
+                config.set(field, value.clone())?;
+            }
+            Ok(Box::new(ball_on_plate::BallOnPlate::new(config)?))
+        }
+        "BrickPush-v0" => {
+            let mut config = brick_push::BrickPushConfig::default();
+            for (field, value) in settings {
+                config.set(field, value.clone())?;
+            }
+            Ok(Box::new(brick_push::BrickPush::new(config)?))
+        }
+        other => Err(Error::BadChoice {
+            what: "environment",
+            value: other.to_string(),
+            accepted: "BallOnPlate-v0, BrickPush-v0",
+        }),
+    }
+}
+
+/// The number of a setting that is not drawn per episode (`Scalar::Fixed`).
+pub(crate) fn fixed_setting(field: &str, value: &Scalar) -> Result<f64> {
+    match value {
+        Scalar::Fixed(v) => Ok(*v),
+        other => Err(Error::InvalidValue {
+            field: field.to_string(),
+            instance: 0,
+            value: format!("{other:?}"),
+            accepted: "a number (this setting is not drawn per episode)".into(),
+        }),
+    }
+}
+
+/// A whole-number setting (`Scalar::Fixed` holding an integer in `[lo, hi]`).
+pub(crate) fn integer_setting(field: &str, value: &Scalar, lo: u64, hi: u64) -> Result<u64> {
+    let v = fixed_setting(field, value)?;
+    if v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64 {
+        Ok(v as u64)
+    } else {
+        Err(Error::InvalidValue {
+            field: field.to_string(),
+            instance: 0,
+            value: format!("{v:?}"),
+            accepted: format!("an integer in [{lo}, {hi}]"),
+        })
+    }
+}
+
+/// The error for a setting name a config does not have.
+pub(crate) fn unknown_setting(field: &str, accepted: &[&str]) -> Error {
+    Error::InvalidValue {
+        field: field.to_string(),
+        instance: 0,
+        value: "(a setting name)".into(),
+        accepted: format!("one of the settings {}", accepted.join(", ")),
+    }
+}
+
 /// How a [`VectorEnv`] runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EnvOptions {
@@ -429,6 +496,19 @@ impl VectorEnv {
         mask: Option<&[bool]>,
         obs: &mut [f32],
     ) -> Result<()> {
+        let seeds: Option<Vec<u64>> =
+            seed.map(|s| (0..self.len() as u64).map(|i| s.wrapping_add(i)).collect());
+        self.reset_with_seeds(seeds.as_deref(), mask, obs)
+    }
+
+    /// As [`reset`](Self::reset) with one seed per environment (`num_envs` values; only those
+    /// of masked environments are used), as Gymnasium's `reset(seed=[...])`.
+    pub fn reset_with_seeds(
+        &mut self,
+        seeds: Option<&[u64]>,
+        mask: Option<&[bool]>,
+        obs: &mut [f32],
+    ) -> Result<()> {
         let n = self.len();
         check_len(
             "observation buffer",
@@ -438,13 +518,16 @@ impl VectorEnv {
         if let Some(m) = mask {
             check_len("reset mask", m.len(), n)?;
         }
+        if let Some(s) = seeds {
+            check_len("seeds", s.len(), n)?;
+        }
         for i in 0..n {
             if mask.is_some_and(|m| !m[i]) {
                 continue;
             }
-            match seed {
+            match seeds {
                 Some(s) => {
-                    self.env_seed[i] = s.wrapping_add(i as u64);
+                    self.env_seed[i] = s[i];
                     self.episode[i] = 0;
                 }
                 None => self.episode[i] += 1,

@@ -1,0 +1,273 @@
+"""simbatch: thousands of small constrained rigid-body systems per call, as Gymnasium vector envs.
+
+``simbatch.VectorEnv`` is a :class:`gymnasium.vector.VectorEnv` whose environments are instances
+of one simbatch batch, stepped together on the CPU (f64, all cores) or the GPU (wgpu, f32/f64),
+with the GIL released while the physics runs::
+
+    import numpy as np, simbatch
+    env = simbatch.VectorEnv("BallOnPlate-v0", num_envs=4096, backend="cpu")
+    obs, info = env.reset(seed=0)
+    for _ in range(100):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+
+Each ``step`` returns freshly allocated arrays that the Rust core writes into directly (no
+further copy); ``step_into`` reuses arrays the caller owns. ``settings`` changes a task's
+defaults, with the ``simbatch`` command's distribution syntax for per-episode draws
+(``{"uniform": [lo, hi]}``, ``{"normal": [mean, std]}``, ``{"log_uniform": [lo, hi]}``,
+``{"choice": [...]}``). Parameters and states of every environment are NumPy arrays through
+``get_body`` / ``set_body`` / ``get_param`` / ``set_param`` (Monte Carlo use).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from . import _simbatch
+from ._simbatch import EnvNeedsResetError, SimbatchError, env_ids
+
+__all__ = [
+    "VectorEnv",
+    "Env",
+    "SimbatchError",
+    "EnvNeedsResetError",
+    "env_ids",
+    "FLAG_RESET",
+    "FLAG_FINAL_OBS",
+    "FLAG_NONFINITE",
+]
+
+FLAG_RESET = _simbatch.FLAG_RESET
+FLAG_FINAL_OBS = _simbatch.FLAG_FINAL_OBS
+FLAG_NONFINITE = _simbatch.FLAG_NONFINITE
+
+_MODES = {
+    AutoresetMode.NEXT_STEP: "next_step",
+    AutoresetMode.SAME_STEP: "same_step",
+    AutoresetMode.DISABLED: "disabled",
+}
+
+
+def _mode_name(mode: AutoresetMode | str) -> str:
+    """simbatch's name of an autoreset mode given as Gymnasium's enum, its value or our name."""
+    if isinstance(mode, str) and mode in _MODES.values():
+        return mode
+    try:
+        return _MODES[AutoresetMode(mode)]
+    except ValueError:
+        raise ValueError(
+            f"autoreset_mode {mode!r}; accepted: an AutoresetMode, NextStep, SameStep, Disabled, "
+            "next_step, same_step, disabled"
+        ) from None
+
+
+def _box(bounds: tuple[list[float], list[float]]) -> gym.spaces.Box:
+    low, high = (np.asarray(b, dtype=np.float32) for b in bounds)
+    return gym.spaces.Box(low=low, high=high, dtype=np.float32)
+
+
+class VectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` environments of one simbatch task, stepped in one call.
+
+    Args:
+        env_id: one of :func:`env_ids` (``"BallOnPlate-v0"``, ``"BrickPush-v0"``).
+        num_envs: number of environments (≥ 1).
+        autoreset_mode: Gymnasium's ``AutoresetMode`` (or its name); default next-step.
+        backend: ``"cpu"`` (f64), ``"gpu"`` or ``"auto"`` (GPU if a hardware adapter opens).
+        precision: ``"f32"`` or ``"f64"`` on the GPU.
+        settings: task settings to change (see the README's environment table).
+
+    Seeding follows Gymnasium: ``reset(seed=s)`` gives environment ``i`` the seed ``s + i``
+    (a list gives each its own); later resets and autoresets draw the next episode of that
+    seed, so what an environment draws never depends on ``num_envs`` or the backend.
+    ``reset(options={"reset_mask": mask})`` resets only the environments in ``mask``.
+    In same-step mode, ``info["final_obs"]`` (object array, ``None`` where the environment did
+    not end) and ``info["_final_obs"]`` hold final observations, as Gymnasium's vector envs do.
+    ``info["nonfinite"]`` flags environments truncated because their state went non-finite.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        env_id: str = "BallOnPlate-v0",
+        num_envs: int = 1,
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        backend: str = "cpu",
+        precision: str = "f32",
+        settings: dict[str, Any] | None = None,
+    ):
+        mode = _mode_name(autoreset_mode)
+        self._core = _simbatch.Core(env_id, int(num_envs), mode, backend, precision, settings)
+        self.num_envs = self._core.num_envs
+        self.single_observation_space = _box(self._core.observation_bounds)
+        self.single_action_space = _box(self._core.action_bounds)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata = {
+            "render_modes": [],
+            "autoreset_mode": {v: k for k, v in _MODES.items()}[mode],
+            "env_id": env_id,
+            "control_dt": self._core.control_dt,
+            "observation_names": list(self._core.observation_names),
+            "action_names": list(self._core.action_names),
+        }
+        self.spec = None
+        self.render_mode = None
+        self.closed = False
+        self._od = self.single_observation_space.shape[0]
+        self._mode = mode
+
+    # ------------------------------------------------------------------ Gymnasium API
+
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start new episodes; returns ``(obs, info)`` for every environment."""
+        super().reset(seed=None)  # Gymnasium bookkeeping only; seeding is simbatch's own.
+        seeds = None
+        if seed is not None:
+            if isinstance(seed, (int, np.integer)):
+                seeds = (np.uint64(seed) + np.arange(self.num_envs, dtype=np.uint64)).astype(np.uint64)
+            else:
+                seeds = np.asarray(seed, dtype=np.uint64)
+                if seeds.shape != (self.num_envs,):
+                    raise ValueError(
+                        f"seed: got {seeds.shape[0] if seeds.ndim else 'a scalar'} seeds, expected {self.num_envs}"
+                    )
+        mask = None
+        if options and options.get("reset_mask") is not None:
+            mask = np.ascontiguousarray(options["reset_mask"], dtype=np.bool_)
+        obs = np.empty((self.num_envs, self._od), dtype=np.float32)
+        self._core.reset(obs, seeds, mask)
+        return obs, {}
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every environment; returns ``(obs, reward, terminated, truncated, info)``."""
+        n = self.num_envs
+        obs = np.empty((n, self._od), dtype=np.float32)
+        reward = np.empty(n, dtype=np.float32)
+        terminated = np.empty(n, dtype=np.bool_)
+        truncated = np.empty(n, dtype=np.bool_)
+        final_obs = np.empty((n, self._od), dtype=np.float32) if self._mode == "same_step" else None
+        info = self.step_into(actions, obs, reward, terminated, truncated, final_obs)
+        return obs, reward, terminated, truncated, info
+
+    def step_into(
+        self,
+        actions: np.ndarray,
+        obs: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        final_obs: np.ndarray | None = None,
+    ) -> dict[str, Any]:
+        """As :meth:`step`, writing into arrays the caller owns (C-contiguous, float32 obs
+        ``(num_envs, obs_dim)`` and reward, bool terminated/truncated; ``final_obs`` like obs,
+        needed in same-step mode). Returns the info dict."""
+        actions = np.ascontiguousarray(actions, dtype=np.float32).reshape(self.num_envs, -1)
+        flags = np.zeros(self.num_envs, dtype=np.uint32)
+        self._core.step(actions, obs, reward, terminated, truncated, flags, final_obs)
+        info: dict[str, Any] = {}
+        if final_obs is not None:
+            ended = (flags & FLAG_FINAL_OBS) != 0
+            if ended.any():
+                objects = np.full(self.num_envs, None, dtype=object)
+                for i in np.flatnonzero(ended):
+                    objects[i] = final_obs[i]
+                info["final_obs"], info["_final_obs"] = objects, ended
+                info["final_info"], info["_final_info"] = {}, ended.copy()
+        nonfinite = (flags & FLAG_NONFINITE) != 0
+        if nonfinite.any():
+            info["nonfinite"], info["_nonfinite"] = nonfinite, nonfinite.copy()
+        return info
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._core = None
+
+    # ------------------------------------------------------------------ batch access
+
+    @property
+    def backend(self) -> str:
+        """``"cpu"`` or ``"gpu"``: where the physics runs."""
+        return self._core.backend
+
+    @property
+    def body_names(self) -> list[str]:
+        """Bodies of the template (index 0 is Ground)."""
+        return list(self._core.body_names)
+
+    @property
+    def constraints(self) -> list[tuple[str, list[str]]]:
+        """``(kind, parameter names)`` per constraint."""
+        return list(self._core.constraints)
+
+    def get_body(self, body: str, field: str) -> np.ndarray:
+        """A copy of a body's column, shape ``(num_envs, width)``."""
+        return self._core.get_body(body, field)
+
+    def set_body(self, body: str, field: str, values: np.ndarray) -> None:
+        """Sets a body's column (validated; raises ``ValueError`` naming the field)."""
+        self._core.set_body(body, field, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+
+    def get_param(self, constraint: int, name: str) -> np.ndarray:
+        """A copy of a constraint parameter column, shape ``(num_envs, width)``."""
+        return self._core.get_param(constraint, name)
+
+    def set_param(self, constraint: int, name: str, values: np.ndarray) -> None:
+        """Sets a constraint parameter column (validated)."""
+        self._core.set_param(constraint, name, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+
+    def get_gravity(self) -> np.ndarray:
+        """Gravity per environment, ``(num_envs, 3)``."""
+        return self._core.get_gravity()
+
+    def set_gravity(self, values: np.ndarray) -> None:
+        """Sets gravity per environment."""
+        self._core.set_gravity(np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, 3))
+
+    def task_values(self) -> np.ndarray:
+        """Per-environment task values (targets, drawn settings)."""
+        return self._core.task_values()
+
+    def counters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per environment: seed, episode number, steps taken in the current episode."""
+        return self._core.counters()
+
+
+class Env(gym.Env):
+    """One simbatch environment as a plain :class:`gymnasium.Env` (a ``VectorEnv`` of one,
+    autoreset disabled), for tools that take single environments, e.g. Gymnasium's
+    ``check_env``."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, env_id: str = "BallOnPlate-v0", **kwargs: Any):
+        self._vec = VectorEnv(env_id, 1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
+        self.observation_space = self._vec.single_observation_space
+        self.action_space = self._vec.single_action_space
+        self._ended = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        obs, info = self._vec.reset(seed=seed)
+        return obs[0], info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self._vec.step(np.asarray(action, dtype=np.float32)[None, :])
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
+
+    @property
+    def vector_env(self) -> VectorEnv:
+        """The underlying one-environment ``VectorEnv``."""
+        return self._vec

@@ -1,0 +1,552 @@
+//! `simbatch._simbatch`: the Rust core behind the Python package.
+//!
+//! [`Core`] owns one [`VectorEnv`]; the Python class `simbatch.VectorEnv` (in
+//! `simbatch/__init__.py`) wraps it as a `gymnasium.vector.VectorEnv`. Every step and reset
+//! writes into NumPy arrays the caller passes (allocated once per call by the wrapper, or reused
+//! by the caller through `step_into`), with the GIL released while the physics runs. Errors
+//! become Python exceptions carrying the Rust message: bad input is a `ValueError`, an ended
+//! environment stepped with autoreset disabled an `EnvNeedsResetError`, anything else a
+//! `SimbatchError`.
+
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray1,
+    PyReadwriteArray2, PyUntypedArrayMethods,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use simbatch::Error;
+use simbatch::backend::Backend;
+use simbatch::env::{AutoReset, StepOut, VectorEnv, make_task};
+use simbatch::gpu::Precision;
+use simbatch::model::{BodyId, BodyKind, ConstraintId};
+use simbatch::sample::Scalar;
+
+create_exception!(
+    _simbatch,
+    SimbatchError,
+    PyException,
+    "An error of the simbatch engine (the message is the Rust error's)."
+);
+create_exception!(
+    _simbatch,
+    EnvNeedsResetError,
+    SimbatchError,
+    "An environment that ended was stepped with autoreset disabled; reset it first."
+);
+
+/// The Python exception for a Rust error.
+fn py_err(e: Error) -> PyErr {
+    let message = e.to_string();
+    match e {
+        Error::EnvNeedsReset { .. } => EnvNeedsResetError::new_err(message),
+        Error::InvalidValue { .. }
+        | Error::InstanceOutOfRange { .. }
+        | Error::ColumnLength { .. }
+        | Error::Dimension { .. }
+        | Error::BadChoice { .. }
+        | Error::BadHandle { .. }
+        | Error::UnknownParameter { .. } => PyValueError::new_err(message),
+        _ => SimbatchError::new_err(message),
+    }
+}
+
+fn contiguous(what: &str) -> PyErr {
+    PyValueError::new_err(format!("{what}: a C-contiguous array is needed"))
+}
+
+/// A setting's value: a number, or `{"uniform": [lo, hi]}`, `{"normal": [mean, std]}`,
+/// `{"log_uniform": [lo, hi]}`, `{"choice": [v, ...]}` (the `simbatch` command's syntax).
+fn scalar(field: &str, value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    const ACCEPTED: &str = "a number, or a dict with one key: uniform=[lo, hi], \
+                            normal=[mean, std], log_uniform=[lo, hi] or choice=[values...]";
+    if let Ok(x) = value.extract::<f64>() {
+        return Ok(Scalar::Fixed(x));
+    }
+    let bad = || PyValueError::new_err(format!("setting {field}: got {value}; accepted: {ACCEPTED}"));
+    let dict = value.cast::<PyDict>().map_err(|_| bad())?;
+    if dict.len() != 1 {
+        return Err(bad());
+    }
+    let (kind, args) = dict.iter().next().ok_or_else(bad)?;
+    let kind: String = kind.extract().map_err(|_| bad())?;
+    let numbers: Vec<f64> = args.extract().map_err(|_| bad())?;
+    let pair = || {
+        if numbers.len() == 2 {
+            Ok((numbers[0], numbers[1]))
+        } else {
+            Err(bad())
+        }
+    };
+    Ok(match kind.as_str() {
+        "uniform" => {
+            let (a, b) = pair()?;
+            Scalar::Uniform(a, b)
+        }
+        "normal" => {
+            let (a, b) = pair()?;
+            Scalar::Normal(a, b)
+        }
+        "log_uniform" => {
+            let (a, b) = pair()?;
+            Scalar::LogUniform(a, b)
+        }
+        "choice" => Scalar::Choice(numbers),
+        _ => return Err(bad()),
+    })
+}
+
+/// The Rust core of one vector environment.
+#[pyclass(module = "simbatch._simbatch")]
+struct Core {
+    env: VectorEnv,
+}
+
+impl Core {
+    fn body(&self, name: &str) -> PyResult<(BodyId, BodyKind)> {
+        let bodies = self.env.batch().template().bodies();
+        bodies
+            .iter()
+            .position(|b| b.name == name)
+            .map(|k| (BodyId(k), bodies[k].kind))
+            .ok_or_else(|| {
+                let names: Vec<&str> = bodies.iter().map(|b| b.name.as_str()).collect();
+                PyValueError::new_err(format!("no body {name:?}; bodies: {names:?}"))
+            })
+    }
+}
+
+/// A column of `[f64; K]` rows as an `(n, K)` array.
+fn rows_to_array<'py, const K: usize>(
+    py: Python<'py>,
+    rows: &[[f64; K]],
+) -> Bound<'py, PyArray2<f64>> {
+    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+    PyArray1::from_vec(py, flat)
+        .reshape([rows.len(), K])
+        .expect("n × K elements")
+}
+
+/// An `(n, K)` array as rows of `[f64; K]`.
+fn array_to_rows<const K: usize>(field: &str, a: &PyReadonlyArray2<'_, f64>) -> PyResult<Vec<[f64; K]>> {
+    let shape = a.shape();
+    if shape[1] != K {
+        return Err(PyValueError::new_err(format!(
+            "{field}: got {} values per instance, expected {K}",
+            shape[1]
+        )));
+    }
+    let flat = a.as_slice().map_err(|_| contiguous(field))?;
+    Ok(flat
+        .chunks_exact(K)
+        .map(|c| c.try_into().expect("K values"))
+        .collect())
+}
+
+#[pymethods]
+impl Core {
+    #[new]
+    #[pyo3(signature = (env_id, num_envs, autoreset = "next_step", backend = "cpu", precision = "f32", settings = None))]
+    fn new(
+        env_id: &str,
+        num_envs: usize,
+        autoreset: &str,
+        backend: &str,
+        precision: &str,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut parsed = Vec::new();
+        if let Some(d) = settings {
+            for (k, v) in d.iter() {
+                let field: String = k.extract()?;
+                let value = scalar(&field, &v)?;
+                parsed.push((field, value));
+            }
+        }
+        let task = make_task(env_id, &parsed).map_err(py_err)?;
+        let autoreset = AutoReset::parse(autoreset).map_err(py_err)?;
+        let backend = match backend {
+            "cpu" => Backend::Cpu,
+            "gpu" => Backend::Gpu,
+            "auto" => Backend::Auto,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "backend {other:?}; accepted: cpu, gpu, auto"
+                )));
+            }
+        };
+        let precision = match precision {
+            "f32" => Precision::F32,
+            "f64" => Precision::F64,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "precision {other:?}; accepted: f32, f64"
+                )));
+            }
+        };
+        let options = simbatch::env::EnvOptions {
+            autoreset,
+            backend,
+            precision,
+        };
+        let env = VectorEnv::new(task, num_envs, options).map_err(py_err)?;
+        Ok(Self { env })
+    }
+
+    /// Number of environments.
+    #[getter]
+    fn num_envs(&self) -> usize {
+        self.env.len()
+    }
+
+    /// The task's name.
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.env.spec().name
+    }
+
+    /// `(low, high)` of one environment's observation.
+    #[getter]
+    fn observation_bounds(&self) -> (Vec<f32>, Vec<f32>) {
+        let s = &self.env.spec().observation;
+        (s.low.clone(), s.high.clone())
+    }
+
+    /// `(low, high)` of one environment's action.
+    #[getter]
+    fn action_bounds(&self) -> (Vec<f32>, Vec<f32>) {
+        let s = &self.env.spec().action;
+        (s.low.clone(), s.high.clone())
+    }
+
+    /// Names of the observation values.
+    #[getter]
+    fn observation_names(&self) -> Vec<&'static str> {
+        self.env.spec().observation_names.clone()
+    }
+
+    /// Names of the action values.
+    #[getter]
+    fn action_names(&self) -> Vec<&'static str> {
+        self.env.spec().action_names.clone()
+    }
+
+    /// Seconds of simulated time per step.
+    #[getter]
+    fn control_dt(&self) -> f64 {
+        self.env.spec().control_dt
+    }
+
+    /// Episode length limit.
+    #[getter]
+    fn max_episode_steps(&self) -> u32 {
+        self.env.spec().max_episode_steps
+    }
+
+    /// Autoreset mode name.
+    #[getter]
+    fn autoreset(&self) -> &'static str {
+        self.env.autoreset().name()
+    }
+
+    /// `"cpu"` or `"gpu"`: where the physics runs.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        match self.env.backend() {
+            Backend::Gpu => "gpu",
+            _ => "cpu",
+        }
+    }
+
+    /// Why `auto` fell back to the CPU, if it did.
+    #[getter]
+    fn backend_note(&self) -> Option<String> {
+        self.env.backend_note().map(str::to_string)
+    }
+
+    /// Names of the template's bodies (index = body id; 0 is Ground).
+    #[getter]
+    fn body_names(&self) -> Vec<String> {
+        self.env
+            .batch()
+            .template()
+            .bodies()
+            .iter()
+            .map(|b| b.name.clone())
+            .collect()
+    }
+
+    /// `(kind, parameter names)` of each constraint.
+    #[getter]
+    fn constraints(&self) -> Vec<(String, Vec<String>)> {
+        self.env
+            .batch()
+            .template()
+            .constraints()
+            .iter()
+            .map(|c| {
+                (
+                    c.constraint.kind_name().to_string(),
+                    c.constraint.params().iter().map(|p| p.name.to_string()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// Starts new episodes (see `simbatch::env::VectorEnv::reset_with_seeds`), writing every
+    /// observation into `obs`; the GIL is released meanwhile.
+    #[pyo3(signature = (obs, seeds = None, mask = None))]
+    fn reset(
+        &mut self,
+        py: Python<'_>,
+        mut obs: PyReadwriteArray2<'_, f32>,
+        seeds: Option<PyReadonlyArray1<'_, u64>>,
+        mask: Option<PyReadonlyArray1<'_, bool>>,
+    ) -> PyResult<()> {
+        let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
+        let seeds = match &seeds {
+            Some(s) => Some(s.as_slice().map_err(|_| contiguous("seeds"))?),
+            None => None,
+        };
+        let mask = match &mask {
+            Some(m) => Some(m.as_slice().map_err(|_| contiguous("mask"))?),
+            None => None,
+        };
+        let env = &mut self.env;
+        py.detach(|| env.reset_with_seeds(seeds, mask, obs))
+            .map_err(py_err)
+    }
+
+    /// One step of every environment, writing into the arrays given; the GIL is released
+    /// meanwhile.
+    #[pyo3(signature = (actions, obs, reward, terminated, truncated, flags, final_obs = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        actions: PyReadonlyArray2<'_, f32>,
+        mut obs: PyReadwriteArray2<'_, f32>,
+        mut reward: PyReadwriteArray1<'_, f32>,
+        mut terminated: PyReadwriteArray1<'_, bool>,
+        mut truncated: PyReadwriteArray1<'_, bool>,
+        mut flags: PyReadwriteArray1<'_, u32>,
+        final_obs: Option<PyReadwriteArray2<'_, f32>>,
+    ) -> PyResult<()> {
+        let actions = actions.as_slice().map_err(|_| contiguous("actions"))?;
+        let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
+        let reward = reward.as_slice_mut().map_err(|_| contiguous("reward"))?;
+        let terminated = terminated
+            .as_slice_mut()
+            .map_err(|_| contiguous("terminated"))?;
+        let truncated = truncated
+            .as_slice_mut()
+            .map_err(|_| contiguous("truncated"))?;
+        let flags = flags.as_slice_mut().map_err(|_| contiguous("flags"))?;
+        let mut final_obs = final_obs;
+        let final_obs = match &mut final_obs {
+            Some(f) => Some(f.as_slice_mut().map_err(|_| contiguous("final_obs"))?),
+            None => None,
+        };
+        let env = &mut self.env;
+        py.detach(|| {
+            env.step(
+                actions,
+                StepOut {
+                    obs,
+                    reward,
+                    terminated,
+                    truncated,
+                    final_obs,
+                    flags: Some(flags),
+                },
+            )
+        })
+        .map_err(py_err)
+    }
+
+    /// Every environment's current observation into `obs`.
+    fn observe(&self, mut obs: PyReadwriteArray2<'_, f32>) -> PyResult<()> {
+        let n = self.env.len() * self.env.spec().observation.dim();
+        let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
+        if obs.len() != n {
+            return Err(py_err(Error::Dimension {
+                what: "observation buffer",
+                got: obs.len(),
+                expected: n,
+            }));
+        }
+        self.env.observe_all(obs);
+        Ok(())
+    }
+
+    /// A body's column as an `(num_envs, width)` array (a copy). Free bodies: `mass`, `com`,
+    /// `inertia`, `applied_force`, `applied_torque`, `q`, `u`; prescribed bodies: `pose`,
+    /// `velocity`, `acceleration`.
+    fn get_body<'py>(
+        &self,
+        py: Python<'py>,
+        body: &str,
+        field: &str,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (id, kind) = self.body(body)?;
+        let b = self.env.batch();
+        let e = py_err;
+        Ok(match (kind, field) {
+            (BodyKind::Free, "mass") => {
+                let rows: Vec<[f64; 1]> = b.mass(id).map_err(e)?.iter().map(|m| [*m]).collect();
+                rows_to_array(py, &rows)
+            }
+            (BodyKind::Free, "com") => rows_to_array(py, b.com(id).map_err(e)?),
+            (BodyKind::Free, "inertia") => rows_to_array(py, b.inertia(id).map_err(e)?),
+            (BodyKind::Free, "applied_force") => rows_to_array(py, b.applied_force(id).map_err(e)?),
+            (BodyKind::Free, "applied_torque") => {
+                rows_to_array(py, b.applied_torque(id).map_err(e)?)
+            }
+            (BodyKind::Free, "q") => rows_to_array(py, b.q(id).map_err(e)?),
+            (BodyKind::Free, "u") => rows_to_array(py, b.u(id).map_err(e)?),
+            (BodyKind::Prescribed, "pose") => rows_to_array(py, b.pose(id).map_err(e)?),
+            (BodyKind::Prescribed, "velocity") => rows_to_array(py, b.velocity(id).map_err(e)?),
+            (BodyKind::Prescribed, "acceleration") => {
+                rows_to_array(py, b.acceleration(id).map_err(e)?)
+            }
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "body {body:?} ({kind:?}) has no field {field:?}; free bodies: mass, com, \
+                     inertia, applied_force, applied_torque, q, u; prescribed bodies: pose, \
+                     velocity, acceleration"
+                )));
+            }
+        })
+    }
+
+    /// Sets a body's column from an `(num_envs, width)` array; validated, nothing is written
+    /// unless every value is accepted.
+    fn set_body(&mut self, body: &str, field: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let (id, kind) = self.body(body)?;
+        let b = self.env.batch_mut();
+        let e = py_err;
+        match (kind, field) {
+            (BodyKind::Free, "mass") => {
+                let rows = array_to_rows::<1>(field, &values)?;
+                let m: Vec<f64> = rows.iter().map(|r| r[0]).collect();
+                b.set_mass_column(id, &m).map_err(e)
+            }
+            (BodyKind::Free, "com") => b.set_com_column(id, &array_to_rows(field, &values)?).map_err(e),
+            (BodyKind::Free, "inertia") => {
+                b.set_inertia_column(id, &array_to_rows(field, &values)?).map_err(e)
+            }
+            (BodyKind::Free, "applied_force") => b
+                .set_applied_force_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            (BodyKind::Free, "applied_torque") => b
+                .set_applied_torque_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            (BodyKind::Free, "q") => b.set_q_column(id, &array_to_rows(field, &values)?).map_err(e),
+            (BodyKind::Free, "u") => b.set_u_column(id, &array_to_rows(field, &values)?).map_err(e),
+            (BodyKind::Prescribed, "pose") => {
+                b.set_pose_column(id, &array_to_rows(field, &values)?).map_err(e)
+            }
+            (BodyKind::Prescribed, "velocity") => {
+                b.set_velocity_column(id, &array_to_rows(field, &values)?).map_err(e)
+            }
+            (BodyKind::Prescribed, "acceleration") => b
+                .set_acceleration_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            _ => Err(PyValueError::new_err(format!(
+                "body {body:?} ({kind:?}) has no settable field {field:?}"
+            ))),
+        }
+    }
+
+    /// Parameter `name` of constraint `constraint` as an `(num_envs, width)` array (a copy).
+    fn get_param<'py>(
+        &self,
+        py: Python<'py>,
+        constraint: usize,
+        name: &str,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (column, width) = self
+            .env
+            .batch()
+            .param(ConstraintId(constraint), name)
+            .map_err(py_err)?;
+        Ok(PyArray1::from_slice(py, column)
+            .reshape([self.env.len(), width])
+            .expect("n × width values"))
+    }
+
+    /// Sets parameter `name` of constraint `constraint` from an `(num_envs, width)` array.
+    fn set_param(&mut self, constraint: usize, name: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let flat = values.as_slice().map_err(|_| contiguous(name))?;
+        self.env
+            .batch_mut()
+            .set_param_column(ConstraintId(constraint), name, flat)
+            .map_err(py_err)
+    }
+
+    /// Gravity per environment, `(num_envs, 3)`.
+    fn get_gravity<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        rows_to_array(py, self.env.batch().gravity())
+    }
+
+    /// Sets gravity per environment from an `(num_envs, 3)` array.
+    fn set_gravity(&mut self, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let rows = array_to_rows::<3>("gravity", &values)?;
+        self.env.batch_mut().set_gravity_column(&rows).map_err(py_err)
+    }
+
+    /// Each environment's simulated time in its episode.
+    fn get_time<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.env.batch().time())
+    }
+
+    /// The task values (targets, drawn settings), `(num_envs, width)`.
+    fn task_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let v = self.env.task_values();
+        let width = v.len() / self.env.len();
+        PyArray1::from_slice(py, v)
+            .reshape([self.env.len(), width])
+    }
+
+    /// Per environment: seed, episode number, steps taken in the episode.
+    fn counters<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (
+        Bound<'py, PyArray1<u64>>,
+        Bound<'py, PyArray1<u64>>,
+        Bound<'py, PyArray1<u32>>,
+    ) {
+        (
+            PyArray1::from_slice(py, self.env.seeds()),
+            PyArray1::from_slice(py, self.env.episodes()),
+            PyArray1::from_slice(py, self.env.elapsed_steps()),
+        )
+    }
+
+    /// Per-instance status bits of the batch (non-zero: flagged).
+    fn status<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        PyArray1::from_slice(py, self.env.batch().status())
+    }
+}
+
+/// The names of the built-in environments.
+#[pyfunction]
+fn env_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, simbatch::env::TASK_NAMES)
+}
+
+/// The Rust core of the `simbatch` Python package.
+#[pymodule]
+fn _simbatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Core>()?;
+    m.add_function(wrap_pyfunction!(env_ids, m)?)?;
+    m.add("SimbatchError", m.py().get_type::<SimbatchError>())?;
+    m.add("EnvNeedsResetError", m.py().get_type::<EnvNeedsResetError>())?;
+    m.add("FLAG_RESET", simbatch::env::flags::RESET)?;
+    m.add("FLAG_FINAL_OBS", simbatch::env::flags::FINAL_OBS)?;
+    m.add("FLAG_NONFINITE", simbatch::env::flags::NONFINITE)?;
+    Ok(())
+}
