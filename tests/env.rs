@@ -496,7 +496,7 @@ fn tilting_the_plate_moves_the_ball_consistently_with_the_constraints() {
             }
             let w = env.batch().velocity(task.plate()).unwrap()[i];
             for j in 0..2 {
-                let commanded = f64::from(a[2 * i + j]).clamp(-2.0, 2.0);
+                let commanded = 2.0 * f64::from(a[2 * i + j]).clamp(-1.0, 1.0);
                 assert!(
                     (w[j] - commanded).abs() < 1e-12,
                     "env {i}: ω {} vs {commanded}",
@@ -579,7 +579,7 @@ fn a_constant_push_on_level_ground_gives_uniform_acceleration_and_success_ends_t
         start_x: Scalar::Fixed(0.0),
         start_y: Scalar::Fixed(0.0),
         start_yaw: Scalar::Fixed(0.0),
-        target_x: Scalar::Fixed(0.25),
+        target_x: Scalar::Fixed(0.3125),
         target_y: Scalar::Fixed(0.0),
         target_yaw: Scalar::Fixed(0.0),
         ..BrickPushConfig::default()
@@ -588,27 +588,27 @@ fn a_constant_push_on_level_ground_gives_uniform_acceleration_and_success_ends_t
     let brick = task.brick();
     let mut env = brick_env(1, config, AutoReset::NextStep);
     reset(&mut env, Some(0), None);
-    // 4 N for 0.5 s: a = 2 m/s², x = 0.25 m, v = 1 m/s.
+    // 5 N (a quarter of the 20 N range) for 0.5 s: a = 2.5 m/s², x = 0.3125 m, v = 1.25 m/s.
     for _ in 0..10 {
-        let o = step(&mut env, &[4.0, 0.0, 0.0]);
+        let o = step(&mut env, &[0.25, 0.0, 0.0]);
         assert!(!o.terminated[0]);
     }
     let q = env.batch().q(brick).unwrap()[0];
     let u = env.batch().u(brick).unwrap()[0];
-    assert!((q[4] - 0.25).abs() < 1e-12 && (u[3] - 1.0).abs() < 1e-12);
-    // From the start again: 8 N for 0.25 s, then −8 N for 0.25 s (bang-bang) stops the brick
-    // exactly on the target, 0.125 + 0.125 m away.
+    assert!((q[4] - 0.3125).abs() < 1e-12 && (u[3] - 1.25).abs() < 1e-12);
+    // From the start again: 10 N for 0.25 s, then −10 N for 0.25 s (bang-bang) stops the
+    // brick exactly on the target, 0.15625 + 0.15625 m away.
     reset(&mut env, Some(0), None);
     for _ in 0..5 {
-        step(&mut env, &[8.0, 0.0, 0.0]);
+        step(&mut env, &[0.5, 0.0, 0.0]);
     }
     let mut last = None;
     for _ in 0..5 {
-        last = Some(step(&mut env, &[-8.0, 0.0, 0.0]));
+        last = Some(step(&mut env, &[-0.5, 0.0, 0.0]));
     }
     let o = last.unwrap();
     let q = env.batch().q(brick).unwrap()[0];
-    assert!((q[4] - 0.25).abs() < 1e-12, "x {}", q[4]);
+    assert!((q[4] - 0.3125).abs() < 1e-12, "x {}", q[4]);
     assert!(o.terminated[0], "reaching the target at rest terminates");
     assert!(o.reward[0] > 9.0, "success bonus, reward {}", o.reward[0]);
 }
@@ -775,14 +775,29 @@ fn tasks_are_made_by_name_with_settings_checked() {
         Ok(_) => panic!("{name} {s:?} accepted"),
         Err(e) => e.to_string(),
     };
-    let m = msg("BallOnPlate-v0", vec![("radius".into(), Scalar::Fixed(0.1))]);
+    let m = msg(
+        "BallOnPlate-v0",
+        vec![("radius".into(), Scalar::Fixed(0.1))],
+    );
     assert!(m.contains("radius") && m.contains("ball_radius"), "{m}");
-    let m = msg("BrickPush-v0", vec![("substeps".into(), Scalar::Fixed(2.5))]);
+    let m = msg(
+        "BrickPush-v0",
+        vec![("substeps".into(), Scalar::Fixed(2.5))],
+    );
     assert!(m.contains("substeps") && m.contains("an integer"), "{m}");
-    let m = msg("BrickPush-v0", vec![("max_force".into(), Scalar::Uniform(1.0, 2.0))]);
-    assert!(m.contains("max_force") && m.contains("not drawn per episode"), "{m}");
+    let m = msg(
+        "BrickPush-v0",
+        vec![("max_force".into(), Scalar::Uniform(1.0, 2.0))],
+    );
+    assert!(
+        m.contains("max_force") && m.contains("not drawn per episode"),
+        "{m}"
+    );
     let m = msg("CartPole-v1", vec![]);
-    assert!(m.contains("CartPole-v1") && m.contains("BallOnPlate-v0"), "{m}");
+    assert!(
+        m.contains("CartPole-v1") && m.contains("BallOnPlate-v0"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -792,7 +807,8 @@ fn per_env_seeds_pick_each_envs_stream() {
     let mut a = plate_env(4, BallOnPlateConfig::default(), AutoReset::NextStep);
     let mut b = plate_env(4, BallOnPlateConfig::default(), AutoReset::NextStep);
     let mut obs = vec![0.0; 40];
-    a.reset_with_seeds(Some(&[13, 12, 11, 10]), None, &mut obs).unwrap();
+    a.reset_with_seeds(Some(&[13, 12, 11, 10]), None, &mut obs)
+        .unwrap();
     let ob = reset(&mut b, Some(10), None);
     for i in 0..4 {
         assert_eq!(obs[i * 10..(i + 1) * 10], ob[(3 - i) * 10..(4 - i) * 10]);

@@ -65,7 +65,11 @@ fn scalar(field: &str, value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     if let Ok(x) = value.extract::<f64>() {
         return Ok(Scalar::Fixed(x));
     }
-    let bad = || PyValueError::new_err(format!("setting {field}: got {value}; accepted: {ACCEPTED}"));
+    let bad = || {
+        PyValueError::new_err(format!(
+            "setting {field}: got {value}; accepted: {ACCEPTED}"
+        ))
+    };
     let dict = value.cast::<PyDict>().map_err(|_| bad())?;
     if dict.len() != 1 {
         return Err(bad());
@@ -97,6 +101,13 @@ fn scalar(field: &str, value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
         _ => return Err(bad()),
     })
 }
+
+/// Seeds, episode numbers and elapsed steps, one array each.
+type Counters<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u32>>,
+);
 
 /// The Rust core of one vector environment.
 #[pyclass(module = "simbatch._simbatch")]
@@ -130,7 +141,10 @@ fn rows_to_array<'py, const K: usize>(
 }
 
 /// An `(n, K)` array as rows of `[f64; K]`.
-fn array_to_rows<const K: usize>(field: &str, a: &PyReadonlyArray2<'_, f64>) -> PyResult<Vec<[f64; K]>> {
+fn array_to_rows<const K: usize>(
+    field: &str,
+    a: &PyReadonlyArray2<'_, f64>,
+) -> PyResult<Vec<[f64; K]>> {
     let shape = a.shape();
     if shape[1] != K {
         return Err(PyValueError::new_err(format!(
@@ -289,7 +303,11 @@ impl Core {
             .map(|c| {
                 (
                     c.constraint.kind_name().to_string(),
-                    c.constraint.params().iter().map(|p| p.name.to_string()).collect(),
+                    c.constraint
+                        .params()
+                        .iter()
+                        .map(|p| p.name.to_string())
+                        .collect(),
                 )
             })
             .collect()
@@ -423,7 +441,12 @@ impl Core {
 
     /// Sets a body's column from an `(num_envs, width)` array; validated, nothing is written
     /// unless every value is accepted.
-    fn set_body(&mut self, body: &str, field: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+    fn set_body(
+        &mut self,
+        body: &str,
+        field: &str,
+        values: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
         let (id, kind) = self.body(body)?;
         let b = self.env.batch_mut();
         let e = py_err;
@@ -433,24 +456,30 @@ impl Core {
                 let m: Vec<f64> = rows.iter().map(|r| r[0]).collect();
                 b.set_mass_column(id, &m).map_err(e)
             }
-            (BodyKind::Free, "com") => b.set_com_column(id, &array_to_rows(field, &values)?).map_err(e),
-            (BodyKind::Free, "inertia") => {
-                b.set_inertia_column(id, &array_to_rows(field, &values)?).map_err(e)
-            }
+            (BodyKind::Free, "com") => b
+                .set_com_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            (BodyKind::Free, "inertia") => b
+                .set_inertia_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
             (BodyKind::Free, "applied_force") => b
                 .set_applied_force_column(id, &array_to_rows(field, &values)?)
                 .map_err(e),
             (BodyKind::Free, "applied_torque") => b
                 .set_applied_torque_column(id, &array_to_rows(field, &values)?)
                 .map_err(e),
-            (BodyKind::Free, "q") => b.set_q_column(id, &array_to_rows(field, &values)?).map_err(e),
-            (BodyKind::Free, "u") => b.set_u_column(id, &array_to_rows(field, &values)?).map_err(e),
-            (BodyKind::Prescribed, "pose") => {
-                b.set_pose_column(id, &array_to_rows(field, &values)?).map_err(e)
-            }
-            (BodyKind::Prescribed, "velocity") => {
-                b.set_velocity_column(id, &array_to_rows(field, &values)?).map_err(e)
-            }
+            (BodyKind::Free, "q") => b
+                .set_q_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            (BodyKind::Free, "u") => b
+                .set_u_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            (BodyKind::Prescribed, "pose") => b
+                .set_pose_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
+            (BodyKind::Prescribed, "velocity") => b
+                .set_velocity_column(id, &array_to_rows(field, &values)?)
+                .map_err(e),
             (BodyKind::Prescribed, "acceleration") => b
                 .set_acceleration_column(id, &array_to_rows(field, &values)?)
                 .map_err(e),
@@ -478,7 +507,12 @@ impl Core {
     }
 
     /// Sets parameter `name` of constraint `constraint` from an `(num_envs, width)` array.
-    fn set_param(&mut self, constraint: usize, name: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+    fn set_param(
+        &mut self,
+        constraint: usize,
+        name: &str,
+        values: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
         let flat = values.as_slice().map_err(|_| contiguous(name))?;
         self.env
             .batch_mut()
@@ -494,7 +528,10 @@ impl Core {
     /// Sets gravity per environment from an `(num_envs, 3)` array.
     fn set_gravity(&mut self, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
         let rows = array_to_rows::<3>("gravity", &values)?;
-        self.env.batch_mut().set_gravity_column(&rows).map_err(py_err)
+        self.env
+            .batch_mut()
+            .set_gravity_column(&rows)
+            .map_err(py_err)
     }
 
     /// Each environment's simulated time in its episode.
@@ -506,19 +543,11 @@ impl Core {
     fn task_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let v = self.env.task_values();
         let width = v.len() / self.env.len();
-        PyArray1::from_slice(py, v)
-            .reshape([self.env.len(), width])
+        PyArray1::from_slice(py, v).reshape([self.env.len(), width])
     }
 
     /// Per environment: seed, episode number, steps taken in the episode.
-    fn counters<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> (
-        Bound<'py, PyArray1<u64>>,
-        Bound<'py, PyArray1<u64>>,
-        Bound<'py, PyArray1<u32>>,
-    ) {
+    fn counters<'py>(&self, py: Python<'py>) -> Counters<'py> {
         (
             PyArray1::from_slice(py, self.env.seeds()),
             PyArray1::from_slice(py, self.env.episodes()),
@@ -544,7 +573,10 @@ fn _simbatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(env_ids, m)?)?;
     m.add("SimbatchError", m.py().get_type::<SimbatchError>())?;
-    m.add("EnvNeedsResetError", m.py().get_type::<EnvNeedsResetError>())?;
+    m.add(
+        "EnvNeedsResetError",
+        m.py().get_type::<EnvNeedsResetError>(),
+    )?;
     m.add("FLAG_RESET", simbatch::env::flags::RESET)?;
     m.add("FLAG_FINAL_OBS", simbatch::env::flags::FINAL_OBS)?;
     m.add("FLAG_NONFINITE", simbatch::env::flags::NONFINITE)?;

@@ -2,9 +2,10 @@
 //!
 //! The plate is a *prescribed* body pivoting about its centre (the Ground origin); the ball is a
 //! free solid sphere held on the plate's top face by a rolling [`SphereOnPlaneContact`]
-//! (bilateral: the ball does not bounce or lift off). The action is the commanded tilt rate of
-//! the plate about Ground's x and y axes: over one control interval the plate's angular velocity
-//! ramps linearly from its current value to the command (a constant prescribed angular
+//! (bilateral: the ball does not bounce or lift off). The action, in `[−1, 1]²`, is the
+//! commanded tilt rate of the plate about Ground's x and y axes as a fraction of
+//! `max_tilt_rate`: over one control interval the plate's angular velocity ramps linearly from
+//! its current value to the command (a constant prescribed angular
 //! acceleration, so the ball feels finite contact forces and the velocity constraints hold
 //! throughout; RK4 integrates the ramp exactly).
 //!
@@ -16,7 +17,7 @@
 //! | `tilt_rate_x`, `tilt_rate_y` | plate angular velocity about Ground x and y (rad/s) |
 //! | `target_x`, `target_y` | target point, plate frame (m) |
 //!
-//! Reward per step: `1 − d / half_size − action_cost · |a|² / max_tilt_rate²`, with `d` the
+//! Reward per step: `1 − d / half_size − action_cost · |a|²` (`a` the normalized action), with `d` the
 //! in-plane distance from the ball centre to the target. Terminated when the ball centre leaves
 //! the plate (`|x|` or `|y|` > `half_size`) or the plate tilts more than `max_tilt` from level;
 //! truncated after `max_episode_steps`.
@@ -37,7 +38,7 @@ use crate::sample::Scalar;
 pub struct BallOnPlateConfig {
     /// Half the side of the square plate (m), in (0, 10]. Default 0.15.
     pub half_size: f64,
-    /// Largest commanded tilt rate (rad/s), > 0; actions are clipped to ±this. Default 2.
+    /// Largest commanded tilt rate (rad/s), > 0: the action ±1. Default 2.
     pub max_tilt_rate: f64,
     /// Tilt from level (rad) beyond which the episode terminates, in (0, π/2). Default 0.35.
     pub max_tilt: f64,
@@ -234,14 +235,13 @@ impl BallOnPlate {
         let (_, plate, ball, contact) = build_template()?;
         let inf = f32::INFINITY;
         let h = config.half_size as f32;
-        let rate = config.max_tilt_rate as f32;
         let spec = EnvSpec {
             name: "BallOnPlate-v0",
             observation: BoxSpace {
                 low: vec![-inf, -inf, -inf, -inf, -1.0, -1.0, -inf, -inf, -h, -h],
                 high: vec![inf, inf, inf, inf, 1.0, 1.0, inf, inf, h, h],
             },
-            action: BoxSpace::uniform(2, -rate, rate),
+            action: BoxSpace::uniform(2, -1.0, 1.0),
             observation_names: vec![
                 "ball_x",
                 "ball_y",
@@ -393,10 +393,11 @@ impl Task for BallOnPlate {
     ) -> Result<()> {
         let w = batch.velocity(self.plate)?[env];
         let dt = self.config.control_dt;
+        let rate = self.config.max_tilt_rate;
         // Ramp the angular velocity to the command over the interval; no spin about z.
         let b = [
-            (f64::from(action[0]) - w[0]) / dt,
-            (f64::from(action[1]) - w[1]) / dt,
+            (rate * f64::from(action[0]) - w[0]) / dt,
+            (rate * f64::from(action[1]) - w[1]) / dt,
             -w[2] / dt,
         ];
         batch.set_acceleration(self.plate, env, [b[0], b[1], b[2], 0.0, 0.0, 0.0])
@@ -424,8 +425,7 @@ impl Task for BallOnPlate {
             return (0.0, true);
         };
         let distance = ((p.x - task[0]).powi(2) + (p.y - task[1]).powi(2)).sqrt();
-        let effort = action.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>()
-            / (c.max_tilt_rate * c.max_tilt_rate);
+        let effort = action.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>();
         let reward = 1.0 - distance / c.half_size - c.action_cost * effort;
         let off_plate = p.x.abs() > c.half_size || p.y.abs() > c.half_size;
         let too_steep = n.z.clamp(-1.0, 1.0).acos() > c.max_tilt;

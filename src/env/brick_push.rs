@@ -6,8 +6,8 @@
 //! minimum-norm multipliers). The floor's
 //! incline is modelled by tilting gravity: `g (sin θ cos φ, sin θ sin φ, −cos θ)` with incline
 //! `θ` and downhill direction `φ`, so the brick slides downhill unless pushed. The action is a
-//! horizontal force through the centre of mass and a torque about the vertical, held over the
-//! control interval; viscous drag `−c v` and `−c_w ω_z`, evaluated at the start of the interval,
+//! horizontal force through the centre of mass and a torque about the vertical, given in
+//! `[−1, 1]³` as fractions of `max_force` and `max_torque`, held over the control interval; viscous drag `−c v` and `−c_w ω_z`, evaluated at the start of the interval,
 //! is added to it (the floor's resistance).
 //!
 //! | observation | meaning |
@@ -19,7 +19,7 @@
 //! | `wz` | yaw rate (rad/s) |
 //! | `downhill_x`, `downhill_y` | horizontal gravity components over `|g|` |
 //!
-//! Reward per step: `−|Δp| − 0.1 |Δyaw| − action_cost (|F|²/F_max² + τ²/τ_max²)`, plus
+//! Reward per step: `−|Δp| − 0.1 |Δyaw| − action_cost |a|²` (`a` the normalized action), plus
 //! `success_bonus` on the step that reaches the target (`|Δp| < success_distance`,
 //! `|Δyaw| < success_angle`, speed < `success_speed`), which terminates the episode; leaving the
 //! arena (`|x|` or `|y|` > `arena_half_size`) terminates it too.
@@ -43,9 +43,9 @@ use crate::sample::Scalar;
 pub struct BrickPushConfig {
     /// Half the side of the square arena (m), > 0. Default 2.
     pub arena_half_size: f64,
-    /// Largest push force per axis (N), > 0. Default 20.
+    /// Largest push force per axis (N), > 0: the action ±1. Default 20.
     pub max_force: f64,
-    /// Largest yaw torque (N m), > 0. Default 2.
+    /// Largest yaw torque (N m), > 0: the action ±1. Default 2.
     pub max_torque: f64,
     /// Control interval (s), > 0. Default 0.05 (20 Hz).
     pub control_dt: f64,
@@ -296,7 +296,6 @@ impl BrickPush {
         config.validate()?;
         let (_, brick, corners) = build_template()?;
         let inf = f32::INFINITY;
-        let (f, t) = (config.max_force as f32, config.max_torque as f32);
         let spec = EnvSpec {
             name: "BrickPush-v0",
             observation: BoxSpace {
@@ -305,10 +304,7 @@ impl BrickPush {
                 ],
                 high: vec![inf, inf, inf, inf, 1.0, 1.0, inf, inf, inf, 1.0, 1.0],
             },
-            action: BoxSpace {
-                low: vec![-f, -f, -t],
-                high: vec![f, f, t],
-            },
+            action: BoxSpace::uniform(3, -1.0, 1.0),
             observation_names: vec![
                 "x",
                 "y",
@@ -456,12 +452,13 @@ impl Task for BrickPush {
     ) -> Result<()> {
         let u = batch.u(self.brick)?[env];
         let (drag, yaw_drag) = (task[3], task[4]);
+        let (f, t) = (self.config.max_force, self.config.max_torque);
         let force = [
-            f64::from(action[0]) - drag * u[3],
-            f64::from(action[1]) - drag * u[4],
+            f * f64::from(action[0]) - drag * u[3],
+            f * f64::from(action[1]) - drag * u[4],
             0.0,
         ];
-        let torque = [0.0, 0.0, f64::from(action[2]) - yaw_drag * u[2]];
+        let torque = [0.0, 0.0, t * f64::from(action[2]) - yaw_drag * u[2]];
         batch.set_applied_force(self.brick, env, force)?;
         batch.set_applied_torque(self.brick, env, torque)
     }
@@ -499,9 +496,7 @@ impl Task for BrickPush {
         let c = &self.config;
         let (distance, yaw_error, speed) = self.errors(batch, env, task);
         let q = batch.q(self.brick).map(|q| q[env]).unwrap_or([f64::NAN; 7]);
-        let effort = (f64::from(action[0]).powi(2) + f64::from(action[1]).powi(2))
-            / (c.max_force * c.max_force)
-            + f64::from(action[2]).powi(2) / (c.max_torque * c.max_torque);
+        let effort = action.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>();
         let success = distance < c.success_distance
             && yaw_error.abs() < c.success_angle
             && speed < c.success_speed;
