@@ -3,9 +3,9 @@
 //! binary (`src/main.rs`) only parses arguments and calls [`main_with`].
 //!
 //! Rooms: [`scenario`] reads and checks scenario files; [`sample`] draws parameters from
-//! counter-based streams (the crate's [`sample`](crate::sample) module, shared with the RL
+//! counter-based streams (the crate's [`sample`] module, shared with the RL
 //! environments); [`study`] builds batches and runs them; [`output`] writes the
-//! output directory atomically and merges shards; [`plots`] draws SVG plots; [`bench`] and
+//! output directory atomically and merges shards; [`plots`] draws SVG plots; [`bench`](mod@bench) and
 //! [`check`] are the other two commands.
 
 pub mod bench;
