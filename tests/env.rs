@@ -21,6 +21,11 @@ struct Outcome {
 }
 
 fn step(env: &mut VectorEnv, actions: &[f32]) -> Outcome {
+    try_step(env, actions, true).unwrap()
+}
+
+/// One step into fresh buffers; `with_final` passes the final-observation buffer.
+fn try_step(env: &mut VectorEnv, actions: &[f32], with_final: bool) -> Result<Outcome> {
     let n = env.len();
     let od = env.spec().observation.dim();
     let mut o = Outcome {
@@ -38,12 +43,11 @@ fn step(env: &mut VectorEnv, actions: &[f32]) -> Outcome {
             reward: &mut o.reward,
             terminated: &mut o.terminated,
             truncated: &mut o.truncated,
-            final_obs: Some(&mut o.final_obs),
+            final_obs: with_final.then_some(&mut o.final_obs[..]),
             flags: Some(&mut o.flags),
         },
-    )
-    .unwrap();
-    o
+    )?;
+    Ok(o)
 }
 
 fn reset(env: &mut VectorEnv, seed: Option<u64>, mask: Option<&[bool]>) -> Vec<f32> {
@@ -198,39 +202,12 @@ fn disabled_autoreset_refuses_to_step_an_ended_env_until_it_is_reset() {
     step(&mut env, &zero);
     let o = step(&mut env, &zero);
     assert!(o.truncated.iter().all(|t| *t));
-    let mut obs = vec![0.0; n * 10];
-    let mut reward = vec![0.0; n];
-    let (mut te, mut tr) = (vec![false; n], vec![false; n]);
-    let err = env
-        .step(
-            &zero,
-            StepOut {
-                obs: &mut obs,
-                reward: &mut reward,
-                terminated: &mut te,
-                truncated: &mut tr,
-                final_obs: None,
-                flags: None,
-            },
-        )
-        .unwrap_err();
+    let err = try_step(&mut env, &zero, false).unwrap_err();
     assert_eq!(err, Error::EnvNeedsReset { env: 0 });
     assert!(err.to_string().contains("environment 0 has ended"));
     // Resetting only env 0 is not enough; env 1 is named next.
     reset(&mut env, None, Some(&[true, false, false, false]));
-    let err = env
-        .step(
-            &zero,
-            StepOut {
-                obs: &mut obs,
-                reward: &mut reward,
-                terminated: &mut te,
-                truncated: &mut tr,
-                final_obs: None,
-                flags: None,
-            },
-        )
-        .unwrap_err();
+    let err = try_step(&mut env, &zero, false).unwrap_err();
     assert_eq!(err, Error::EnvNeedsReset { env: 1 });
     reset(&mut env, None, Some(&[false, true, true, true]));
     let o = step(&mut env, &zero);
@@ -650,25 +627,9 @@ fn a_non_finite_env_is_truncated_and_flagged_and_the_others_are_untouched() {
 #[test]
 fn bad_actions_buffers_and_settings_are_typed_errors() {
     let mut env = plate_env(3, BallOnPlateConfig::default(), AutoReset::SameStep);
-    let mut obs = vec![0.0; 30];
-    let mut reward = vec![0.0; 3];
-    let (mut te, mut tr) = (vec![false; 3], vec![false; 3]);
-    let mut fin = vec![0.0; 30];
     let mut act = vec![0.0f32; 6];
     act[3] = f32::INFINITY;
-    let err = env
-        .step(
-            &act,
-            StepOut {
-                obs: &mut obs,
-                reward: &mut reward,
-                terminated: &mut te,
-                truncated: &mut tr,
-                final_obs: Some(&mut fin),
-                flags: None,
-            },
-        )
-        .unwrap_err();
+    let err = try_step(&mut env, &act, true).unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.contains("actions[1] (tilt_rate_y)") && msg.contains("instance 1"),
@@ -676,19 +637,7 @@ fn bad_actions_buffers_and_settings_are_typed_errors() {
     );
     // Nothing moved.
     assert_eq!(env.elapsed_steps(), &[0, 0, 0]);
-    let err = env
-        .step(
-            &[0.0; 5],
-            StepOut {
-                obs: &mut obs,
-                reward: &mut reward,
-                terminated: &mut te,
-                truncated: &mut tr,
-                final_obs: Some(&mut fin),
-                flags: None,
-            },
-        )
-        .unwrap_err();
+    let err = try_step(&mut env, &[0.0; 5], true).unwrap_err();
     assert!(matches!(
         err,
         Error::Dimension {
@@ -698,19 +647,7 @@ fn bad_actions_buffers_and_settings_are_typed_errors() {
         }
     ));
     // Same-step needs the final-observation buffer.
-    let err = env
-        .step(
-            &[0.0; 6],
-            StepOut {
-                obs: &mut obs,
-                reward: &mut reward,
-                terminated: &mut te,
-                truncated: &mut tr,
-                final_obs: None,
-                flags: None,
-            },
-        )
-        .unwrap_err();
+    let err = try_step(&mut env, &[0.0; 6], false).unwrap_err();
     assert!(
         err.to_string().contains("final observation buffer"),
         "{err}"

@@ -24,10 +24,13 @@
 
 use nalgebra::Vector3;
 
-use super::{BoxSpace, Draws, EnvSpec, Task, fixed_setting, integer_setting, unknown_setting};
+use super::{
+    BoxSpace, Draws, EnvSpec, Task, check_common_settings, check_setting, fixed_setting,
+    integer_setting, unknown_setting,
+};
 use crate::batch::Batch;
 use crate::constraints::SphereOnPlaneContact;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::integrate::Stabilization;
 use crate::math::{quaternion_from_rotation_vector, rotation_from_quaternion};
 use crate::model::{BodyId, ConstraintId, SystemTemplate};
@@ -92,20 +95,6 @@ impl Default for BallOnPlateConfig {
             initial_tilt_x: Scalar::Uniform(-0.05, 0.05),
             initial_tilt_y: Scalar::Uniform(-0.05, 0.05),
         }
-    }
-}
-
-/// Checks a fixed setting, naming it and its accepted range.
-pub(crate) fn check_setting(field: &str, value: f64, ok: bool, accepted: &str) -> Result<()> {
-    if ok && value.is_finite() {
-        Ok(())
-    } else {
-        Err(Error::InvalidValue {
-            field: field.to_string(),
-            instance: 0,
-            value: format!("{value:?}"),
-            accepted: accepted.to_string(),
-        })
     }
 }
 
@@ -178,24 +167,13 @@ impl BallOnPlateConfig {
             t > 0.0 && t < half_pi,
             "a number in (0, π/2) (rad)",
         )?;
-        let dt = self.control_dt;
-        check_setting("control_dt", dt, dt > 0.0, "a finite number > 0 (s)")?;
-        check_setting(
-            "substeps",
-            self.substeps as f64,
-            self.substeps >= 1,
-            "an integer ≥ 1",
+        check_common_settings(
+            self.control_dt,
+            self.substeps,
+            self.max_episode_steps,
+            self.gravity,
+            self.action_cost,
         )?;
-        check_setting(
-            "max_episode_steps",
-            f64::from(self.max_episode_steps),
-            self.max_episode_steps >= 1,
-            "an integer ≥ 1",
-        )?;
-        let g = self.gravity;
-        check_setting("gravity", g, g >= 0.0, "a finite number ≥ 0 (m/s²)")?;
-        let c = self.action_cost;
-        check_setting("action_cost", c, c >= 0.0, "a finite number ≥ 0")?;
         self.ball_radius.check("ball_radius", 1e-4, h)?;
         self.ball_mass.check("ball_mass", 1e-6, 1e6)?;
         self.start_x.check("start_x", -h, h)?;

@@ -28,8 +28,10 @@ use std::f64::consts::PI;
 
 use nalgebra::Vector3;
 
-use super::ball_on_plate::check_setting;
-use super::{BoxSpace, Draws, EnvSpec, Task, fixed_setting, integer_setting, unknown_setting};
+use super::{
+    BoxSpace, Draws, EnvSpec, Task, check_common_settings, check_setting, fixed_setting,
+    integer_setting, unknown_setting,
+};
 use crate::batch::Batch;
 use crate::constraints::PointToGround;
 use crate::error::Result;
@@ -206,7 +208,6 @@ impl BrickPushConfig {
         let positive = [
             ("max_force", self.max_force, "(N)"),
             ("max_torque", self.max_torque, "(N m)"),
-            ("control_dt", self.control_dt, "(s)"),
             ("success_distance", self.success_distance, "(m)"),
             ("success_angle", self.success_angle, "(rad)"),
             ("success_speed", self.success_speed, "(m/s)"),
@@ -219,22 +220,13 @@ impl BrickPushConfig {
                 &format!("a finite number > 0 {unit}"),
             )?;
         }
-        check_setting(
-            "substeps",
-            self.substeps as f64,
-            self.substeps >= 1,
-            "an integer ≥ 1",
+        check_common_settings(
+            self.control_dt,
+            self.substeps,
+            self.max_episode_steps,
+            self.gravity,
+            self.action_cost,
         )?;
-        check_setting(
-            "max_episode_steps",
-            f64::from(self.max_episode_steps),
-            self.max_episode_steps >= 1,
-            "an integer ≥ 1",
-        )?;
-        let g = self.gravity;
-        check_setting("gravity", g, g >= 0.0, "a finite number ≥ 0 (m/s²)")?;
-        let c = self.action_cost;
-        check_setting("action_cost", c, c >= 0.0, "a finite number ≥ 0")?;
         let b = self.success_bonus;
         check_setting("success_bonus", b, true, "a finite number")?;
         let inf = f64::INFINITY;

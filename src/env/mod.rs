@@ -276,6 +276,41 @@ pub(crate) fn integer_setting(field: &str, value: &Scalar, lo: u64, hi: u64) -> 
     }
 }
 
+/// Checks a fixed setting, naming it and its accepted range.
+pub(crate) fn check_setting(field: &str, value: f64, ok: bool, accepted: &str) -> Result<()> {
+    if ok && value.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::InvalidValue {
+            field: field.to_string(),
+            instance: 0,
+            value: format!("{value:?}"),
+            accepted: accepted.to_string(),
+        })
+    }
+}
+
+/// Checks the settings every task has: control interval, substeps, episode limit, gravity and
+/// action cost.
+pub(crate) fn check_common_settings(
+    control_dt: f64,
+    substeps: usize,
+    max_episode_steps: u32,
+    gravity: f64,
+    action_cost: f64,
+) -> Result<()> {
+    let dt = control_dt;
+    check_setting("control_dt", dt, dt > 0.0, "a finite number > 0 (s)")?;
+    let whole = "an integer ≥ 1";
+    check_setting("substeps", substeps as f64, substeps >= 1, whole)?;
+    let steps = max_episode_steps;
+    check_setting("max_episode_steps", f64::from(steps), steps >= 1, whole)?;
+    let g = gravity;
+    check_setting("gravity", g, g >= 0.0, "a finite number ≥ 0 (m/s²)")?;
+    let c = action_cost;
+    check_setting("action_cost", c, c >= 0.0, "a finite number ≥ 0")
+}
+
 /// The error for a setting name a config does not have.
 pub(crate) fn unknown_setting(field: &str, accepted: &[&str]) -> Error {
     Error::InvalidValue {
@@ -645,14 +680,7 @@ impl VectorEnv {
         for i in 0..n {
             let mut f = 0;
             if pending[i] {
-                self.episode[i] += 1;
-                self.reset_env(i)?;
-                self.task.observe(
-                    &self.batch,
-                    i,
-                    &self.task_values[i * width..(i + 1) * width],
-                    &mut out.obs[i * od..(i + 1) * od],
-                );
+                self.next_episode(i, &mut out.obs[i * od..(i + 1) * od])?;
                 out.reward[i] = 0.0;
                 out.terminated[i] = false;
                 out.truncated[i] = false;
@@ -668,14 +696,7 @@ impl VectorEnv {
                             fo[i * od..(i + 1) * od]
                                 .copy_from_slice(&out.obs[i * od..(i + 1) * od]);
                         }
-                        self.episode[i] += 1;
-                        self.reset_env(i)?;
-                        self.task.observe(
-                            &self.batch,
-                            i,
-                            &self.task_values[i * width..(i + 1) * width],
-                            &mut out.obs[i * od..(i + 1) * od],
-                        );
+                        self.next_episode(i, &mut out.obs[i * od..(i + 1) * od])?;
                         f |= flags::FINAL_OBS;
                     }
                     AutoReset::SameStep => {}
@@ -701,6 +722,16 @@ impl VectorEnv {
                 row,
             )
         });
+    }
+
+    /// Autoreset: starts environment `i`'s next episode and writes its first observation.
+    fn next_episode(&mut self, i: usize, obs: &mut [f32]) -> Result<()> {
+        self.episode[i] += 1;
+        self.reset_env(i)?;
+        let width = self.task.task_width();
+        let task = &self.task_values[i * width..(i + 1) * width];
+        self.task.observe(&self.batch, i, task, obs);
+        Ok(())
     }
 
     /// Starts environment `i`'s episode `episode[i]` of seed `env_seed[i]`.
