@@ -10,6 +10,10 @@ with the GIL released while the physics runs::
     for _ in range(100):
         obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 
+The environments are also registered with Gymnasium as ``simbatch/BallOnPlate-v0`` and
+``simbatch/BrickPush-v0``: ``gymnasium.make_vec(id, num_envs, vectorization_mode=
+"vector_entry_point", ...)`` gives this ``VectorEnv``, ``gymnasium.make(id)`` one :class:`Env`.
+
 Each ``step`` returns freshly allocated arrays that the Rust core writes into directly (no
 further copy); ``step_into`` reuses arrays the caller owns. ``settings`` changes a task's
 defaults, with the ``simbatch`` command's distribution syntax for per-episode draws
@@ -271,3 +275,20 @@ class Env(gym.Env):
     def vector_env(self) -> VectorEnv:
         """The underlying one-environment ``VectorEnv``."""
         return self._vec
+
+
+def _register() -> None:
+    """Registers ``simbatch/<env id>`` with Gymnasium (single and vector entry points)."""
+    for env_id in env_ids():
+        name = f"simbatch/{env_id}"
+        if name not in gym.registry:
+            gym.register(
+                id=name,
+                entry_point="simbatch:Env",
+                vector_entry_point="simbatch:VectorEnv",
+                kwargs={"env_id": env_id},
+                disable_env_checker=True,
+            )
+
+
+_register()

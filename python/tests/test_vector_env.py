@@ -245,3 +245,15 @@ def test_batch_access_for_monte_carlo_use():
     np.testing.assert_allclose(env._core.get_time(), t, rtol=1e-12)
     g = env.get_gravity()
     np.testing.assert_array_equal(g, np.tile([0.0, 0.0, -9.81], (4, 1)))
+
+
+def test_registered_with_gymnasium():
+    vec = gym.make_vec("simbatch/BrickPush-v0", num_envs=6, vectorization_mode="vector_entry_point", backend="cpu")
+    assert isinstance(vec, simbatch.VectorEnv) and vec.num_envs == 6
+    obs, _ = vec.reset(seed=4)
+    direct = simbatch.VectorEnv("BrickPush-v0", 6)
+    np.testing.assert_array_equal(obs, direct.reset(seed=4)[0])
+    single = gym.make("simbatch/BallOnPlate-v0")
+    check_env(single.unwrapped, skip_render_check=True)
+    obs, _ = single.reset(seed=4)
+    np.testing.assert_array_equal(obs, simbatch.VectorEnv("BallOnPlate-v0", 1).reset(seed=4)[0][0])
