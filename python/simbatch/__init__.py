@@ -260,7 +260,6 @@ class Env(gym.Env):
         self._vec = VectorEnv(env_id, 1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
-        self._ended = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
