@@ -3,7 +3,7 @@
 //! RK4, on the CPU (1 thread, all threads) and the GPU (f32; several substeps per call, the
 //! state read back once per call).
 //!
-//! `cargo run --release --example stepping -- [--max-n 1000000] [--cpu-steps 100]`
+//! `cargo run --release --example stepping -- [--max-n 1000000] [--cpu-steps 100] [--cpu-only]`
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,7 +27,12 @@ fn main() {
             .map_or(default, |s| s.parse().expect("integer"))
     };
     let (max_n, cpu_steps) = (arg("--max-n", 100_000), arg("--cpu-steps", 100));
-    let device = GpuDevice::new().ok().map(Arc::new);
+    let cpu_only = args.iter().any(|a| a == "--cpu-only");
+    let device = if cpu_only {
+        None
+    } else {
+        GpuDevice::new().ok().map(Arc::new)
+    };
     match &device {
         Some(d) => println!("GPU: {}", d.describe()),
         None => println!("no GPU: CPU only"),

@@ -7,16 +7,16 @@
 use nalgebra::{DMatrix, DVector, Matrix6};
 use rayon::prelude::*;
 
-use crate::batch::{Batch, status};
+use crate::batch::{Batch, ConstraintColumns, status};
 use crate::constraints::{BodyKinematics, ContactReport, Params, Row, RowLevel};
 use crate::dynamics::{Loads, MassProperties, applied_minus_coriolis, energy, mass_matrix};
 use crate::error::{Error, Result};
 use crate::math::{Vec3, all_finite, rotation_from_quaternion, vec3};
-use crate::model::{BodyKind, ConstraintId};
+use crate::model::{BodyKind, ConstraintId, ConstraintSlot};
 use crate::solver::{MassFactor, Solution, solve};
 
 /// Rows of one constraint in one instance.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConstraintRows {
     /// Whether the constraint is enabled for this instance (disabled rows are not in G).
     pub enabled: bool,
@@ -53,7 +53,33 @@ pub struct InstanceSystem {
     pub constraints: Vec<ConstraintRows>,
 }
 
+/// Makes `v` `len` zeros, reusing its allocation when the length already fits.
+fn zeroed_vector(v: &mut DVector<f64>, len: usize) {
+    if v.len() == len {
+        v.fill(0.0);
+    } else {
+        *v = DVector::zeros(len);
+    }
+}
+
 impl InstanceSystem {
+    /// A system with nothing in it, for [`Batch::assemble_into`] to fill.
+    pub(crate) fn empty() -> Self {
+        Self {
+            instance: 0,
+            status: status::OK,
+            kinematics: Vec::new(),
+            mass_blocks: Vec::new(),
+            applied: DVector::zeros(0),
+            jacobian: DMatrix::zeros(0, 0),
+            bias_acceleration: DVector::zeros(0),
+            bias: DVector::zeros(0),
+            position_errors: DVector::zeros(0),
+            velocity_errors: DVector::zeros(0),
+            constraints: Vec::new(),
+        }
+    }
+
     /// Number of enabled rows.
     pub fn rows(&self) -> usize {
         self.jacobian.nrows()
@@ -350,83 +376,108 @@ impl Batch {
         state: &InstanceState,
         udot: Option<&[f64]>,
     ) -> (Vec<BodyKinematics>, u32) {
+        let mut kin = Vec::with_capacity(self.template().bodies().len());
+        let st = self.kinematics_into(i, state, udot, &mut kin);
+        (kin, st)
+    }
+
+    /// As [`kinematics_of`](Self::kinematics_of), into `kin` (cleared; its allocation reused).
+    fn kinematics_into(
+        &self,
+        i: usize,
+        state: &InstanceState,
+        udot: Option<&[f64]>,
+        kin: &mut Vec<BodyKinematics>,
+    ) -> u32 {
         let template = self.template();
         let mut st = status::OK;
         let gravity = self.gravity()[i];
         if !all_finite(&gravity) || !state.time.is_finite() {
             st |= status::NONFINITE_STATE;
         }
-        let kin = template
-            .bodies()
-            .iter()
-            .map(|body| match body.kind {
-                BodyKind::Ground => BodyKinematics::ground(),
-                BodyKind::Free => {
-                    let (q, u) = (&state.q[body.slot], &state.u[body.slot]);
-                    let rotation = rotation_from_quaternion(&q[..4]);
-                    if rotation.is_none() || !all_finite(q) || !all_finite(u) {
-                        st |= status::NONFINITE_STATE;
-                    }
-                    let acc = udot.map(|a| &a[6 * body.slot..6 * body.slot + 6]);
-                    BodyKinematics {
-                        rotation: rotation.unwrap_or_default(),
-                        origin: vec3(&q[4..7]),
-                        ang_vel: vec3(&u[0..3]),
-                        lin_vel: vec3(&u[3..6]),
-                        ang_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[0..3])),
-                        lin_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[3..6])),
-                    }
+        kin.clear();
+        kin.extend(template.bodies().iter().map(|body| match body.kind {
+            BodyKind::Ground => BodyKinematics::ground(),
+            BodyKind::Free => {
+                let (q, u) = (&state.q[body.slot], &state.u[body.slot]);
+                let rotation = rotation_from_quaternion(&q[..4]);
+                if rotation.is_none() || !all_finite(q) || !all_finite(u) {
+                    st |= status::NONFINITE_STATE;
                 }
-                BodyKind::Prescribed => {
-                    let acc = &self.prescribed_columns()[body.slot].acceleration[i];
-                    let (pose, vel) = (&state.pose[body.slot], &state.velocity[body.slot]);
-                    let rotation = rotation_from_quaternion(&pose[..4]);
-                    if rotation.is_none()
-                        || !all_finite(pose)
-                        || !all_finite(vel)
-                        || !all_finite(acc)
-                    {
-                        st |= status::NONFINITE_STATE;
-                    }
-                    BodyKinematics {
-                        rotation: rotation.unwrap_or_default(),
-                        origin: vec3(&pose[4..7]),
-                        ang_vel: vec3(&vel[0..3]),
-                        lin_vel: vec3(&vel[3..6]),
-                        ang_acc: vec3(&acc[0..3]),
-                        lin_acc: vec3(&acc[3..6]),
-                    }
+                let acc = udot.map(|a| &a[6 * body.slot..6 * body.slot + 6]);
+                BodyKinematics {
+                    rotation: rotation.unwrap_or_default(),
+                    origin: vec3(&q[4..7]),
+                    ang_vel: vec3(&u[0..3]),
+                    lin_vel: vec3(&u[3..6]),
+                    ang_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[0..3])),
+                    lin_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[3..6])),
                 }
-            })
-            .collect();
-        (kin, st)
+            }
+            BodyKind::Prescribed => {
+                let acc = &self.prescribed_columns()[body.slot].acceleration[i];
+                let (pose, vel) = (&state.pose[body.slot], &state.velocity[body.slot]);
+                let rotation = rotation_from_quaternion(&pose[..4]);
+                if rotation.is_none() || !all_finite(pose) || !all_finite(vel) || !all_finite(acc) {
+                    st |= status::NONFINITE_STATE;
+                }
+                BodyKinematics {
+                    rotation: rotation.unwrap_or_default(),
+                    origin: vec3(&pose[4..7]),
+                    ang_vel: vec3(&vel[0..3]),
+                    lin_vel: vec3(&vel[3..6]),
+                    ang_acc: vec3(&acc[0..3]),
+                    lin_acc: vec3(&acc[3..6]),
+                }
+            }
+        }));
+        st
     }
 
-    /// Evaluates every row of every constraint of instance `i` with the given kinematics, with
-    /// the generic row-level rules applied: no position error on non-holonomic rows, no velocity
-    /// error on acceleration-level rows.
+    /// Evaluates constraint `slot` of instance `i` into `rows` (resized to its row count) with
+    /// the given kinematics of every body, with the generic row-level rules applied: no position
+    /// error on non-holonomic rows, no velocity error on acceleration-level rows. `body_kin` is
+    /// scratch for the constraint's own bodies. Returns whether it is enabled for the instance.
+    fn constraint_rows_into(
+        &self,
+        i: usize,
+        (slot, cols): (&ConstraintSlot, &ConstraintColumns),
+        kin: &[BodyKinematics],
+        body_kin: &mut Vec<BodyKinematics>,
+        rows: &mut Vec<Row>,
+    ) -> bool {
+        let c = &slot.constraint;
+        let params = Params::new(&cols.params, &cols.widths, i);
+        body_kin.clear();
+        body_kin.extend(c.bodies().iter().map(|b| kin[b.0]));
+        let levels = c.row_levels();
+        rows.clear();
+        rows.resize(levels.len(), Row::default());
+        c.evaluate(&params, body_kin, rows);
+        for (row, level) in rows.iter_mut().zip(levels) {
+            if *level != RowLevel::Position {
+                row.position_error = 0.0;
+            }
+            if *level == RowLevel::Acceleration {
+                row.velocity_error = 0.0;
+            }
+        }
+        cols.enabled[i] != 0
+    }
+
+    /// Every constraint's rows of instance `i` (see
+    /// [`constraint_rows_into`](Self::constraint_rows_into)), with whether it is enabled.
     fn constraint_rows(&self, i: usize, kin: &[BodyKinematics]) -> Vec<(bool, Vec<Row>)> {
-        let template = self.template();
-        template
+        let mut body_kin = Vec::new();
+        self.template()
             .constraints()
             .iter()
             .zip(self.all_constraint_columns())
-            .map(|(slot, cols)| {
-                let c = &slot.constraint;
-                let params = Params::new(&cols.params, &cols.widths, i);
-                let body_kin: Vec<BodyKinematics> = c.bodies().iter().map(|b| kin[b.0]).collect();
-                let levels = c.row_levels();
-                let mut rows = vec![Row::default(); levels.len()];
-                c.evaluate(&params, &body_kin, &mut rows);
-                for (row, level) in rows.iter_mut().zip(levels) {
-                    if *level != RowLevel::Position {
-                        row.position_error = 0.0;
-                    }
-                    if *level == RowLevel::Acceleration {
-                        row.velocity_error = 0.0;
-                    }
-                }
-                (cols.enabled[i] != 0, rows)
+            .map(|constraint| {
+                let mut rows = Vec::new();
+                let enabled =
+                    self.constraint_rows_into(i, constraint, kin, &mut body_kin, &mut rows);
+                (enabled, rows)
             })
             .collect()
     }
@@ -453,13 +504,30 @@ impl Batch {
         state: &InstanceState,
         baumgarte: BaumgarteMode,
     ) -> InstanceSystem {
+        let mut sys = InstanceSystem::empty();
+        self.assemble_into(i, state, baumgarte, &mut sys, &mut Vec::new());
+        sys
+    }
+
+    /// As [`assemble_with`](Self::assemble_with), into `sys`, whose allocations are reused when
+    /// its shapes already fit (the integrators assemble the same instance at every stage).
+    /// `body_kin` is scratch.
+    pub(crate) fn assemble_into(
+        &self,
+        i: usize,
+        state: &InstanceState,
+        baumgarte: BaumgarteMode,
+        sys: &mut InstanceSystem,
+        body_kin: &mut Vec<BodyKinematics>,
+    ) {
         let template = self.template();
         let nu = template.nu();
-        let (kinematics, mut st) = self.kinematics_of(i, state, None);
+        sys.instance = i;
+        let mut st = self.kinematics_into(i, state, None, &mut sys.kinematics);
         let gravity = Vec3::from(self.gravity()[i]);
 
-        let mut mass_blocks = Vec::with_capacity(template.free_bodies().len());
-        let mut applied = DVector::zeros(nu);
+        sys.mass_blocks.clear();
+        zeroed_vector(&mut sys.applied, nu);
         for (slot, (body, cols)) in template
             .free_bodies()
             .iter()
@@ -467,88 +535,82 @@ impl Batch {
             .enumerate()
         {
             let props = MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
-            let kin = &kinematics[body.0];
+            let kin = &sys.kinematics[body.0];
             let loads = Loads {
                 gravity,
                 force: Vec3::from(cols.applied_force[i]),
                 torque: Vec3::from(cols.applied_torque[i]),
             };
-            mass_blocks.push(mass_matrix(&props, &kin.rotation));
-            applied
+            sys.mass_blocks.push(mass_matrix(&props, &kin.rotation));
+            sys.applied
                 .fixed_rows_mut::<6>(6 * slot)
                 .copy_from(&applied_minus_coriolis(&props, kin, &loads));
         }
 
-        let evaluated = self.constraint_rows(i, &kinematics);
-        let m: usize = evaluated
-            .iter()
-            .filter(|(e, _)| *e)
-            .map(|(_, r)| r.len())
-            .sum();
-        let mut jacobian = DMatrix::zeros(m, nu);
-        let mut bias_acceleration = DVector::zeros(m);
-        let mut bias = DVector::zeros(m);
-        let mut position_errors = DVector::zeros(m);
-        let mut velocity_errors = DVector::zeros(m);
-        let mut constraints = Vec::with_capacity(evaluated.len());
-        let mut offset = 0;
-        for ((enabled, rows), (slot, cols)) in evaluated.into_iter().zip(
+        let count = template.constraints().len();
+        sys.constraints.truncate(count);
+        sys.constraints.resize_with(count, ConstraintRows::default);
+        let mut m = 0;
+        for (out, constraint) in sys.constraints.iter_mut().zip(
             template
                 .constraints()
                 .iter()
                 .zip(self.all_constraint_columns()),
         ) {
-            if enabled {
-                let bodies = slot.constraint.bodies();
-                // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
-                let with_baumgarte = match baumgarte {
-                    BaumgarteMode::Template => slot.baumgarte.is_some(),
-                    BaumgarteMode::All => true,
-                    BaumgarteMode::Off => false,
-                };
-                let inv_t = with_baumgarte.then(|| 1.0 / cols.baumgarte_time_constant[i]);
-                for (r, row) in rows.iter().enumerate() {
-                    let at = offset + r;
-                    scatter_jacobian(template, bodies, &row.jacobian, |k, value| {
-                        jacobian[(at, k)] += value
-                    });
-                    bias_acceleration[at] = row.acceleration_error;
-                    position_errors[at] = row.position_error;
-                    velocity_errors[at] = row.velocity_error;
-                    bias[at] = -row.acceleration_error;
-                    if let Some(a) = inv_t {
-                        bias[at] -= 2.0 * a * row.velocity_error + a * a * row.position_error;
-                    }
-                }
-            }
-            constraints.push(ConstraintRows {
-                enabled,
-                offset,
-                rows,
-            });
-            if enabled {
-                offset += constraints.last().map_or(0, |c| c.rows.len());
+            out.enabled =
+                self.constraint_rows_into(i, constraint, &sys.kinematics, body_kin, &mut out.rows);
+            out.offset = m;
+            if out.enabled {
+                m += out.rows.len();
             }
         }
-        if !all_finite(jacobian.as_slice())
-            || !all_finite(bias.as_slice())
-            || !all_finite(applied.as_slice())
+        if sys.jacobian.shape() == (m, nu) {
+            sys.jacobian.fill(0.0);
+        } else {
+            sys.jacobian = DMatrix::zeros(m, nu);
+        }
+        zeroed_vector(&mut sys.bias_acceleration, m);
+        zeroed_vector(&mut sys.bias, m);
+        zeroed_vector(&mut sys.position_errors, m);
+        zeroed_vector(&mut sys.velocity_errors, m);
+        for (out, (slot, cols)) in sys.constraints.iter().zip(
+            template
+                .constraints()
+                .iter()
+                .zip(self.all_constraint_columns()),
+        ) {
+            if !out.enabled {
+                continue;
+            }
+            let bodies = slot.constraint.bodies();
+            // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
+            let with_baumgarte = match baumgarte {
+                BaumgarteMode::Template => slot.baumgarte.is_some(),
+                BaumgarteMode::All => true,
+                BaumgarteMode::Off => false,
+            };
+            let inv_t = with_baumgarte.then(|| 1.0 / cols.baumgarte_time_constant[i]);
+            for (r, row) in out.rows.iter().enumerate() {
+                let at = out.offset + r;
+                scatter_jacobian(template, bodies, &row.jacobian, |k, value| {
+                    sys.jacobian[(at, k)] += value
+                });
+                sys.bias_acceleration[at] = row.acceleration_error;
+                sys.position_errors[at] = row.position_error;
+                sys.velocity_errors[at] = row.velocity_error;
+                sys.bias[at] = -row.acceleration_error;
+                if let Some(a) = inv_t {
+                    sys.bias[at] -= 2.0 * a * row.velocity_error + a * a * row.position_error;
+                }
+            }
+        }
+        if !all_finite(sys.jacobian.as_slice())
+            || !all_finite(sys.bias.as_slice())
+            || !all_finite(sys.applied.as_slice())
         {
             st |= status::NONFINITE_STATE;
         }
-        InstanceSystem {
-            instance: i,
-            status: st,
-            kinematics,
-            mass_blocks,
-            applied,
-            jacobian,
-            bias_acceleration,
-            bias,
-            position_errors,
-            velocity_errors,
-            constraints,
-        }
+        sys.status = st;
     }
 
     /// Acceleration errors of every row of instance `i` (enabled or not), evaluated directly from

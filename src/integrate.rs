@@ -16,11 +16,12 @@ use rayon::prelude::*;
 
 use crate::backend::{Backend, Evaluator};
 use crate::batch::{Batch, status};
+use crate::constraints::BodyKinematics;
 use crate::error::{Error, Result};
-use crate::evaluate::{BaumgarteMode, InstanceState};
+use crate::evaluate::{BaumgarteMode, InstanceState, InstanceSystem};
 use crate::gpu::{GpuOptions, Precision};
 use crate::math::{quaternion_rate, vec3};
-use crate::solver::{MassFactor, solve, solve_min_norm_spd};
+use crate::solver::{MassFactor, solve_into, solve_min_norm_spd, solve_scratch_len};
 
 /// How to advance the state.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -344,6 +345,26 @@ fn projection_target(tolerance: f64) -> f64 {
     (0.1 * tolerance).max(16.0 * f64::EPSILON)
 }
 
+/// What [`derivative`] reuses from one stage to the next: the assembled system and the mass
+/// factor keep their allocations, since every stage of an instance has the same shapes.
+pub(crate) struct Workspace {
+    sys: InstanceSystem,
+    body_kin: Vec<BodyKinematics>,
+    factor: MassFactor,
+    scratch: Vec<f64>,
+}
+
+impl Workspace {
+    pub(crate) fn new() -> Self {
+        Self {
+            sys: InstanceSystem::empty(),
+            body_kin: Vec::new(),
+            factor: MassFactor::empty(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
 /// `ẏ` at `state`: `(q̇, pose rates, u̇, prescribed accelerations)`; `None` when the dynamics
 /// cannot be solved (non-finite state, singular mass matrix).
 pub(crate) fn derivative(
@@ -351,26 +372,54 @@ pub(crate) fn derivative(
     i: usize,
     state: &InstanceState,
     options: &StepOptions,
+    work: &mut Workspace,
 ) -> Option<Vec<f64>> {
-    let sys = batch.assemble_with(i, state, options.baumgarte());
-    if sys.status != status::OK {
+    let Workspace {
+        sys,
+        body_kin,
+        factor,
+        scratch,
+    } = work;
+    batch.assemble_into(i, state, options.baumgarte(), sys, body_kin);
+    if sys.status != status::OK || !factor.refactor(&sys.mass_blocks) {
         return None;
     }
-    let factor = MassFactor::new(&sys.mass_blocks)?;
-    let udot = solve(&factor, &sys.applied, &sys.jacobian, &sys.bias).udot;
-    let mut dy = Vec::with_capacity(state.len());
-    for (q, u) in state
+    let (m, nu) = sys.jacobian.shape();
+    let split = nq(state);
+    let mut dy = vec![0.0; state.len()];
+    for ((q, u), rate) in state
         .q
         .iter()
         .zip(&state.u)
         .chain(state.pose.iter().zip(&state.velocity))
+        .zip(dy[..split].chunks_exact_mut(7))
     {
-        dy.extend_from_slice(&quaternion_rate(&q[..4], &vec3(&u[0..3])));
-        dy.extend_from_slice(&u[3..6]);
+        rate[..4].copy_from_slice(&quaternion_rate(&q[..4], &vec3(&u[0..3])));
+        rate[4..].copy_from_slice(&u[3..6]);
     }
-    dy.extend_from_slice(udot.as_slice());
-    for cols in batch.prescribed_columns() {
-        dy.extend_from_slice(&cols.acceleration[i]);
+    let need = nu + m + solve_scratch_len(m, nu);
+    if scratch.len() < need {
+        scratch.resize(need, 0.0);
+    }
+    let (udot_unconstrained, rest) = scratch.split_at_mut(nu);
+    let (multipliers, rest) = rest.split_at_mut(m);
+    let (udot, accelerations) = dy[split..].split_at_mut(nu);
+    solve_into(
+        factor,
+        sys.applied.as_slice(),
+        &sys.jacobian,
+        sys.bias.as_slice(),
+        udot_unconstrained,
+        udot,
+        multipliers,
+        rest,
+    );
+    for (cols, acc) in batch
+        .prescribed_columns()
+        .iter()
+        .zip(accelerations.chunks_exact_mut(6))
+    {
+        acc.copy_from_slice(&cols.acceleration[i]);
     }
     if dy.iter().all(|x| x.is_finite()) {
         Some(dy)
@@ -402,10 +451,17 @@ fn try_step(
     state: &InstanceState,
     h: f64,
     options: &StepOptions,
+    work: &mut Workspace,
 ) -> Option<(InstanceState, f64)> {
     let y = state.to_vec();
     let t = state.time;
-    let f = |yy: &[f64], tt: f64| derivative(batch, i, &with_values(state, yy, tt), options);
+    // One state for every stage, overwritten in place.
+    let mut stage = state.clone();
+    let mut f = |yy: &[f64], tt: f64| {
+        stage.set_from(yy);
+        stage.time = tt;
+        derivative(batch, i, &stage, options, work)
+    };
     let (mut next, error) = match options.integrator {
         Integrator::SemiImplicitEuler { .. } => {
             let k = f(&y, t)?;
@@ -473,8 +529,14 @@ fn try_step(
 }
 
 /// Largest position error (enabled holonomic rows) and velocity error (enabled rows) at `state`.
-fn constraint_errors(batch: &Batch, i: usize, state: &InstanceState) -> (f64, f64) {
-    let sys = batch.assemble_with(i, state, BaumgarteMode::Off);
+fn constraint_errors(
+    batch: &Batch,
+    i: usize,
+    state: &InstanceState,
+    work: &mut Workspace,
+) -> (f64, f64) {
+    let sys = &mut work.sys;
+    batch.assemble_into(i, state, BaumgarteMode::Off, sys, &mut work.body_kin);
     let perr = sys
         .position_errors
         .iter()
@@ -486,18 +548,26 @@ fn constraint_errors(batch: &Batch, i: usize, state: &InstanceState) -> (f64, f6
     (perr, verr)
 }
 
-/// The enabled holonomic (`position`) or velocity-error rows at `state`, with M⁻¹ (for
-/// mass-weighted, least-kinetic-energy corrections).
+/// The enabled holonomic (`position`) or velocity-error rows at `state`, with M⁻¹ factored
+/// into `work.factor` (for mass-weighted, least-kinetic-energy corrections).
 fn rows_of(
     batch: &Batch,
     i: usize,
     state: &InstanceState,
     position: bool,
-) -> Option<(DMatrix<f64>, DVector<f64>, MassFactor)> {
-    let sys = batch.assemble_with(i, state, BaumgarteMode::Off);
-    let factor = MassFactor::new(&sys.mass_blocks)?;
-    let (g, errors) = crate::assembly::select_rows(batch, &sys, position);
-    Some((g, errors, factor))
+    work: &mut Workspace,
+) -> Option<(DMatrix<f64>, DVector<f64>)> {
+    batch.assemble_into(
+        i,
+        state,
+        BaumgarteMode::Off,
+        &mut work.sys,
+        &mut work.body_kin,
+    );
+    if !work.factor.refactor(&work.sys.mass_blocks) {
+        return None;
+    }
+    Some(crate::assembly::select_rows(batch, &work.sys, position))
 }
 
 /// The mass-weighted minimum-norm correction `δu = −M⁻¹ Gᵀ (G M⁻¹ Gᵀ)⁺ e`.
@@ -524,23 +594,29 @@ fn displace(state: &mut InstanceState, du: &DVector<f64>) {
 }
 
 /// Simbody's projection; returns the number of projections applied, or `None` if it failed.
-fn project(batch: &Batch, i: usize, state: &mut InstanceState, tolerance: f64) -> Option<u64> {
+fn project(
+    batch: &Batch,
+    i: usize,
+    state: &mut InstanceState,
+    tolerance: f64,
+    work: &mut Workspace,
+) -> Option<u64> {
     let mut applied = 0;
     for _ in 0..20 {
-        let (g, perr, factor) = rows_of(batch, i, state, true)?;
+        let (g, perr) = rows_of(batch, i, state, true, work)?;
         if perr.iter().all(|e| e.abs() <= projection_target(tolerance)) {
             break;
         }
-        displace(state, &correction(&g, &perr, &factor));
+        displace(state, &correction(&g, &perr, &work.factor));
         applied = 1;
     }
     let mut velocity = 0;
     for _ in 0..7 {
-        let (g, verr, factor) = rows_of(batch, i, state, false)?;
+        let (g, verr) = rows_of(batch, i, state, false, work)?;
         if verr.iter().all(|e| e.abs() <= projection_target(tolerance)) {
             break;
         }
-        let du = correction(&g, &verr, &factor);
+        let du = correction(&g, &verr, &work.factor);
         for (k, u) in state.u.iter_mut().enumerate() {
             for j in 0..6 {
                 u[j] += du[6 * k + j];
@@ -559,6 +635,7 @@ fn advance_instance(
     step_size: f64,
 ) -> Advanced {
     let mut state = batch.state_of(i);
+    let mut work = Workspace::new();
     let mut report = StepReport::default();
     let t_start = state.time;
     let (fixed, accuracy, max_step) = match options.integrator {
@@ -600,7 +677,7 @@ fn advance_instance(
         {
             this_h = left;
         }
-        let Some((mut next, error)) = try_step(batch, i, &state, this_h, options) else {
+        let Some((mut next, error)) = try_step(batch, i, &state, this_h, options, &mut work) else {
             if fixed.is_none() && this_h > 1e-12 {
                 // An RKM trial stage failed (e.g. a huge trial step): retry smaller.
                 h = this_h / 4.0;
@@ -626,7 +703,7 @@ fn advance_instance(
             h = (this_h * grow).min(max_step);
         }
         if let Stabilization::Projection { tolerance } = options.stabilization {
-            let (perr, verr) = constraint_errors(batch, i, &next);
+            let (perr, verr) = constraint_errors(batch, i, &next, &mut work);
             if perr > tolerance || verr > tolerance {
                 // Simbody refuses to project an error this large: the step was too long.
                 if fixed.is_none() && perr.max(verr) > (2.0 * tolerance).max(tolerance.sqrt()) {
@@ -634,7 +711,7 @@ fn advance_instance(
                     h = this_h / 2.0;
                     continue;
                 }
-                match project(batch, i, &mut next, tolerance) {
+                match project(batch, i, &mut next, tolerance, &mut work) {
                     Some(n) => report.projections += n,
                     None => return failed(state, report, h),
                 }

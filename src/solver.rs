@@ -6,8 +6,23 @@
 //! redundant (a brick on four coplanar corners); λ is then Simbody's minimum-norm solution, found
 //! from the eigen-decomposition of `A` with eigenvalues below `1e-10 · λmax` treated as zero.
 //! `u̇` and the total constraint force `Gᵀλ` are unique either way.
+//!
+//! The eigen-decomposition is only needed when rank is in doubt. `A` is first factored by
+//! Cholesky, and the factor is accepted when it *certifies* full rank under the same rule:
+//! `λmin ≥ 1/‖L⁻¹‖²_F` and `λmax ≤ tr A`, so `tr A · ‖L⁻¹‖²_F < 1/RANK_TOLERANCE` proves every
+//! eigenvalue is above the threshold, and the eigen route would have returned `A⁻¹ rhs` too.
+//! The bound is loose by at most a factor `n²`, so only matrices within that factor of the
+//! threshold (and the singular ones) take the eigen route.
+//!
+//! The kernels (`shaders/solver.wgsl`) keep the Jacobi eigen route for every instance: the same
+//! certified Cholesky spliced in front of it made lavapipe's shader compilation about ten times
+//! slower (`tests/gpu.rs`: 45 s to 9 min), and its gain on a hardware GPU is not
+//! measured yet. Both routes give the same λ up to rounding where the certificate holds.
+//!
+//! The solve works on caller buffers ([`solve_into`]), so the integrators, which solve at every
+//! stage of every instance, reuse one scratch allocation per instance.
 
-use nalgebra::{Cholesky, DMatrix, DVector, Matrix6, SymmetricEigen, U6};
+use nalgebra::{DMatrix, DVector, Matrix6, SymmetricEigen};
 
 /// Relative threshold under which an eigenvalue of `G M⁻¹ Gᵀ` counts as zero.
 pub const RANK_TOLERANCE: f64 = 1e-10;
@@ -25,10 +40,111 @@ pub struct Solution {
     pub rank: usize,
 }
 
-/// Factored block-diagonal mass matrix.
+/// Cholesky factor, in place, of the row-major `n × n` symmetric matrix `a`: `L` in the lower
+/// triangle (the upper one is left as it was). False when a pivot is not positive and finite.
+/// Twin of `cholesky6` in `shaders/solver.wgsl`.
+fn cholesky(a: &mut [f64], n: usize) -> bool {
+    for j in 0..n {
+        let mut d = a[j * n + j];
+        for k in 0..j {
+            d -= a[j * n + k] * a[j * n + k];
+        }
+        // NaN is not finite, so a NaN pivot fails too.
+        if !d.is_finite() || d <= 0.0 {
+            return false;
+        }
+        let l = d.sqrt();
+        a[j * n + j] = l;
+        for i in j + 1..n {
+            let mut s = a[i * n + j];
+            for k in 0..j {
+                s -= a[i * n + k] * a[j * n + k];
+            }
+            a[i * n + j] = s / l;
+        }
+    }
+    true
+}
+
+/// Solves `L Lᵀ x = b` in place (`b` becomes `x`) with the factor from [`cholesky`].
+fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64]) {
+    for i in 0..n {
+        for k in 0..i {
+            b[i] -= l[i * n + k] * b[k];
+        }
+        b[i] /= l[i * n + i];
+    }
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            b[i] -= l[k * n + i] * b[k];
+        }
+        b[i] /= l[i * n + i];
+    }
+}
+
+/// `‖L⁻¹‖²_F` for the factor from [`cholesky`], column by column of `L⁻¹` (lower triangular);
+/// `y` is scratch of length `n`.
+fn inverse_factor_norm2(l: &[f64], n: usize, y: &mut [f64]) -> f64 {
+    let mut sum = 0.0;
+    for k in 0..n {
+        for i in k..n {
+            let mut s = if i == k { 1.0 } else { 0.0 };
+            for m in k..i {
+                s -= l[i * n + m] * y[m];
+            }
+            y[i] = s / l[i * n + i];
+            sum += y[i] * y[i];
+        }
+    }
+    sum
+}
+
+/// The Cholesky factor of one 6×6 mass block, with its diagonal's reciprocals so that the
+/// solves, which run for every column of `Gᵀ` at every derivative, multiply instead of divide.
+#[derive(Debug, Clone)]
+struct BlockFactor {
+    /// Row-major, `L` in the lower triangle.
+    l: [f64; 36],
+    /// `1 / L[j][j]`.
+    inv_diagonal: [f64; 6],
+}
+
+impl BlockFactor {
+    fn new(block: &Matrix6<f64>) -> Option<Self> {
+        // Symmetric, so nalgebra's column-major storage reads as row-major.
+        let mut l = [0.0; 36];
+        l.copy_from_slice(block.as_slice());
+        if !cholesky(&mut l, 6) {
+            return None;
+        }
+        Some(Self {
+            l,
+            inv_diagonal: std::array::from_fn(|j| 1.0 / l[j * 6 + j]),
+        })
+    }
+
+    /// `L Lᵀ x = b` in place: [`cholesky_solve`] at the fixed size.
+    fn solve(&self, b: &mut [f64; 6]) {
+        let (l, inv) = (&self.l, &self.inv_diagonal);
+        for i in 0..6 {
+            for k in 0..i {
+                b[i] -= l[i * 6 + k] * b[k];
+            }
+            b[i] *= inv[i];
+        }
+        for i in (0..6).rev() {
+            for k in i + 1..6 {
+                b[i] -= l[k * 6 + i] * b[k];
+            }
+            b[i] *= inv[i];
+        }
+    }
+}
+
+/// Factored block-diagonal mass matrix: one Cholesky factor per 6×6 block.
 #[derive(Debug, Clone)]
 pub struct MassFactor {
-    blocks: Vec<Cholesky<f64, U6>>,
+    blocks: Vec<BlockFactor>,
 }
 
 impl MassFactor {
@@ -36,19 +152,45 @@ impl MassFactor {
     pub fn new(blocks: &[Matrix6<f64>]) -> Option<Self> {
         let blocks = blocks
             .iter()
-            .map(|b| Cholesky::new(*b))
+            .map(BlockFactor::new)
             .collect::<Option<Vec<_>>>()?;
         Some(Self { blocks })
+    }
+
+    /// An empty factor, for [`refactor`](Self::refactor) to fill.
+    pub(crate) fn empty() -> Self {
+        Self { blocks: Vec::new() }
+    }
+
+    /// Factors `blocks` into `self`, reusing its allocation; false when one is not positive
+    /// definite (or not finite), and `self` is then unusable until the next success.
+    pub(crate) fn refactor(&mut self, blocks: &[Matrix6<f64>]) -> bool {
+        self.blocks.clear();
+        for block in blocks {
+            match BlockFactor::new(block) {
+                Some(f) => self.blocks.push(f),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// `M⁻¹ x` in place for a column of `nu` values.
+    fn solve_in_place(&self, x: &mut [f64]) {
+        for (block, chunk) in self.blocks.iter().zip(x.chunks_exact_mut(6)) {
+            if let Ok(b) = <&mut [f64; 6]>::try_from(chunk) {
+                block.solve(b);
+            }
+        }
     }
 
     /// `M⁻¹ x` for each column of `x` (nu rows).
     pub fn solve(&self, x: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = x.clone();
-        for (j, chol) in self.blocks.iter().enumerate() {
-            for col in 0..x.ncols() {
-                let mut v = out.fixed_view_mut::<6, 1>(6 * j, col);
-                let s = chol.solve(&v.clone_owned());
-                v.copy_from(&s);
+        let nu = out.nrows();
+        if nu > 0 {
+            for column in out.as_mut_slice().chunks_exact_mut(nu) {
+                self.solve_in_place(column);
             }
         }
         out
@@ -57,25 +199,77 @@ impl MassFactor {
     /// `M⁻¹ x` for a vector.
     pub fn solve_vector(&self, x: &DVector<f64>) -> DVector<f64> {
         let mut out = x.clone();
-        for (j, chol) in self.blocks.iter().enumerate() {
-            let mut v = out.fixed_rows_mut::<6>(6 * j);
-            let s = chol.solve(&v.clone_owned());
-            v.copy_from(&s);
-        }
+        self.solve_in_place(out.as_mut_slice());
         out
     }
+}
+
+/// The full-rank solve of the symmetric `a x = rhs` (`a` row-major in `work[..n²]`, destroyed),
+/// or false when Cholesky fails or cannot certify rank `n` (see the module doc); `scratch` holds
+/// at least `n` values.
+fn solve_certified_full_rank(
+    work: &mut [f64],
+    n: usize,
+    rhs: &[f64],
+    x: &mut [f64],
+    scratch: &mut [f64],
+) -> bool {
+    let trace: f64 = (0..n).map(|k| work[k * n + k]).sum();
+    if !cholesky(work, n) {
+        return false;
+    }
+    // A non-finite bound (overflow, NaN) fails the certificate.
+    let bound = trace * inverse_factor_norm2(work, n, scratch) * RANK_TOLERANCE;
+    if !bound.is_finite() || bound >= 1.0 {
+        return false;
+    }
+    x.copy_from_slice(rhs);
+    cholesky_solve(work, n, x);
+    true
+}
+
+/// Minimum-norm solution `x` of the symmetric positive semi-definite `a x = rhs`, `a` row-major
+/// `n × n` (symmetrised here); returns the numerical rank. Cholesky when it certifies full rank,
+/// the eigen route otherwise (module doc). `work` is scratch of at least `n² + n` values.
+/// `solve_min_norm_spd` in `shaders/solver.wgsl` is the eigen route alone.
+fn solve_min_norm_rows(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64], work: &mut [f64]) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    let (factor, scratch) = work[..n * n + n].split_at_mut(n * n);
+    // Symmetrise so rounding in G M⁻¹ Gᵀ cannot leave a skew part.
+    for r in 0..n {
+        for c in 0..n {
+            factor[r * n + c] = 0.5 * (a[r * n + c] + a[c * n + r]);
+        }
+    }
+    if solve_certified_full_rank(factor, n, rhs, x, scratch) {
+        return n;
+    }
+    let (x_eig, rank) = solve_min_norm_eigen(
+        &DMatrix::from_row_slice(n, n, a),
+        &DVector::from_column_slice(rhs),
+    );
+    x.copy_from_slice(x_eig.as_slice());
+    rank
 }
 
 /// Minimum-norm solution of the symmetric positive semi-definite system `a x = rhs`.
 /// Returns the solution and the numerical rank.
 pub fn solve_min_norm_spd(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>, usize) {
     let n = a.nrows();
-    if n == 0 {
-        return (DVector::zeros(0), 0);
-    }
-    // Symmetrise so rounding in G M⁻¹ Gᵀ cannot leave a skew part for the eigensolver.
-    let sym = (a + a.transpose()) * 0.5;
-    let eig = SymmetricEigen::new(sym);
+    let mut x = DVector::zeros(n);
+    let mut work = vec![0.0; n * n + n];
+    // Symmetrised inside, so the column-major storage may be read as row-major.
+    let rank = solve_min_norm_rows(a.as_slice(), n, rhs.as_slice(), x.as_mut_slice(), &mut work);
+    (x, rank)
+}
+
+/// The eigen route of [`solve_min_norm_spd`]: `Σ vₖ (vₖ · rhs) / λₖ` over the eigenvalues above
+/// `RANK_TOLERANCE · λmax`.
+fn solve_min_norm_eigen(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>, usize) {
+    let n = a.nrows();
+    let eig = SymmetricEigen::new((a + a.transpose()) * 0.5);
     let largest = eig.eigenvalues.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let threshold = RANK_TOLERANCE * largest;
     let mut x = DVector::zeros(n);
@@ -84,10 +278,66 @@ pub fn solve_min_norm_spd(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>
         if *value > threshold {
             rank += 1;
             let v = eig.eigenvectors.column(k);
-            x += v * (v.dot(rhs) / value);
+            x.axpy(v.dot(rhs) / value, &v, 1.0);
         }
     }
     (x, rank)
+}
+
+/// Scratch values [`solve_into`] needs for `m` rows and `nu` mobilities.
+pub(crate) fn solve_scratch_len(m: usize, nu: usize) -> usize {
+    m * nu + 2 * (m * m + m)
+}
+
+/// The solve on caller buffers: `udot_unconstrained` and `udot` hold `nu` values, `multipliers`
+/// `m`, `scratch` at least [`solve_scratch_len`]; returns the rank. [`solve`] and the
+/// integrators' derivative both come here, so evaluation and stepping share their arithmetic.
+/// Twin of `solve_instance` in `shaders/evaluate.wgsl`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve_into(
+    mass: &MassFactor,
+    applied: &[f64],
+    g: &DMatrix<f64>,
+    b: &[f64],
+    udot_unconstrained: &mut [f64],
+    udot: &mut [f64],
+    multipliers: &mut [f64],
+    scratch: &mut [f64],
+) -> usize {
+    let (m, nu) = g.shape();
+    // u̇₀ = M⁻¹ (f − c).
+    udot_unconstrained.copy_from_slice(applied);
+    mass.solve_in_place(udot_unconstrained);
+    udot.copy_from_slice(udot_unconstrained);
+    if m == 0 {
+        return 0;
+    }
+    let (minv_gt, rest) = scratch.split_at_mut(m * nu);
+    let (rows, work) = rest.split_at_mut(m * m + m);
+    let (a_mat, rhs) = rows.split_at_mut(m * m);
+    // Y = M⁻¹ Gᵀ, column r (= M⁻¹ times row r of G) at r·nu.
+    for (r, column) in minv_gt.chunks_exact_mut(nu).enumerate() {
+        for (k, value) in column.iter_mut().enumerate() {
+            *value = g[(r, k)];
+        }
+        mass.solve_in_place(column);
+    }
+    // (G M⁻¹ Gᵀ) λ = G u̇₀ − b.
+    for r in 0..m {
+        for q in 0..m {
+            a_mat[r * m + q] = (0..nu).map(|k| g[(r, k)] * minv_gt[q * nu + k]).sum();
+        }
+        let g_udot: f64 = (0..nu).map(|k| g[(r, k)] * udot_unconstrained[k]).sum();
+        rhs[r] = g_udot - b[r];
+    }
+    let rank = solve_min_norm_rows(a_mat, m, rhs, multipliers, work);
+    // u̇ = u̇₀ − M⁻¹ Gᵀ λ.
+    for (k, value) in udot.iter_mut().enumerate() {
+        *value -= (0..m)
+            .map(|r| minv_gt[r * nu + k] * multipliers[r])
+            .sum::<f64>();
+    }
+    rank
 }
 
 /// Solves for u̇ and λ given the factored mass matrix, `f − c`, G (m × nu) and b.
@@ -97,20 +347,20 @@ pub fn solve(
     g: &DMatrix<f64>,
     b: &DVector<f64>,
 ) -> Solution {
-    let udot_unconstrained = mass.solve_vector(applied);
-    if g.nrows() == 0 {
-        return Solution {
-            udot: udot_unconstrained.clone(),
-            udot_unconstrained,
-            multipliers: DVector::zeros(0),
-            rank: 0,
-        };
-    }
-    let minv_gt = mass.solve(&g.transpose());
-    let a = g * &minv_gt;
-    let rhs = g * &udot_unconstrained - b;
-    let (multipliers, rank) = solve_min_norm_spd(&a, &rhs);
-    let udot = &udot_unconstrained - &minv_gt * &multipliers;
+    let (m, nu) = g.shape();
+    let mut udot_unconstrained = DVector::zeros(nu);
+    let mut udot = DVector::zeros(nu);
+    let mut multipliers = DVector::zeros(m);
+    let rank = solve_into(
+        mass,
+        applied.as_slice(),
+        g,
+        b.as_slice(),
+        udot_unconstrained.as_mut_slice(),
+        udot.as_mut_slice(),
+        multipliers.as_mut_slice(),
+        &mut vec![0.0; solve_scratch_len(m, nu)],
+    );
     Solution {
         udot_unconstrained,
         udot,
@@ -130,6 +380,85 @@ mod tests {
         let (x, rank) = solve_min_norm_spd(&a, &DVector::from_vec(vec![2.0, 2.0]));
         assert_eq!(rank, 1);
         assert!((x[0] - 1.0).abs() < 1e-14 && (x[1] - 1.0).abs() < 1e-14);
+    }
+
+    /// A symmetric PSD matrix `Q diag(eigenvalues) Qᵀ` with a random orthogonal `Q`.
+    fn with_eigenvalues(eigenvalues: &[f64], seed: u64) -> DMatrix<f64> {
+        let n = eigenvalues.len();
+        let mut state = seed;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let random = DMatrix::from_fn(n, n, |_, _| next());
+        let q = random.qr().q();
+        &q * DMatrix::from_diagonal(&DVector::from_column_slice(eigenvalues)) * q.transpose()
+    }
+
+    #[test]
+    fn cholesky_route_agrees_with_the_eigen_route_on_full_rank_matrices() {
+        // Sizes 1 to 15, condition numbers up to 1e6.
+        for n in 1..=15 {
+            for (seed, spread) in [(1u64, 1.0f64), (2, 1e3), (3, 1e6)] {
+                let eigenvalues: Vec<f64> = (0..n)
+                    .map(|k| spread.powf(-(k as f64) / (n.max(2) - 1) as f64))
+                    .collect();
+                let a = with_eigenvalues(&eigenvalues, seed + 10 * n as u64);
+                let rhs = DVector::from_fn(n, |k, _| (k as f64 * 0.7).sin() + 0.3);
+                let (x, rank) = solve_min_norm_spd(&a, &rhs);
+                let (x_eig, rank_eig) = solve_min_norm_eigen(&a, &rhs);
+                assert_eq!((rank, rank_eig), (n, n));
+                let scale = x_eig.norm();
+                assert!((&x - &x_eig).norm() <= 1e-15 * spread * 100.0 * scale);
+                assert!((&a * &x - &rhs).norm() <= 1e-13 * spread * rhs.norm());
+            }
+        }
+    }
+
+    #[test]
+    fn cholesky_route_never_certifies_a_matrix_the_eigen_rule_calls_singular() {
+        // One eigenvalue just under the threshold, one just over (kept), at several sizes:
+        // the rank must be the eigen rule's, whichever route answers.
+        for n in 2..=8 {
+            for (small, expected) in [(0.5 * RANK_TOLERANCE, n - 1), (50.0 * RANK_TOLERANCE, n)] {
+                let mut eigenvalues = vec![1.0; n];
+                eigenvalues[n - 1] = small;
+                let a = with_eigenvalues(&eigenvalues, 7 + n as u64);
+                let rhs = DVector::from_element(n, 1.0);
+                let (x, rank) = solve_min_norm_spd(&a, &rhs);
+                let (x_eig, rank_eig) = solve_min_norm_eigen(&a, &rhs);
+                assert_eq!(rank, expected, "n = {n}, smallest eigenvalue {small:e}");
+                assert_eq!(rank_eig, expected);
+                assert!((&x - &x_eig).norm() <= 1e-6 * x_eig.norm());
+            }
+        }
+    }
+
+    #[test]
+    fn mass_factor_inverts_each_block() {
+        let block = |s: f64| {
+            let b = Matrix6::from_fn(|r, c| ((r * 7 + c * 3) as f64 * s).sin());
+            b * b.transpose() + Matrix6::identity() * 0.5
+        };
+        let blocks = [block(0.3), block(1.1)];
+        let factor = MassFactor::new(&blocks).expect("SPD blocks");
+        let x = DVector::from_fn(12, |k, _| k as f64 - 4.5);
+        let y = factor.solve_vector(&x);
+        for (j, b) in blocks.iter().enumerate() {
+            let back = b * y.fixed_rows::<6>(6 * j);
+            assert!((back - x.fixed_rows::<6>(6 * j)).norm() < 1e-12);
+        }
+        let columns = DMatrix::from_fn(12, 3, |r, c| (r + 2 * c) as f64);
+        let solved = factor.solve(&columns);
+        for c in 0..3 {
+            let single = factor.solve_vector(&columns.column(c).into_owned());
+            assert_eq!(solved.column(c), single.column(0));
+        }
+        let mut singular = blocks;
+        singular[1][(2, 2)] = -1.0;
+        assert!(MassFactor::new(&singular).is_none());
     }
 
     #[test]
