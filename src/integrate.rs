@@ -355,6 +355,7 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
+    /// Empty buffers; the first stage sizes them.
     pub(crate) fn new() -> Self {
         Self {
             sys: InstanceSystem::empty(),

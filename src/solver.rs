@@ -309,7 +309,10 @@ pub(crate) fn solve_into(
     udot_unconstrained.copy_from_slice(applied);
     mass.solve_in_place(udot_unconstrained);
     udot.copy_from_slice(udot_unconstrained);
-    if m == 0 {
+    if m == 0 || nu == 0 {
+        // No rows, or rows on Ground and prescribed bodies only (G = 0): A = 0, whose
+        // minimum-norm solution is λ = 0.
+        multipliers.fill(0.0);
         return 0;
     }
     let (minv_gt, rest) = scratch.split_at_mut(m * nu);
@@ -459,6 +462,19 @@ mod tests {
         let mut singular = blocks;
         singular[1][(2, 2)] = -1.0;
         assert!(MassFactor::new(&singular).is_none());
+    }
+
+    #[test]
+    fn rows_without_free_mobilities_get_zero_multipliers() {
+        // A constraint between Ground and a prescribed body: m = 2 rows, nu = 0.
+        let solution = solve(
+            &MassFactor::new(&[]).expect("no blocks"),
+            &DVector::zeros(0),
+            &DMatrix::zeros(2, 0),
+            &DVector::from_vec(vec![1.0, -2.0]),
+        );
+        assert_eq!(solution.multipliers, DVector::zeros(2));
+        assert_eq!((solution.rank, solution.udot.len()), (0, 0));
     }
 
     #[test]
