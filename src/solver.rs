@@ -309,17 +309,13 @@ pub(crate) fn solve_into(
     udot_unconstrained.copy_from_slice(applied);
     mass.solve_in_place(udot_unconstrained);
     udot.copy_from_slice(udot_unconstrained);
-    if m == 0 || nu == 0 {
-        // No rows, or rows on Ground and prescribed bodies only (G = 0): A = 0, whose
-        // minimum-norm solution is λ = 0.
-        multipliers.fill(0.0);
-        return 0;
-    }
     let (minv_gt, rest) = scratch.split_at_mut(m * nu);
     let (rows, work) = rest.split_at_mut(m * m + m);
     let (a_mat, rhs) = rows.split_at_mut(m * m);
-    // Y = M⁻¹ Gᵀ, column r (= M⁻¹ times row r of G) at r·nu.
-    for (r, column) in minv_gt.chunks_exact_mut(nu).enumerate() {
+    // Y = M⁻¹ Gᵀ, column r (= M⁻¹ times row r of G) at r·nu. With nu = 0 (rows on Ground and
+    // prescribed bodies only) the columns are empty, A = 0, and the eigen route gives λ = 0.
+    for r in 0..m {
+        let column = &mut minv_gt[r * nu..(r + 1) * nu];
         for (k, value) in column.iter_mut().enumerate() {
             *value = g[(r, k)];
         }
