@@ -280,7 +280,7 @@ fn main() -> Result<()> {
     // Physical normal force on the ball/follower = −λz (Simbody's sign); on the brick, the sum
     // of RBDL physical forces along the normals.
     let plane_normal = |c: ConstraintId| {
-        move |ev: &Evaluation, i: usize| -ev.constraints[c.0].multipliers_of(i)[2]
+        move |ev: &Evaluation, i: usize| -ev.constraints[c.0].multipliers_of(i).unwrap()[2]
     };
     let rows = vec![
         summarize("rolling ball on incline", &rolling, plane_normal(c_rolling)),

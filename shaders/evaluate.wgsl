@@ -27,9 +27,8 @@ struct Launch {
 @group(0) @binding(1) var<storage, read_write> input: array<real>; // written by the stepping kernel
 @group(0) @binding(2) var<storage, read_write> output: array<real>;
 
-const NONFINITE_STATE: u32 = 1u;
-const NONFINITE_RESULT: u32 = 2u;
-const SINGULAR_MASS: u32 = 4u;
+// Status bits (NONFINITE_STATE, NONFINITE_RESULT, SINGULAR_MASS, STEP_FAILED,
+// CONSTRAINT_VIOLATED) come from the host's prelude (`status` in src/batch.rs).
 
 fn load(prefix: u32, width: u32, i: u32, k: u32) -> real {
     return input[prefix * launch.capacity + i * width + k];

@@ -23,6 +23,8 @@ struct StepParams {
     max_step: real, // RKM
     tolerance: real, // projection
     duration: real, // GOAL_DURATION
+    min_step: real, // RKM: the smallest step (`min_step`), else STEP_FAILED
+    violation: real, // CONSTRAINT_VIOLATED above this error at the end of the call
     steps: u32, // GOAL_STEPS
     goal: u32,
 }
@@ -30,7 +32,7 @@ struct StepParams {
 @group(0) @binding(3) var<storage, read> step_params: StepParams;
 
 // Output columns (prefixes, width 1): one instance's progress through a call.
-const CARRY_STATUS: u32 = 0u; // non-zero: flagged (the host sets it for flagged instances)
+const CARRY_STATUS: u32 = 0u; // status bits; non-zero: stop (the host sets it for halted instances)
 const CARRY_ACCEPTED: u32 = 1u;
 const CARRY_ELAPSED: u32 = 2u;
 const CARRY_ELAPSED_LOW: u32 = 3u; // Kahan compensation: the elapsed time is ELAPSED − ELAPSED_LOW
@@ -406,10 +408,11 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         if p.goal == GOAL_DURATION && this_h > left {
             this_h = left;
         }
+        // Every retry below shrinks h; below the minimum the instance stops, flagged.
         let trial = try_step(i, state, this_h, baumgarte);
         var next = trial.next;
         if !trial.ok {
-            if adaptive && this_h > 1e-12 {
+            if adaptive && this_h / 4.0 >= p.min_step {
                 // An RKM trial stage failed (e.g. a huge trial step): retry smaller.
                 h = this_h / 4.0;
                 rejected += 1u;
@@ -422,8 +425,8 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
             if trial.error > p.accuracy {
                 rejected += 1u;
                 h = this_h * step_factor(p.accuracy, trial.error, 0.1, 0.9);
-                if h < 1e-14 {
-                    status = NONFINITE_STATE;
+                if h < p.min_step {
+                    status = STEP_FAILED;
                     break;
                 }
                 continue;
@@ -438,6 +441,12 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
                 if adaptive && worst > max(2.0 * p.tolerance, sqrt(p.tolerance)) {
                     rejected += 1u;
                     h = this_h / 2.0;
+                    if h < p.min_step {
+                        // Even a vanishing step leaves the error beyond the limit: it was
+                        // there on entry, and no step can remove it.
+                        status = STEP_FAILED | CONSTRAINT_VIOLATED;
+                        break;
+                    }
                     continue;
                 }
                 let n = project(i, &next, p.tolerance);
@@ -455,6 +464,13 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         let t = elapsed + y;
         elapsed_low = (t - elapsed) - y;
         elapsed = t;
+    }
+    if finished && accepted > 0u {
+        // Twin of the check after `advance_instance` (src/integrate.rs).
+        let errors = constraint_errors(i, state);
+        if !(max(errors.x, errors.y) <= p.violation) {
+            status |= CONSTRAINT_VIOLATED;
+        }
     }
     store_state(i, state);
     output[CARRY_STATUS * launch.capacity + i] = real(status);

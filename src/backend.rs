@@ -1,11 +1,15 @@
 //! One API over the two backends: evaluate a batch on the CPU (f64 reference) or on the GPU
 //! (f32, or f64 where the adapter offers `SHADER_F64`).
 //!
-//! [`Backend::Auto`] takes the GPU when an adapter opens and otherwise falls back to the CPU with
-//! one log line (`log::warn!`, or stderr when no logger is installed; also kept in
-//! [`Evaluator::note`]). The environment variable
-//! `SIMBATCH_BACKEND` (`cpu`, `gpu`, `auto`) overrides the choice made in code, so a deployed
-//! program can be moved between backends without rebuilding.
+//! One resolver, [`resolve`], decides for the library, the RL environments, the CLI and Python:
+//!
+//! * the choice: an explicit one (the CLI's `--backend`) wins, else the environment variable
+//!   `SIMBATCH_BACKEND` (`cpu`, `gpu`, `auto`), else the choice made in code or in the scenario
+//!   file — so a deployed program can be moved between backends without rebuilding;
+//! * [`Backend::Auto`] takes a **hardware** GPU; a software adapter (lavapipe, WARP, SwiftShader:
+//!   a CPU emulating a GPU, ~100× slower than the f64 CPU path) or no adapter falls back to the
+//!   CPU with one log line (`log::warn!`; also kept in [`Evaluator::note`]);
+//! * [`Backend::Gpu`] takes any adapter, and on a software one says so in the note.
 
 use std::sync::Arc;
 
@@ -55,6 +59,113 @@ impl Backend {
     }
 }
 
+/// Picks the backend: `explicit` (e.g. a command-line flag) if given, else `SIMBATCH_BACKEND`
+/// if set, else `default` (the choice made in code or in a scenario file). An invalid variable
+/// is an error naming it.
+pub fn choose(explicit: Option<Backend>, default: Backend) -> Result<Backend> {
+    match explicit {
+        Some(b) => Ok(b),
+        None => default.with_env_override().map_err(|e| match e {
+            Error::BadChoice {
+                value, accepted, ..
+            } => Error::BadChoice {
+                what: "SIMBATCH_BACKEND",
+                value,
+                accepted,
+            },
+            other => other,
+        }),
+    }
+}
+
+/// What [`resolve`] decided.
+#[derive(Debug, Clone)]
+pub struct Resolution {
+    /// The GPU device when the GPU runs (`None`: the f64 CPU path).
+    pub device: Option<Arc<GpuDevice>>,
+    /// Why `Auto` passed over the GPU, or that an explicit GPU is a software adapter.
+    pub note: Option<String>,
+}
+
+impl Resolution {
+    /// One line for reports and manifests: `cpu (f64)` or `gpu: <adapter>`, with the note.
+    pub fn describe(&self) -> String {
+        let what = match &self.device {
+            Some(d) => format!("gpu: {}", d.describe()),
+            None => "cpu (f64)".to_string(),
+        };
+        match &self.note {
+            Some(n) => format!("{what}; {n}"),
+            None => what,
+        }
+    }
+}
+
+/// Whether an adapter is a CPU emulating a GPU (lavapipe, WARP, SwiftShader).
+pub fn is_software(device: &GpuDevice) -> bool {
+    device.info.device_type == wgpu::DeviceType::Cpu
+}
+
+/// The one backend resolver (see the module documentation): `backend` is the choice already
+/// made by [`choose`]; `precision` is what the GPU would run (f64 needs `SHADER_F64`: an error
+/// with `Gpu`, the CPU with `Auto`).
+pub fn resolve(backend: Backend, precision: Precision) -> Result<Resolution> {
+    let open = || -> Result<Arc<GpuDevice>> {
+        let device = Arc::new(GpuDevice::new()?);
+        if precision == Precision::F64 && !device.supports_f64 {
+            return Err(Error::Gpu(format!(
+                "{} has no SHADER_F64 for f64 kernels",
+                device.info.name
+            )));
+        }
+        Ok(device)
+    };
+    match backend {
+        Backend::Cpu => Ok(Resolution {
+            device: None,
+            note: None,
+        }),
+        Backend::Gpu => {
+            let device = open()?;
+            let note = is_software(&device).then(|| {
+                format!(
+                    "{} is a software rasterizer (a CPU emulating a GPU): expect it to run \
+                     about 100x slower than the CPU backend",
+                    device.info.name
+                )
+            });
+            if let Some(n) = &note {
+                log::warn!("simbatch: {n}");
+            }
+            Ok(Resolution {
+                device: Some(device),
+                note,
+            })
+        }
+        Backend::Auto => {
+            let note = match open() {
+                Ok(device) if !is_software(&device) => {
+                    return Ok(Resolution {
+                        device: Some(device),
+                        note: None,
+                    });
+                }
+                Ok(device) => format!(
+                    "auto passed over {}, a software rasterizer slower than the CPU backend \
+                     (ask for gpu to use it anyway)",
+                    device.info.name
+                ),
+                Err(e) => format!("GPU unavailable ({e}); using the f64 CPU backend"),
+            };
+            log::warn!("simbatch: {note}");
+            Ok(Resolution {
+                device: None,
+                note: Some(note),
+            })
+        }
+    }
+}
+
 enum Resolved {
     Cpu,
     Gpu {
@@ -86,54 +197,28 @@ impl Evaluator {
         Self::with_options(backend, Precision::F32, GpuOptions::default())
     }
 
-    /// An evaluator with a GPU precision and options. Asking for f64 on an adapter without
-    /// `SHADER_F64` is an error with `Gpu`, and falls back to the CPU (which is f64) with `Auto`.
+    /// An evaluator with a GPU precision and options, through [`choose`] and [`resolve`]: asking
+    /// for f64 on an adapter without `SHADER_F64` is an error with `Gpu`, and falls back to the
+    /// CPU (which is f64) with `Auto`; `Auto` passes over software adapters.
     pub fn with_options(
         backend: Backend,
         precision: Precision,
         options: GpuOptions,
     ) -> Result<Self> {
-        let backend = backend.with_env_override()?;
-        let open = || -> Result<Resolved> {
-            let device = Arc::new(GpuDevice::new()?);
-            if precision == Precision::F64 && !device.supports_f64 {
-                return Err(Error::Gpu(format!(
-                    "{} has no SHADER_F64 for f64 kernels",
-                    device.info.name
-                )));
-            }
-            Ok(Resolved::Gpu {
+        let resolution = resolve(choose(None, backend)?, precision)?;
+        let resolved = match resolution.device {
+            None => Resolved::Cpu,
+            Some(device) => Resolved::Gpu {
                 device,
                 precision,
                 options,
                 evaluator: None,
-            })
-        };
-        match backend {
-            Backend::Cpu => Ok(Self {
-                resolved: Resolved::Cpu,
-                note: None,
-            }),
-            Backend::Gpu => Ok(Self {
-                resolved: open()?,
-                note: None,
-            }),
-            Backend::Auto => match open() {
-                Ok(resolved) => Ok(Self {
-                    resolved,
-                    note: None,
-                }),
-                Err(e) => {
-                    let note =
-                        format!("simbatch: GPU unavailable ({e}); using the f64 CPU backend");
-                    log::warn!("{note}");
-                    Ok(Self {
-                        resolved: Resolved::Cpu,
-                        note: Some(note),
-                    })
-                }
             },
-        }
+        };
+        Ok(Self {
+            resolved,
+            note: resolution.note,
+        })
     }
 
     /// A GPU evaluator on a device already open (shared between evaluators and steppers).
@@ -167,7 +252,7 @@ impl Evaluator {
         }
     }
 
-    /// Why `Auto` fell back to the CPU, if it did.
+    /// Why `Auto` fell back to the CPU, or that the GPU chosen is a software adapter.
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()
     }

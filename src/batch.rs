@@ -11,7 +11,7 @@ use std::sync::Arc;
 use nalgebra::SymmetricEigen;
 
 use crate::constraints::ParamSpec;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, try_filled};
 use crate::math::{inertia_matrix, normalize_quaternion};
 use crate::model::{BodyId, BodyKind, ConstraintId, SystemTemplate};
 
@@ -25,6 +25,51 @@ pub mod status {
     pub const NONFINITE_RESULT: u32 = 2;
     /// A free body's mass matrix could not be factored (not positive definite).
     pub const SINGULAR_MASS: u32 = 4;
+    /// The integrator could not advance the instance: its adaptive step fell below the minimum
+    /// step ([`MIN_STEP`](crate::integrate::MIN_STEP), relative to the instance's time), e.g.
+    /// because the constraint error on entry is beyond what projection may correct
+    /// (`max(2·tol, √tol)`) or the dynamics are too stiff for the accuracy asked. The instance
+    /// keeps its last good state and is not stepped again until the user resets it (and calls
+    /// [`Batch::refresh_status_of`](crate::batch::Batch::refresh_status_of)).
+    pub const STEP_FAILED: u32 = 8;
+    /// After the last step of a call, a constraint error (position or velocity, enabled rows)
+    /// exceeds the stepper's violation tolerance
+    /// ([`Stepper::violation_tolerance`](crate::integrate::Stepper::violation_tolerance)): the
+    /// instance left its constraints and its results are not to be trusted. It is still
+    /// stepped; the flag stays until the user clears it.
+    pub const CONSTRAINT_VIOLATED: u32 = 16;
+    /// A reported quantity (energy, force) overflowed to a non-finite value although the
+    /// state is finite.
+    pub const NONFINITE_OUTPUT: u32 = 32;
+    /// The bits that stop an instance from being stepped further.
+    pub const HALTED: u32 = NONFINITE_STATE | STEP_FAILED;
+
+    /// A short English description of every bit set in `bits` (`"ok"` when none).
+    pub fn describe(bits: u32) -> String {
+        const NAMES: [(u32, &str); 6] = [
+            (NONFINITE_STATE, "non-finite state"),
+            (NONFINITE_RESULT, "non-finite result"),
+            (SINGULAR_MASS, "singular or ill-conditioned mass matrix"),
+            (
+                STEP_FAILED,
+                "step size below the minimum (could not advance)",
+            ),
+            (CONSTRAINT_VIOLATED, "constraint error beyond tolerance"),
+            (NONFINITE_OUTPUT, "non-finite output"),
+        ];
+        let words: Vec<&str> = NAMES
+            .iter()
+            .filter(|(bit, _)| bits & bit != 0)
+            .map(|(_, name)| *name)
+            .collect();
+        if bits == 0 {
+            "ok".into()
+        } else if words.is_empty() {
+            format!("unknown status bits {bits:#x}")
+        } else {
+            words.join(", ")
+        }
+    }
 }
 
 /// A field of a free body's columns.
@@ -267,6 +312,34 @@ fn valid_inertia(i: [f64; 6]) -> Result<[f64; 6], Accepted> {
     Ok(i)
 }
 
+/// The largest condition number `max(m, I₁)/min(m, I₃)` of a free body's central mass matrix
+/// (mass and principal moments, SI units) the batch accepts. Beyond it f64 keeps fewer than 4
+/// significant digits through `M⁻¹` and the motion (spin rates ~ √(m/I) larger than the
+/// translation) is too stiff for any step size a study would use: a 2 kg ball given an inertia
+/// of 1e-14 (condition 2e14) leaves its rolling constraint. A solid 5 µm sphere sits at about
+/// 1e12; use smaller units (mm, g) for bodies that small.
+pub const MAX_MASS_CONDITION: f64 = 1e12;
+
+/// Checks the conditioning of a free body's central mass matrix `diag(I_c, m 1)`; on failure
+/// gives the condition number and what is accepted.
+fn well_conditioned(mass: f64, inertia: &[f64; 6]) -> Result<(), (f64, String)> {
+    let moments = SymmetricEigen::new(inertia_matrix(inertia)).eigenvalues;
+    let largest = moments.iter().fold(mass, |a, b| a.max(*b));
+    let smallest = moments.iter().fold(mass, |a, b| a.min(*b));
+    let kappa = largest / smallest;
+    if kappa <= MAX_MASS_CONDITION {
+        Ok(())
+    } else {
+        Err((
+            kappa,
+            format!(
+                "mass and principal moments of inertia within a factor {MAX_MASS_CONDITION:e} \
+                 of each other (SI units; use smaller units for microscopic bodies)"
+            ),
+        ))
+    }
+}
+
 fn pose(mut p: [f64; 7]) -> Result<[f64; 7], Accepted> {
     const ACCEPTED: &str =
         "[e0, e1, e2, e3, x, y, z] finite, quaternion not zero (it is normalised)";
@@ -299,13 +372,19 @@ macro_rules! free_body_field {
             self.check_instance(instance)?;
             let v = $validate(value).map_err(|acc| {
                 invalid(
-                    format!("body[{}].{}", body.0, stringify!($field)),
+                    format!("body[{}].{}", body.index(), stringify!($field)),
                     instance,
                     format!("{value:?}"),
                     acc,
                 )
             })?;
-            self.free[slot].$field[instance] = v;
+            let old = std::mem::replace(&mut self.free[slot].$field[instance], v);
+            if matches!(FreeField::$variant, FreeField::Mass | FreeField::Inertia) {
+                if let Err(e) = self.check_conditioning(body, slot, instance..instance + 1) {
+                    self.free[slot].$field[instance] = old;
+                    return Err(e);
+                }
+            }
             self.touch(Column::Free { slot, field: FreeField::$variant });
             Ok(())
         }
@@ -313,14 +392,20 @@ macro_rules! free_body_field {
         #[doc = concat!("Sets ", $doc, " of free body `body` for every instance at once; nothing is written unless every value is valid.")]
         pub fn $set_col(&mut self, body: BodyId, values: &[$ty]) -> Result<()> {
             let slot = self.free_slot(body)?;
-            let field = || format!("body[{}].{}", body.0, stringify!($field));
+            let field = || format!("body[{}].{}", body.index(), stringify!($field));
             self.check_len(field(), values.len())?;
             let column = values
                 .iter()
                 .enumerate()
                 .map(|(i, v)| $validate(*v).map_err(|acc| invalid(field(), i, format!("{v:?}"), acc)))
                 .collect::<Result<Vec<$ty>>>()?;
-            self.free[slot].$field = column;
+            let old = std::mem::replace(&mut self.free[slot].$field, column);
+            if matches!(FreeField::$variant, FreeField::Mass | FreeField::Inertia) {
+                if let Err(e) = self.check_conditioning(body, slot, 0..self.len) {
+                    self.free[slot].$field = old;
+                    return Err(e);
+                }
+            }
             self.touch(Column::Free { slot, field: FreeField::$variant });
             Ok(())
         }
@@ -341,7 +426,7 @@ macro_rules! prescribed_body_field {
             self.check_instance(instance)?;
             let v = $validate(value).map_err(|acc| {
                 invalid(
-                    format!("body[{}].{}", body.0, stringify!($field)),
+                    format!("body[{}].{}", body.index(), stringify!($field)),
                     instance,
                     format!("{value:?}"),
                     acc,
@@ -355,7 +440,7 @@ macro_rules! prescribed_body_field {
         #[doc = concat!("Sets ", $doc, " of prescribed body `body` for every instance at once; nothing is written unless every value is valid.")]
         pub fn $set_col(&mut self, body: BodyId, values: &[$ty]) -> Result<()> {
             let slot = self.prescribed_slot(body)?;
-            let field = || format!("body[{}].{}", body.0, stringify!($field));
+            let field = || format!("body[{}].{}", body.index(), stringify!($field));
             self.check_len(field(), values.len())?;
             let column = values
                 .iter()
@@ -417,28 +502,39 @@ impl Batch {
 
     /// As [`new`](Self::new), sharing a template between batches.
     pub fn from_shared(template: Arc<SystemTemplate>, len: usize) -> Result<Self> {
-        let free: Vec<FreeBodyColumns> = template
-            .free_bodies()
-            .iter()
-            .map(|_| FreeBodyColumns {
-                mass: vec![1.0; len],
-                com: vec![[0.0; 3]; len],
-                inertia: vec![[1.0, 1.0, 1.0, 0.0, 0.0, 0.0]; len],
-                applied_force: vec![[0.0; 3]; len],
-                applied_torque: vec![[0.0; 3]; len],
-                q: vec![[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]; len],
-                u: vec![[0.0; 6]; len],
-            })
-            .collect();
-        let prescribed: Vec<PrescribedBodyColumns> = template
-            .prescribed_bodies()
-            .iter()
-            .map(|_| PrescribedBodyColumns {
-                pose: vec![[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]; len],
-                velocity: vec![[0.0; 6]; len],
-                acceleration: vec![[0.0; 6]; len],
-            })
-            .collect();
+        // Sizes come from users: refuse up front what cannot be addressed, and allocate every
+        // column fallibly, so a huge count is a typed error rather than an abort.
+        let what = format!("batch of {len} instances");
+        let per_instance = Self::bytes_per_instance(&template) as u128;
+        if !crate::resources::fits_in_memory((len as u128).saturating_mul(per_instance)) {
+            return Err(Error::OutOfMemory {
+                what,
+                count: len.to_string(),
+                bytes: (len as u128).saturating_mul(per_instance),
+                where_: "host",
+            });
+        }
+        let filled = |w: &str| format!("{what} ({w})");
+        let mut free = Vec::with_capacity(template.free_bodies().len());
+        for _ in template.free_bodies() {
+            free.push(FreeBodyColumns {
+                mass: try_filled(1.0, len, &filled("mass"))?,
+                com: try_filled([0.0; 3], len, &filled("com"))?,
+                inertia: try_filled([1.0, 1.0, 1.0, 0.0, 0.0, 0.0], len, &filled("inertia"))?,
+                applied_force: try_filled([0.0; 3], len, &filled("applied_force"))?,
+                applied_torque: try_filled([0.0; 3], len, &filled("applied_torque"))?,
+                q: try_filled([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], len, &filled("q"))?,
+                u: try_filled([0.0; 6], len, &filled("u"))?,
+            });
+        }
+        let mut prescribed = Vec::with_capacity(template.prescribed_bodies().len());
+        for _ in template.prescribed_bodies() {
+            prescribed.push(PrescribedBodyColumns {
+                pose: try_filled([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], len, &filled("pose"))?,
+                velocity: try_filled([0.0; 6], len, &filled("velocity"))?,
+                acceleration: try_filled([0.0; 6], len, &filled("acceleration"))?,
+            });
+        }
         let mut constraints = Vec::with_capacity(template.constraints().len());
         for (index, slot) in template.constraints().iter().enumerate() {
             let specs = slot.constraint.params();
@@ -456,12 +552,24 @@ impl Batch {
                     )));
                 }
                 widths.push(default.len());
-                params.push(default.repeat(len));
+                let mut column = Vec::new();
+                column
+                    .try_reserve_exact(default.len() * len)
+                    .map_err(|_| Error::OutOfMemory {
+                        what: filled(spec.name),
+                        count: len.to_string(),
+                        bytes: (default.len() * 8) as u128 * len as u128,
+                        where_: "host",
+                    })?;
+                for _ in 0..len {
+                    column.extend_from_slice(&default);
+                }
+                params.push(column);
             }
             let t = slot.baumgarte.unwrap_or_default().time_constant;
             constraints.push(ConstraintColumns {
-                enabled: vec![1; len],
-                baumgarte_time_constant: vec![t; len],
+                enabled: try_filled(1, len, &filled("enabled"))?,
+                baumgarte_time_constant: try_filled(t, len, &filled("baumgarte_time_constant"))?,
                 specs,
                 params,
                 widths,
@@ -481,13 +589,33 @@ impl Batch {
             constraint_column_base,
             template,
             len,
-            gravity: vec![[0.0, 0.0, -9.81]; len],
-            time: vec![0.0; len],
-            status: vec![status::OK; len],
+            gravity: try_filled([0.0, 0.0, -9.81], len, &filled("gravity"))?,
+            time: try_filled(0.0, len, &filled("time"))?,
+            status: try_filled(status::OK, len, &filled("status"))?,
             free,
             prescribed,
             constraints,
         })
+    }
+
+    /// Host bytes one instance of `template` takes in a batch's columns (what a batch of N
+    /// instances needs is N times this, before any evaluation output).
+    pub fn bytes_per_instance(template: &SystemTemplate) -> usize {
+        let free = template.free_bodies().len() * 8 * (1 + 3 + 6 + 3 + 3 + 7 + 6);
+        let prescribed = template.prescribed_bodies().len() * 8 * (7 + 6 + 6);
+        let constraints: usize = template
+            .constraints()
+            .iter()
+            .map(|c| {
+                4 + 8
+                    + c.constraint
+                        .params()
+                        .iter()
+                        .map(|p| 8 * p.default.len())
+                        .sum::<usize>()
+            })
+            .sum();
+        8 * 3 + 8 + 4 + free + prescribed + constraints
     }
 
     /// Identity of this batch, unique within the process (clones get a new one). Backends that
@@ -570,6 +698,31 @@ impl Batch {
         ok
     }
 
+    /// Checks the mass-matrix conditioning of free body `body` (slot `slot`) over `instances`,
+    /// naming the first instance out of range.
+    fn check_conditioning(
+        &self,
+        body: BodyId,
+        slot: usize,
+        instances: std::ops::Range<usize>,
+    ) -> Result<()> {
+        let cols = &self.free[slot];
+        for i in instances {
+            if let Err((kappa, accepted)) = well_conditioned(cols.mass[i], &cols.inertia[i]) {
+                return Err(invalid(
+                    format!("body[{}].inertia", body.index()),
+                    i,
+                    format!(
+                        "{:?} with mass {:?} (mass-matrix condition {kappa:.3e})",
+                        cols.inertia[i], cols.mass[i]
+                    ),
+                    &accepted,
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_instance(&self, instance: usize) -> Result<()> {
         if instance < self.len {
             Ok(())
@@ -600,7 +753,7 @@ impl Batch {
         } else {
             Err(Error::BadHandle {
                 what: "body",
-                index: body.0,
+                index: body.index(),
                 reason: format!("it is {:?}, not a free body", b.kind),
             })
         }
@@ -613,7 +766,7 @@ impl Batch {
         } else {
             Err(Error::BadHandle {
                 what: "body",
-                index: body.0,
+                index: body.index(),
                 reason: format!("it is {:?}, not a prescribed body", b.kind),
             })
         }
@@ -759,13 +912,21 @@ impl Batch {
     ) -> Result<()> {
         let slot = self.free_slot(body)?;
         self.check_instance(instance)?;
-        let field = |f: &str| format!("body[{}].{f}", body.0);
+        let field = |f: &str| format!("body[{}].{f}", body.index());
         let mass = positive_mass(mass)
             .map_err(|a| invalid(field("mass"), instance, format!("{mass:?}"), a))?;
         let com =
             finite(com).map_err(|a| invalid(field("com"), instance, format!("{com:?}"), a))?;
         let inertia = valid_inertia(inertia)
             .map_err(|a| invalid(field("inertia"), instance, format!("{inertia:?}"), a))?;
+        well_conditioned(mass, &inertia).map_err(|(kappa, a)| {
+            invalid(
+                field("inertia"),
+                instance,
+                format!("{inertia:?} with mass {mass:?} (mass-matrix condition {kappa:.3e})"),
+                &a,
+            )
+        })?;
         let cols = &mut self.free[slot];
         cols.mass[instance] = mass;
         cols.com[instance] = com;
@@ -1013,11 +1174,11 @@ impl Batch {
         self.constraint_columns(c)
     }
 
-    /// Writes integrated states back (q, u, prescribed poses and velocities, time); instances
-    /// marked failed keep the state given (their last finite one) and get
-    /// [`status::NONFINITE_STATE`].
-    pub(crate) fn store_states(&mut self, states: &[(crate::evaluate::InstanceState, bool)]) {
-        for (i, (state, failed)) in states.iter().enumerate() {
+    /// Writes integrated states back (q, u, prescribed poses and velocities, time) and ORs each
+    /// instance's `flags` (see [`status`]) into its status; a failed instance is given its last
+    /// good state.
+    pub(crate) fn store_states(&mut self, states: &[(crate::evaluate::InstanceState, u32)]) {
+        for (i, (state, flags)) in states.iter().enumerate() {
             self.time[i] = state.time;
             for (cols, (q, u)) in self.free.iter_mut().zip(state.q.iter().zip(&state.u)) {
                 cols.q[i] = *q;
@@ -1031,9 +1192,7 @@ impl Batch {
                 cols.pose[i] = *p;
                 cols.velocity[i] = *v;
             }
-            if *failed {
-                self.status[i] |= status::NONFINITE_STATE;
-            }
+            self.status[i] |= *flags;
         }
         self.touch(Column::Time);
         for slot in 0..self.free.len() {

@@ -83,9 +83,25 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// No GPU adapter could be found or opened.
+    /// No GPU adapter could be found or opened (the text says why, without repeating this).
     #[error("no GPU adapter: {0}")]
     NoGpuAdapter(String),
+    /// A size that comes from the user does not fit in memory (host or GPU).
+    #[error(
+        "{what}: {count} would need about {} of {where_} memory, which could not be \
+         allocated; use fewer (split the work, e.g. `--shard` for studies)",
+        human_bytes(*bytes)
+    )]
+    OutOfMemory {
+        /// What was being allocated, e.g. `batch of 1000000000 instances`.
+        what: String,
+        /// The count asked for, as written by the user.
+        count: String,
+        /// Bytes it would need.
+        bytes: u128,
+        /// `host` or `GPU`.
+        where_: &'static str,
+    },
     /// The GPU backend failed or cannot run this template.
     #[error("GPU: {0}")]
     Gpu(String),
@@ -130,6 +146,32 @@ pub enum Error {
         /// Its status bits.
         status: u32,
     },
+}
+
+/// `1.5 GiB`-style text for a byte count.
+pub fn human_bytes(bytes: u128) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A vector of `len` copies of `value`, allocated fallibly: a size that does not fit is an
+/// [`Error::OutOfMemory`] naming `what`, never an abort.
+pub fn try_filled<T: Clone>(value: T, len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        what: what.to_string(),
+        count: len.to_string(),
+        bytes: len as u128 * std::mem::size_of::<T>() as u128,
+        where_: "host",
+    })?;
+    v.resize(len, value);
+    Ok(v)
 }
 
 /// Result alias used throughout simbatch.

@@ -143,34 +143,43 @@ pub struct ConstraintEvaluation {
     pub contact_force: Option<Vec<[f64; 3]>>,
 }
 
+/// `v[i·w .. (i+1)·w]`, or the typed error naming the instance and the count.
+fn instance_slice<T>(v: &[T], w: usize, i: usize) -> Result<&[T]> {
+    let len = v.len().checked_div(w).unwrap_or(0);
+    i.checked_mul(w)
+        .and_then(|start| v.get(start..start + w))
+        .filter(|_| w > 0 || i < len)
+        .ok_or(Error::InstanceOutOfRange { instance: i, len })
+}
+
 impl ConstraintEvaluation {
-    fn slice(v: &[f64], w: usize, i: usize) -> &[f64] {
-        &v[i * w..(i + 1) * w]
+    fn slice(v: &[f64], w: usize, i: usize) -> Result<&[f64]> {
+        instance_slice(v, w, i)
     }
 
-    /// Position errors of instance `i`.
-    pub fn position_errors_of(&self, i: usize) -> &[f64] {
+    /// Position errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn position_errors_of(&self, i: usize) -> Result<&[f64]> {
         Self::slice(&self.position_errors, self.width, i)
     }
 
-    /// Velocity errors of instance `i`.
-    pub fn velocity_errors_of(&self, i: usize) -> &[f64] {
+    /// Velocity errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn velocity_errors_of(&self, i: usize) -> Result<&[f64]> {
         Self::slice(&self.velocity_errors, self.width, i)
     }
 
-    /// Acceleration errors of instance `i`.
-    pub fn acceleration_errors_of(&self, i: usize) -> &[f64] {
+    /// Acceleration errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn acceleration_errors_of(&self, i: usize) -> Result<&[f64]> {
         Self::slice(&self.acceleration_errors, self.width, i)
     }
 
-    /// Multipliers of instance `i`.
-    pub fn multipliers_of(&self, i: usize) -> &[f64] {
+    /// Multipliers of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn multipliers_of(&self, i: usize) -> Result<&[f64]> {
         Self::slice(&self.multipliers, self.width, i)
     }
 
-    /// Constraint forces on the bodies of instance `i`.
-    pub fn body_forces_of(&self, i: usize) -> &[[f64; 6]] {
-        &self.body_forces[i * self.body_count..(i + 1) * self.body_count]
+    /// Constraint forces on the bodies of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn body_forces_of(&self, i: usize) -> Result<&[[f64; 6]]> {
+        instance_slice(&self.body_forces, self.body_count, i)
     }
 }
 
@@ -192,14 +201,27 @@ pub struct Evaluation {
 }
 
 impl Evaluation {
-    /// Constrained u̇ of instance `i`.
-    pub fn udot_of(&self, i: usize) -> &[f64] {
-        &self.udot[i * self.nu..(i + 1) * self.nu]
+    /// Constrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn udot_of(&self, i: usize) -> Result<&[f64]> {
+        self.check_instance(i)?;
+        instance_slice(&self.udot, self.nu, i)
     }
 
-    /// Unconstrained u̇ of instance `i`.
-    pub fn udot_unconstrained_of(&self, i: usize) -> &[f64] {
-        &self.udot_unconstrained[i * self.nu..(i + 1) * self.nu]
+    /// Unconstrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn udot_unconstrained_of(&self, i: usize) -> Result<&[f64]> {
+        self.check_instance(i)?;
+        instance_slice(&self.udot_unconstrained, self.nu, i)
+    }
+
+    fn check_instance(&self, i: usize) -> Result<()> {
+        if i < self.len {
+            Ok(())
+        } else {
+            Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len,
+            })
+        }
     }
 
     /// Outputs of one constraint.
@@ -324,7 +346,7 @@ pub(crate) fn scatter_jacobian(
     mut add: impl FnMut(usize, f64),
 ) {
     for (block, body) in blocks.iter().zip(bodies) {
-        let b = &template.bodies()[body.0];
+        let b = &template.bodies()[body.index()];
         if b.kind == BodyKind::Free {
             for (k, value) in block.iter().enumerate() {
                 add(6 * b.slot + k, *value);
@@ -449,7 +471,7 @@ impl Batch {
         let c = &slot.constraint;
         let params = Params::new(&cols.params, &cols.widths, i);
         body_kin.clear();
-        body_kin.extend(c.bodies().iter().map(|b| kin[b.0]));
+        body_kin.extend(c.bodies().iter().map(|b| kin[b.index()]));
         let levels = c.row_levels();
         rows.clear();
         rows.resize(levels.len(), Row::default());
@@ -535,7 +557,7 @@ impl Batch {
             .enumerate()
         {
             let props = MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
-            let kin = &sys.kinematics[body.0];
+            let kin = &sys.kinematics[body.index()];
             let loads = Loads {
                 gravity,
                 force: Vec3::from(cols.applied_force[i]),
@@ -657,7 +679,7 @@ impl Batch {
             .map(|(body, cols)| {
                 let props =
                     MassProperties::from_columns(cols.mass[i], &cols.com[i], &cols.inertia[i]);
-                energy(&props, &kin[body.0], &gravity)
+                energy(&props, &kin[body.index()], &gravity)
             })
             .sum())
     }
@@ -740,8 +762,11 @@ impl Batch {
                 }
             }
             let params = Params::new(&cols.params, &cols.widths, i);
-            let body_kin: Vec<BodyKinematics> =
-                c.bodies().iter().map(|b| system.kinematics[b.0]).collect();
+            let body_kin: Vec<BodyKinematics> = c
+                .bodies()
+                .iter()
+                .map(|b| system.kinematics[b.index()])
+                .collect();
             out.report = c.report(&params, &body_kin, &lambda[..n_rows]);
             constraints.push(out);
         }

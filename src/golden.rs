@@ -101,6 +101,12 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<Record>> {
         line: 0,
         message: e.to_string(),
     })?;
+    parse_jsonl(&file, &text)
+}
+
+/// Parses the text of a `.jsonl` golden file; `file` names it in errors and records.
+pub fn parse_jsonl(file: &str, text: &str) -> Result<Vec<Record>> {
+    let file = file.to_string();
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -125,7 +131,7 @@ pub fn read_dir(dir: &Path) -> Result<Vec<Record>> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::Data {
         file: dir.display().to_string(),
         line: 0,
-        message: e.to_string(),
+        message: format!("cannot read the golden directory: {e}"),
     })?;
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -581,7 +587,7 @@ pub fn compare_contact(
         report.check_slice(
             "udot",
             &loc,
-            evaluation.udot_of(i),
+            evaluation.udot_of(i)?,
             &r.numbers(&["expect", "udot"])?,
             tol,
         );
@@ -603,14 +609,14 @@ pub fn compare_contact(
         report.check(
             "position_error",
             || loc.clone(),
-            ce.position_errors_of(i)[2],
+            ce.position_errors_of(i)?[2],
             r.number(&["expect", "position_error"])?,
             tol,
         );
         report.check_slice(
             "velocity_errors",
             &loc,
-            ce.velocity_errors_of(i),
+            ce.velocity_errors_of(i)?,
             &reorder(r.numbers(&["expect", "velocity_errors"])?),
             tol,
         );
@@ -621,7 +627,7 @@ pub fn compare_contact(
             .fold(0.0f64, |m, x| m.max(x.abs()));
         let aerr_expected = reorder(r.numbers(&["expect", "acceleration_errors"])?);
         for (k, (g, e)) in ce
-            .acceleration_errors_of(i)
+            .acceleration_errors_of(i)?
             .iter()
             .zip(&aerr_expected)
             .enumerate()
@@ -636,12 +642,18 @@ pub fn compare_contact(
             );
         }
         let multipliers = reorder(r.numbers(&["expect", "multipliers"])?);
-        report.check_slice("multipliers", &loc, ce.multipliers_of(i), &multipliers, tol);
+        report.check_slice(
+            "multipliers",
+            &loc,
+            ce.multipliers_of(i)?,
+            &multipliers,
+            tol,
+        );
         let forces = r
             .field(&["expect", "constraint_body_forces_in_ground"])?
             .as_array()
             .ok_or_else(|| r.err("constraint_body_forces_in_ground is not an array"))?;
-        for (j, (got, exp)) in ce.body_forces_of(i).iter().zip(forces).enumerate() {
+        for (j, (got, exp)) in ce.body_forces_of(i)?.iter().zip(forces).enumerate() {
             let pair = exp
                 .as_array()
                 .ok_or_else(|| r.err("body force entry is not [torque, force]"))?;
@@ -780,7 +792,7 @@ pub fn compare_brick(
         report.check_slice(
             "brick udot",
             &loc,
-            evaluation.udot_of(i),
+            evaluation.udot_of(i)?,
             &r.numbers(&["expect", "udot"])?,
             tol,
         );
@@ -804,7 +816,7 @@ pub fn compare_brick(
             report.check_slice(
                 "brick multipliers (min-norm)",
                 &at,
-                ce.multipliers_of(i),
+                ce.multipliers_of(i)?,
                 &l,
                 tol,
             );
@@ -815,7 +827,7 @@ pub fn compare_brick(
             report.check_slice(
                 "brick velocity_errors",
                 &at,
-                ce.velocity_errors_of(i),
+                ce.velocity_errors_of(i)?,
                 &v,
                 tol,
             );
@@ -909,7 +921,7 @@ pub fn compare_evaluations(
         if reference.status[i] != crate::batch::status::OK {
             continue;
         }
-        report.check_slice("udot", &loc(), got.udot_of(i), reference.udot_of(i), tol);
+        report.check_slice("udot", &loc(), got.udot_of(i)?, reference.udot_of(i)?, tol);
         report.check_slice(
             "udot_unconstrained",
             &loc(),
@@ -927,26 +939,26 @@ pub fn compare_evaluations(
             report.check_slice(
                 "position_errors",
                 &at,
-                a.position_errors_of(i),
-                b.position_errors_of(i),
+                a.position_errors_of(i)?,
+                b.position_errors_of(i)?,
                 tol,
             );
             report.check_slice(
                 "velocity_errors",
                 &at,
-                a.velocity_errors_of(i),
-                b.velocity_errors_of(i),
+                a.velocity_errors_of(i)?,
+                b.velocity_errors_of(i)?,
                 tol,
             );
             // A residual G u̇ + k ≈ 0: its rounding scales with the terms; |u̇| stands for them.
             let scale = reference
-                .udot_of(i)
+                .udot_of(i)?
                 .iter()
                 .fold(0.0f64, |m, x| m.max(x.abs()));
             for (k, (x, y)) in a
-                .acceleration_errors_of(i)
+                .acceleration_errors_of(i)?
                 .iter()
-                .zip(b.acceleration_errors_of(i))
+                .zip(b.acceleration_errors_of(i)?)
                 .enumerate()
             {
                 report.check_scaled(
@@ -961,11 +973,11 @@ pub fn compare_evaluations(
             report.check_slice(
                 "multipliers",
                 &at,
-                a.multipliers_of(i),
-                b.multipliers_of(i),
+                a.multipliers_of(i)?,
+                b.multipliers_of(i)?,
                 tol,
             );
-            for (fa, fb) in a.body_forces_of(i).iter().zip(b.body_forces_of(i)) {
+            for (fa, fb) in a.body_forces_of(i)?.iter().zip(b.body_forces_of(i)?) {
                 report.check_vector("body_forces (scale ‖F‖)", &at, fa, fb, tol);
             }
             report.check("power", || at.clone(), a.power[i], b.power[i], tol);

@@ -14,6 +14,7 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
+use crate::assembly::mass_weighted_correction;
 use crate::backend::{Backend, Evaluator};
 use crate::batch::{Batch, status};
 use crate::constraints::BodyKinematics;
@@ -21,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::evaluate::{BaumgarteMode, InstanceState, InstanceSystem};
 use crate::gpu::{GpuOptions, Precision};
 use crate::math::{quaternion_rate, vec3};
-use crate::solver::{MassFactor, solve_into, solve_min_norm_spd, solve_scratch_len};
+use crate::solver::{MassFactor, solve_into, solve_scratch_len};
 
 /// How to advance the state.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -129,6 +130,15 @@ impl StepOptions {
         Ok(())
     }
 
+    /// The violation tolerance these options imply: the projection tolerance, else
+    /// [`DEFAULT_VIOLATION_TOLERANCE`] (see [`Stepper::violation_tolerance`]).
+    pub fn violation_tolerance(&self) -> f64 {
+        match self.stabilization {
+            Stabilization::Projection { tolerance } => tolerance,
+            _ => DEFAULT_VIOLATION_TOLERANCE,
+        }
+    }
+
     fn baumgarte(&self) -> BaumgarteMode {
         match self.stabilization {
             Stabilization::Baumgarte => BaumgarteMode::All,
@@ -146,7 +156,8 @@ pub struct StepReport {
     pub rejected: u64,
     /// Projections applied (position or velocity), summed.
     pub projections: u64,
-    /// Instances flagged non-finite during this call.
+    /// Instances flagged during this call (non-finite, step failed or constraint violated; see
+    /// [`Batch::status`](crate::batch::Batch::status) for which).
     pub flagged: usize,
 }
 
@@ -158,6 +169,7 @@ pub struct Stepper {
     /// The GPU evaluator when stepping on the GPU (`None`: the f64 CPU path).
     gpu: Option<Evaluator>,
     note: Option<String>,
+    violation_tolerance: Option<f64>,
 }
 
 impl std::fmt::Debug for Stepper {
@@ -188,7 +200,28 @@ struct Advanced {
     state: InstanceState,
     step_size: f64,
     report: StepReport,
-    failed: bool,
+    /// Status bits to set (0: all well).
+    flags: u32,
+}
+
+/// The smallest adaptive (RKM) step, relative to `max(1, |t|)` seconds: an instance whose step
+/// control asks for less stops with [`status::STEP_FAILED`] instead of halving forever. Fixed
+/// steps are the user's and are not bounded by it.
+pub const MIN_STEP: f64 = 1e-12;
+
+/// The violation tolerance used when drift control is not projection (Baumgarte or none): an
+/// instance whose position or velocity error exceeds it after a call is flagged
+/// [`status::CONSTRAINT_VIOLATED`]. With projection the projection tolerance is used.
+pub const DEFAULT_VIOLATION_TOLERANCE: f64 = 1e-3;
+
+/// The most RKM trial steps (accepted and rejected) one instance may take in one call; an
+/// instance that needs more (a step size stuck near [`MIN_STEP`] over a long duration) stops
+/// with [`status::STEP_FAILED`], so every call ends.
+pub const MAX_ADAPTIVE_ATTEMPTS: u64 = 10_000_000;
+
+/// The minimum RKM step at time `t`.
+pub(crate) fn min_step(t: f64) -> f64 {
+    MIN_STEP * t.abs().max(1.0)
 }
 
 impl Stepper {
@@ -200,6 +233,7 @@ impl Stepper {
             step_sizes: Vec::new(),
             gpu: None,
             note: None,
+            violation_tolerance: None,
         })
     }
 
@@ -220,6 +254,7 @@ impl Stepper {
             step_sizes: Vec::new(),
             gpu,
             note,
+            violation_tolerance: None,
         })
     }
 
@@ -239,6 +274,7 @@ impl Stepper {
                 GpuOptions::default(),
             )?),
             note: None,
+            violation_tolerance: None,
         })
     }
 
@@ -259,6 +295,29 @@ impl Stepper {
     /// The options in force.
     pub fn options(&self) -> &StepOptions {
         &self.options
+    }
+
+    /// The largest constraint error (position or velocity, enabled rows) an instance may show
+    /// after a call before it is flagged [`status::CONSTRAINT_VIOLATED`]: the one set with
+    /// [`set_violation_tolerance`](Self::set_violation_tolerance), else the projection
+    /// tolerance, else [`DEFAULT_VIOLATION_TOLERANCE`].
+    pub fn violation_tolerance(&self) -> f64 {
+        self.violation_tolerance
+            .unwrap_or_else(|| self.options.violation_tolerance())
+    }
+
+    /// Sets the violation tolerance (a finite number > 0; `f64::INFINITY` turns the check off).
+    pub fn set_violation_tolerance(&mut self, tolerance: f64) -> Result<()> {
+        if !(tolerance > 0.0) {
+            return Err(Error::InvalidValue {
+                field: "violation_tolerance".into(),
+                instance: 0,
+                value: format!("{tolerance:?}"),
+                accepted: "a number > 0 (infinity: no check)".into(),
+            });
+        }
+        self.violation_tolerance = Some(tolerance);
+        Ok(())
     }
 
     /// Forgets the RKM step size of instance `i` (after the user resets it).
@@ -285,21 +344,33 @@ impl Stepper {
         if self.step_sizes.len() != batch.len() {
             self.step_sizes.resize(batch.len(), 0.0);
         }
+        let violation = self.violation_tolerance();
         if let Some(evaluator) = &mut self.gpu {
             let options = self.options;
-            return evaluator
-                .gpu_for(batch)?
-                .run_goal(batch, &options, goal, &mut self.step_sizes);
+            return evaluator.gpu_for(batch)?.run_goal(
+                batch,
+                &options,
+                goal,
+                &mut self.step_sizes,
+                violation,
+            );
         }
         let options = self.options;
         let b: &Batch = batch;
         let results: Vec<Option<Advanced>> = (0..b.len())
             .into_par_iter()
             .map(|i| {
-                if b.status()[i] & status::NONFINITE_STATE != 0 {
+                if b.status()[i] & status::HALTED != 0 {
                     return None;
                 }
-                Some(advance_instance(b, i, &options, goal, self.step_sizes[i]))
+                let mut a = advance_instance(b, i, &options, goal, self.step_sizes[i]);
+                if a.flags & status::HALTED == 0 && a.report.steps > 0 {
+                    let (perr, verr) = constraint_errors(b, i, &a.state, &mut Workspace::new());
+                    if !(perr.max(verr) <= violation) {
+                        a.flags |= status::CONSTRAINT_VIOLATED;
+                    }
+                }
+                Some(a)
             })
             .collect();
         let mut report = StepReport::default();
@@ -311,12 +382,12 @@ impl Stepper {
                     report.rejected += a.report.rejected;
                     report.projections += a.report.projections;
                     self.step_sizes[i] = a.step_size;
-                    if a.failed {
+                    if a.flags != 0 {
                         report.flagged += 1;
                     }
-                    states.push((a.state, a.failed));
+                    states.push((a.state, a.flags));
                 }
-                None => states.push((batch.state_of(i), false)),
+                None => states.push((batch.state_of(i), 0)),
             }
         }
         batch.store_states(&states);
@@ -571,14 +642,6 @@ fn rows_of(
     Some(crate::assembly::select_rows(batch, &work.sys, position))
 }
 
-/// The mass-weighted minimum-norm correction `δu = −M⁻¹ Gᵀ (G M⁻¹ Gᵀ)⁺ e`.
-fn correction(g: &DMatrix<f64>, e: &DVector<f64>, factor: &MassFactor) -> DVector<f64> {
-    let minv_gt = factor.solve(&g.transpose());
-    let a = g * &minv_gt;
-    let (x, _) = solve_min_norm_spd(&a, e);
-    -(minv_gt * x)
-}
-
 /// Moves the free bodies' q by a velocity-space displacement δu (first order), renormalised.
 fn displace(state: &mut InstanceState, du: &DVector<f64>) {
     for (k, q) in state.q.iter_mut().enumerate() {
@@ -608,7 +671,7 @@ fn project(
         if perr.iter().all(|e| e.abs() <= projection_target(tolerance)) {
             break;
         }
-        displace(state, &correction(&g, &perr, &work.factor));
+        displace(state, &mass_weighted_correction(&g, &perr, &work.factor));
         applied = 1;
     }
     let mut velocity = 0;
@@ -617,7 +680,7 @@ fn project(
         if verr.iter().all(|e| e.abs() <= projection_target(tolerance)) {
             break;
         }
-        let du = correction(&g, &verr, &work.factor);
+        let du = mass_weighted_correction(&g, &verr, &work.factor);
         for (k, u) in state.u.iter_mut().enumerate() {
             for j in 0..6 {
                 u[j] += du[6 * k + j];
@@ -651,11 +714,11 @@ fn advance_instance(
         fixed.unwrap_or(max_step.min(1e-3))
     };
     let mut accepted = 0usize;
-    let failed = |state: InstanceState, report: StepReport, h: f64| Advanced {
+    let failed = |state: InstanceState, report: StepReport, h: f64, flags: u32| Advanced {
         state,
         step_size: h,
         report,
-        failed: true,
+        flags,
     };
     loop {
         let remaining = match goal {
@@ -678,21 +741,26 @@ fn advance_instance(
         {
             this_h = left;
         }
+        // Every retry below shrinks h; below the minimum the instance stops, flagged.
+        let floor = min_step(state.time);
+        if fixed.is_none() && report.steps + report.rejected >= MAX_ADAPTIVE_ATTEMPTS {
+            return failed(state, report, h, status::STEP_FAILED);
+        }
         let Some((mut next, error)) = try_step(batch, i, &state, this_h, options, &mut work) else {
-            if fixed.is_none() && this_h > 1e-12 {
+            if fixed.is_none() && this_h / 4.0 >= floor {
                 // An RKM trial stage failed (e.g. a huge trial step): retry smaller.
                 h = this_h / 4.0;
                 report.rejected += 1;
                 continue;
             }
-            return failed(state, report, h);
+            return failed(state, report, h, status::NONFINITE_STATE);
         };
         if fixed.is_none() {
             if error > accuracy {
                 report.rejected += 1;
                 h = this_h * (0.9 * (accuracy / error).powf(0.25)).clamp(0.1, 0.9);
-                if h < 1e-14 {
-                    return failed(state, report, h);
+                if h < floor {
+                    return failed(state, report, h, status::STEP_FAILED);
                 }
                 continue;
             }
@@ -710,16 +778,26 @@ fn advance_instance(
                 if fixed.is_none() && perr.max(verr) > (2.0 * tolerance).max(tolerance.sqrt()) {
                     report.rejected += 1;
                     h = this_h / 2.0;
+                    if h < floor {
+                        // Even a vanishing step leaves the error beyond the limit: it was there
+                        // on entry, and no step can remove it.
+                        return failed(
+                            state,
+                            report,
+                            h,
+                            status::STEP_FAILED | status::CONSTRAINT_VIOLATED,
+                        );
+                    }
                     continue;
                 }
                 match project(batch, i, &mut next, tolerance, &mut work) {
                     Some(n) => report.projections += n,
-                    None => return failed(state, report, h),
+                    None => return failed(state, report, h, status::NONFINITE_STATE),
                 }
             }
         }
         if !next.is_finite() {
-            return failed(state, report, h);
+            return failed(state, report, h, status::NONFINITE_STATE);
         }
         state = next;
         accepted += 1;
@@ -729,6 +807,6 @@ fn advance_instance(
         state,
         step_size: h,
         report,
-        failed: false,
+        flags: 0,
     }
 }

@@ -4,7 +4,7 @@
 //! Simbody's constraint semantics. This crate holds the model ([`model`]), the structure-of-arrays
 //! batch storage ([`batch`]), one module per constraint kind ([`constraints`]), the free-body
 //! dynamics ([`dynamics`]), the multiplier solver ([`solver`]) and the f64 CPU reference path
-//! ([`evaluate`]). The physics contract is `physics.md` (shipped with the project's spec); every
+//! ([`evaluate`]). The physics contract is `physics.md` (at the repository root); every
 //! formula here cites its section.
 //!
 //! ```
@@ -21,7 +21,7 @@
 //! }
 //! let ev = batch.evaluate();
 //! // A ball resting on level ground: λz = −m g.
-//! let lambda = ev.constraint(contact).unwrap().multipliers_of(0);
+//! let lambda = ev.constraint(contact).unwrap().multipliers_of(0).unwrap();
 //! assert!((lambda[2] + 9.81).abs() < 1e-12);
 //! ```
 
@@ -43,6 +43,7 @@ pub mod gpu;
 pub mod integrate;
 pub mod math;
 pub mod model;
+pub mod resources;
 pub mod sample;
 pub mod scenarios;
 pub mod solver;

@@ -11,11 +11,70 @@ use crate::constraints::Constraint;
 use crate::error::{Error, Result};
 
 /// Handle of a body in a template.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BodyId(pub usize);
+///
+/// A handle returned by a template ([`SystemTemplate::add_free_body`] …) remembers which
+/// template (or clone of it) made it, and using it with another template is an error
+/// ([`Error::BadHandle`]) rather than a silent reference to whatever body has that index there.
+/// [`BodyId::new`] makes an untagged handle by index (accepted by every template), and
+/// [`GROUND`] is valid everywhere. Two handles are equal when they name the same index.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyId {
+    index: usize,
+    /// The template that made it (0: untagged).
+    template: u64,
+}
+
+impl BodyId {
+    /// An untagged handle of body `index` (0 is Ground), accepted by any template that has it.
+    pub const fn new(index: usize) -> Self {
+        Self { index, template: 0 }
+    }
+
+    /// The body's index in its template (0: Ground).
+    pub const fn index(self) -> usize {
+        self.index
+    }
+
+    /// Whether this handle may be used with the template tagged `template`.
+    pub(crate) fn belongs_to(self, template: u64) -> bool {
+        self.template == 0 || self.template == template
+    }
+}
+
+impl PartialEq for BodyId {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+    }
+}
+
+impl Eq for BodyId {}
+
+impl std::hash::Hash for BodyId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.index.hash(state);
+    }
+}
+
+impl PartialOrd for BodyId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for BodyId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.index.cmp(&other.index)
+    }
+}
 
 /// Ground, body 0 of every template.
-pub const GROUND: BodyId = BodyId(0);
+pub const GROUND: BodyId = BodyId::new(0);
+
+/// A new template tag (never 0).
+fn new_template_tag() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Handle of a constraint in a template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,6 +129,8 @@ pub struct ConstraintSlot {
 /// Bodies and constraints, instantiated N times by a batch.
 #[derive(Debug, Clone)]
 pub struct SystemTemplate {
+    /// Tag of the handles this template (and its clones) gives out.
+    tag: u64,
     bodies: Vec<Body>,
     constraints: Vec<ConstraintSlot>,
     free_bodies: Vec<BodyId>,
@@ -86,6 +147,7 @@ impl SystemTemplate {
     /// An empty template holding Ground only.
     pub fn new() -> Self {
         Self {
+            tag: new_template_tag(),
             bodies: vec![Body {
                 name: "ground".into(),
                 kind: BodyKind::Ground,
@@ -99,7 +161,10 @@ impl SystemTemplate {
 
     /// Adds a free (6-dof) body.
     pub fn add_free_body(&mut self, name: impl Into<String>) -> BodyId {
-        let id = BodyId(self.bodies.len());
+        let id = BodyId {
+            index: self.bodies.len(),
+            template: self.tag,
+        };
         self.bodies.push(Body {
             name: name.into(),
             kind: BodyKind::Free,
@@ -111,7 +176,10 @@ impl SystemTemplate {
 
     /// Adds a prescribed body, whose pose, velocity and acceleration are per-instance inputs.
     pub fn add_prescribed_body(&mut self, name: impl Into<String>) -> BodyId {
-        let id = BodyId(self.bodies.len());
+        let id = BodyId {
+            index: self.bodies.len(),
+            template: self.tag,
+        };
         self.bodies.push(Body {
             name: name.into(),
             kind: BodyKind::Prescribed,
@@ -142,12 +210,20 @@ impl SystemTemplate {
             )));
         }
         for b in bodies {
-            if b.0 >= self.bodies.len() {
+            if b.index >= self.bodies.len() {
                 return Err(Error::Template(format!(
                     "constraint {index} ({}) names body {} but the template has {} bodies",
                     constraint.kind_name(),
-                    b.0,
+                    b.index,
                     self.bodies.len()
+                )));
+            }
+            if !b.belongs_to(self.tag) {
+                return Err(Error::Template(format!(
+                    "constraint {index} ({}) names body {} with a handle made by another \
+                     template",
+                    constraint.kind_name(),
+                    b.index
                 )));
             }
         }
@@ -155,12 +231,12 @@ impl SystemTemplate {
             return Err(Error::Template(format!(
                 "constraint {index} ({}) connects body {} to itself",
                 constraint.kind_name(),
-                bodies[0].0
+                bodies[0].index()
             )));
         }
         if !bodies
             .iter()
-            .any(|b| self.bodies[b.0].kind == BodyKind::Free)
+            .any(|b| self.bodies[b.index()].kind == BodyKind::Free)
         {
             return Err(Error::Template(format!(
                 "constraint {index} ({}) acts only on Ground or prescribed bodies; at least one \
@@ -234,9 +310,18 @@ impl SystemTemplate {
 
     /// One body.
     pub fn body(&self, id: BodyId) -> Result<&Body> {
-        self.bodies.get(id.0).ok_or_else(|| Error::BadHandle {
+        if !id.belongs_to(self.tag) {
+            return Err(Error::BadHandle {
+                what: "body",
+                index: id.index,
+                reason: "the handle was made by another template (use the handles this \
+                         template's add_*_body returned, or BodyId::new(index))"
+                    .into(),
+            });
+        }
+        self.bodies.get(id.index).ok_or_else(|| Error::BadHandle {
             what: "body",
-            index: id.0,
+            index: id.index,
             reason: format!("the template has {} bodies", self.bodies.len()),
         })
     }

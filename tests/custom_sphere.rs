@@ -562,7 +562,7 @@ fn contact_of(batch: &Batch, c: ConstraintId, i: usize) -> Contact {
         .constraint
         .bodies()
         .iter()
-        .map(|b| sys.kinematics[b.0])
+        .map(|b| sys.kinematics[b.index()])
         .collect();
     let columns: Vec<Vec<f64>> = slot
         .constraint
@@ -640,7 +640,8 @@ fn assembly_conditions_steer_position_and_velocity_assembly() {
                 let sys = b.instance_system(i).unwrap();
                 let bodies = b.template().constraints()[c.0].constraint.bodies().to_vec();
                 let k = contact_of(b, c, i);
-                (sys.kinematics[bodies[1].0].ang_vel - sys.kinematics[bodies[0].0].ang_vel)
+                (sys.kinematics[bodies[1].index()].ang_vel
+                    - sys.kinematics[bodies[0].index()].ang_vel)
                     .dot(&k.axes[2])
             };
             worst_slip = worst_slip

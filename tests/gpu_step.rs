@@ -200,7 +200,7 @@ fn gpu_stepping_flags_a_diverging_instance_and_keeps_the_others() {
     let mut batch = assembled(ContactKind::SlidingSphere, PlaneBody::Ground, 300, 6);
     let clean = batch.clone();
     batch
-        .set_u(BodyId(1), 42, [1e30, -1e30, 1e30, 0.0, 0.0, 0.0])
+        .set_u(BodyId::new(1), 42, [1e30, -1e30, 1e30, 0.0, 0.0, 0.0])
         .unwrap();
     let options = StepOptions {
         integrator: Integrator::Rk4 { step: 1e-3 },
@@ -228,8 +228,8 @@ fn gpu_stepping_flags_a_diverging_instance_and_keeps_the_others() {
     .unwrap();
     for i in (0..300).filter(|i| *i != 42) {
         assert_eq!(
-            batch.q(BodyId(1)).unwrap()[i],
-            clean_gpu.q(BodyId(1)).unwrap()[i]
+            batch.q(BodyId::new(1)).unwrap()[i],
+            clean_gpu.q(BodyId::new(1)).unwrap()[i]
         );
     }
 }

@@ -24,6 +24,8 @@ defaults, with the ``simbatch`` command's distribution syntax for per-episode dr
 
 from __future__ import annotations
 
+import numbers
+
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -74,6 +76,16 @@ def _box(bounds: tuple[list[float], list[float]]) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=np.float32)
 
 
+def _count(field: str, value: Any) -> int:
+    """An integer count ≥ 1 (``int``, NumPy integers), or a ``TypeError``/``ValueError`` naming
+    ``field``: ``1.5`` or ``True`` are refused rather than truncated."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer ≥ 1")
+    if value < 1:
+        raise ValueError(f"{field}: got {value}; accepted: an integer ≥ 1")
+    return int(value)
+
+
 class VectorEnv(gym.vector.VectorEnv):
     """``num_envs`` environments of one simbatch task, stepped in one call.
 
@@ -107,7 +119,7 @@ class VectorEnv(gym.vector.VectorEnv):
         settings: dict[str, Any] | None = None,
     ):
         mode = _mode_name(autoreset_mode)
-        self._core = _simbatch.Core(env_id, int(num_envs), mode, backend, precision, settings)
+        self._core = _simbatch.Core(env_id, _count("num_envs", num_envs), mode, backend, precision, settings)
         self.num_envs = self._core.num_envs
         self.single_observation_space = _box(self._core.observation_bounds)
         self.single_action_space = _box(self._core.action_bounds)

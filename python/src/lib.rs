@@ -13,7 +13,9 @@ use numpy::{
     PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+
+use pyo3::exceptions::{PyException, PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -49,6 +51,7 @@ fn py_err(e: Error) -> PyErr {
         | Error::BadChoice { .. }
         | Error::BadHandle { .. }
         | Error::UnknownParameter { .. } => PyValueError::new_err(message),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
         _ => SimbatchError::new_err(message),
     }
 }
@@ -110,18 +113,38 @@ type Counters<'py> = (
 );
 
 /// The Rust core of one vector environment.
+///
+/// The environment sits behind a mutex: the GIL is released while it steps, so a second
+/// Python thread may call in meanwhile; it gets a clear `RuntimeError` instead of waiting (a
+/// thread waiting for the mutex while holding the GIL would deadlock the one that needs the GIL
+/// back to return).
 #[pyclass(module = "simbatch._simbatch")]
 struct Core {
-    env: VectorEnv,
+    env: Mutex<VectorEnv>,
 }
 
 impl Core {
-    fn body(&self, name: &str) -> PyResult<(BodyId, BodyKind)> {
-        let bodies = self.env.batch().template().bodies();
+    /// The environment, or an error when another thread is using it.
+    fn lock(&self) -> PyResult<MutexGuard<'_, VectorEnv>> {
+        match self.env.try_lock() {
+            Ok(guard) => Ok(guard),
+            // A panic in another call cannot leave the environment half-written (every call
+            // checks its inputs before changing anything), so a poisoned lock is still usable.
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(PyRuntimeError::new_err(
+                "this simbatch environment is in use by another thread (a step or reset is \
+                 running); step one environment from one thread at a time, or give each \
+                 thread its own environment",
+            )),
+        }
+    }
+
+    fn body(env: &VectorEnv, name: &str) -> PyResult<(BodyId, BodyKind)> {
+        let bodies = env.batch().template().bodies();
         bodies
             .iter()
             .position(|b| b.name == name)
-            .map(|k| (BodyId(k), bodies[k].kind))
+            .map(|k| (BodyId::new(k), bodies[k].kind))
             .ok_or_else(|| {
                 let names: Vec<&str> = bodies.iter().map(|b| b.name.as_str()).collect();
                 PyValueError::new_err(format!("no body {name:?}; bodies: {names:?}"))
@@ -206,96 +229,111 @@ impl Core {
             precision,
         };
         let env = VectorEnv::new(task, num_envs, options).map_err(py_err)?;
-        Ok(Self { env })
+        Ok(Self {
+            env: Mutex::new(env),
+        })
     }
 
     /// Number of environments.
     #[getter]
-    fn num_envs(&self) -> usize {
-        self.env.len()
+    fn num_envs(&self) -> PyResult<usize> {
+        let env = self.lock()?;
+        Ok(env.len())
     }
 
     /// The task's name.
     #[getter]
-    fn name(&self) -> &'static str {
-        self.env.spec().name
+    fn name(&self) -> PyResult<&'static str> {
+        let env = self.lock()?;
+        Ok(env.spec().name)
     }
 
     /// `(low, high)` of one environment's observation.
     #[getter]
-    fn observation_bounds(&self) -> (Vec<f32>, Vec<f32>) {
-        let s = &self.env.spec().observation;
-        (s.low.clone(), s.high.clone())
+    fn observation_bounds(&self) -> PyResult<(Vec<f32>, Vec<f32>)> {
+        let env = self.lock()?;
+        let s = &env.spec().observation;
+        Ok((s.low.clone(), s.high.clone()))
     }
 
     /// `(low, high)` of one environment's action.
     #[getter]
-    fn action_bounds(&self) -> (Vec<f32>, Vec<f32>) {
-        let s = &self.env.spec().action;
-        (s.low.clone(), s.high.clone())
+    fn action_bounds(&self) -> PyResult<(Vec<f32>, Vec<f32>)> {
+        let env = self.lock()?;
+        let s = &env.spec().action;
+        Ok((s.low.clone(), s.high.clone()))
     }
 
     /// Names of the observation values.
     #[getter]
-    fn observation_names(&self) -> Vec<&'static str> {
-        self.env.spec().observation_names.clone()
+    fn observation_names(&self) -> PyResult<Vec<&'static str>> {
+        let env = self.lock()?;
+        Ok(env.spec().observation_names.clone())
     }
 
     /// Names of the action values.
     #[getter]
-    fn action_names(&self) -> Vec<&'static str> {
-        self.env.spec().action_names.clone()
+    fn action_names(&self) -> PyResult<Vec<&'static str>> {
+        let env = self.lock()?;
+        Ok(env.spec().action_names.clone())
     }
 
     /// Seconds of simulated time per step.
     #[getter]
-    fn control_dt(&self) -> f64 {
-        self.env.spec().control_dt
+    fn control_dt(&self) -> PyResult<f64> {
+        let env = self.lock()?;
+        Ok(env.spec().control_dt)
     }
 
     /// Episode length limit.
     #[getter]
-    fn max_episode_steps(&self) -> u32 {
-        self.env.spec().max_episode_steps
+    fn max_episode_steps(&self) -> PyResult<u32> {
+        let env = self.lock()?;
+        Ok(env.spec().max_episode_steps)
     }
 
     /// Autoreset mode name.
     #[getter]
-    fn autoreset(&self) -> &'static str {
-        self.env.autoreset().name()
+    fn autoreset(&self) -> PyResult<&'static str> {
+        let env = self.lock()?;
+        Ok(env.autoreset().name())
     }
 
     /// `"cpu"` or `"gpu"`: where the physics runs.
     #[getter]
-    fn backend(&self) -> &'static str {
-        match self.env.backend() {
+    fn backend(&self) -> PyResult<&'static str> {
+        let env = self.lock()?;
+        Ok(match env.backend() {
             Backend::Gpu => "gpu",
             _ => "cpu",
-        }
+        })
     }
 
     /// Why `auto` fell back to the CPU, if it did.
     #[getter]
-    fn backend_note(&self) -> Option<String> {
-        self.env.backend_note().map(str::to_string)
+    fn backend_note(&self) -> PyResult<Option<String>> {
+        let env = self.lock()?;
+        Ok(env.backend_note().map(str::to_string))
     }
 
     /// Names of the template's bodies (index = body id; 0 is Ground).
     #[getter]
-    fn body_names(&self) -> Vec<String> {
-        self.env
+    fn body_names(&self) -> PyResult<Vec<String>> {
+        let env = self.lock()?;
+        Ok(env
             .batch()
             .template()
             .bodies()
             .iter()
             .map(|b| b.name.clone())
-            .collect()
+            .collect())
     }
 
     /// `(kind, parameter names)` of each constraint.
     #[getter]
-    fn constraints(&self) -> Vec<(String, Vec<String>)> {
-        self.env
+    fn constraints(&self) -> PyResult<Vec<(String, Vec<String>)>> {
+        let env = self.lock()?;
+        Ok(env
             .batch()
             .template()
             .constraints()
@@ -310,19 +348,20 @@ impl Core {
                         .collect(),
                 )
             })
-            .collect()
+            .collect())
     }
 
     /// Starts new episodes (see `simbatch::env::VectorEnv::reset_with_seeds`), writing every
     /// observation into `obs`; the GIL is released meanwhile.
     #[pyo3(signature = (obs, seeds = None, mask = None))]
     fn reset(
-        &mut self,
+        &self,
         py: Python<'_>,
         mut obs: PyReadwriteArray2<'_, f32>,
         seeds: Option<PyReadonlyArray1<'_, u64>>,
         mask: Option<PyReadonlyArray1<'_, bool>>,
     ) -> PyResult<()> {
+        let mut env = self.lock()?;
         let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
         let seeds = match &seeds {
             Some(s) => Some(s.as_slice().map_err(|_| contiguous("seeds"))?),
@@ -332,7 +371,7 @@ impl Core {
             Some(m) => Some(m.as_slice().map_err(|_| contiguous("mask"))?),
             None => None,
         };
-        let env = &mut self.env;
+        let env = &mut *env;
         py.detach(|| env.reset_with_seeds(seeds, mask, obs))
             .map_err(py_err)
     }
@@ -342,7 +381,7 @@ impl Core {
     #[pyo3(signature = (actions, obs, reward, terminated, truncated, flags, final_obs = None))]
     #[allow(clippy::too_many_arguments)]
     fn step(
-        &mut self,
+        &self,
         py: Python<'_>,
         actions: PyReadonlyArray2<'_, f32>,
         mut obs: PyReadwriteArray2<'_, f32>,
@@ -352,6 +391,7 @@ impl Core {
         mut flags: PyReadwriteArray1<'_, u32>,
         final_obs: Option<PyReadwriteArray2<'_, f32>>,
     ) -> PyResult<()> {
+        let mut env = self.lock()?;
         let actions = actions.as_slice().map_err(|_| contiguous("actions"))?;
         let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
         let reward = reward.as_slice_mut().map_err(|_| contiguous("reward"))?;
@@ -367,7 +407,7 @@ impl Core {
             Some(f) => Some(f.as_slice_mut().map_err(|_| contiguous("final_obs"))?),
             None => None,
         };
-        let env = &mut self.env;
+        let env = &mut *env;
         py.detach(|| {
             env.step(
                 actions,
@@ -386,7 +426,8 @@ impl Core {
 
     /// Every environment's current observation into `obs`.
     fn observe(&self, mut obs: PyReadwriteArray2<'_, f32>) -> PyResult<()> {
-        let n = self.env.len() * self.env.spec().observation.dim();
+        let env = self.lock()?;
+        let n = env.len() * env.spec().observation.dim();
         let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
         if obs.len() != n {
             return Err(py_err(Error::Dimension {
@@ -395,7 +436,7 @@ impl Core {
                 expected: n,
             }));
         }
-        self.env.observe_all(obs);
+        env.observe_all(obs);
         Ok(())
     }
 
@@ -408,8 +449,9 @@ impl Core {
         body: &str,
         field: &str,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let (id, kind) = self.body(body)?;
-        let b = self.env.batch();
+        let env = self.lock()?;
+        let (id, kind) = Self::body(&env, body)?;
+        let b = env.batch();
         let e = py_err;
         Ok(match (kind, field) {
             (BodyKind::Free, "mass") => {
@@ -441,14 +483,10 @@ impl Core {
 
     /// Sets a body's column from an `(num_envs, width)` array; validated, nothing is written
     /// unless every value is accepted.
-    fn set_body(
-        &mut self,
-        body: &str,
-        field: &str,
-        values: PyReadonlyArray2<'_, f64>,
-    ) -> PyResult<()> {
-        let (id, kind) = self.body(body)?;
-        let b = self.env.batch_mut();
+    fn set_body(&self, body: &str, field: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let mut env = self.lock()?;
+        let (id, kind) = Self::body(&env, body)?;
+        let b = env.batch_mut();
         let e = py_err;
         match (kind, field) {
             (BodyKind::Free, "mass") => {
@@ -496,68 +534,69 @@ impl Core {
         constraint: usize,
         name: &str,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let (column, width) = self
-            .env
+        let env = self.lock()?;
+        let (column, width) = env
             .batch()
             .param(ConstraintId(constraint), name)
             .map_err(py_err)?;
-        Ok(PyArray1::from_slice(py, column)
-            .reshape([self.env.len(), width])
-            .expect("n × width values"))
+        PyArray1::from_slice(py, column).reshape([env.len(), width])
     }
 
     /// Sets parameter `name` of constraint `constraint` from an `(num_envs, width)` array.
     fn set_param(
-        &mut self,
+        &self,
         constraint: usize,
         name: &str,
         values: PyReadonlyArray2<'_, f64>,
     ) -> PyResult<()> {
+        let mut env = self.lock()?;
         let flat = values.as_slice().map_err(|_| contiguous(name))?;
-        self.env
-            .batch_mut()
+        env.batch_mut()
             .set_param_column(ConstraintId(constraint), name, flat)
             .map_err(py_err)
     }
 
     /// Gravity per environment, `(num_envs, 3)`.
-    fn get_gravity<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
-        rows_to_array(py, self.env.batch().gravity())
+    fn get_gravity<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let env = self.lock()?;
+        Ok(rows_to_array(py, env.batch().gravity()))
     }
 
     /// Sets gravity per environment from an `(num_envs, 3)` array.
-    fn set_gravity(&mut self, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+    fn set_gravity(&self, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let mut env = self.lock()?;
         let rows = array_to_rows::<3>("gravity", &values)?;
-        self.env
-            .batch_mut()
-            .set_gravity_column(&rows)
-            .map_err(py_err)
+        env.batch_mut().set_gravity_column(&rows).map_err(py_err)
     }
 
     /// Each environment's simulated time in its episode.
-    fn get_time<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        PyArray1::from_slice(py, self.env.batch().time())
+    fn get_time<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let env = self.lock()?;
+        Ok(PyArray1::from_slice(py, env.batch().time()))
     }
 
     /// The task values (targets, drawn settings), `(num_envs, width)`.
     fn task_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let v = self.env.task_values();
-        let width = v.len() / self.env.len();
-        PyArray1::from_slice(py, v).reshape([self.env.len(), width])
+        let env = self.lock()?;
+        let v = env.task_values();
+        let width = v.len() / env.len();
+        PyArray1::from_slice(py, v).reshape([env.len(), width])
     }
 
     /// Per environment: seed, episode number, steps taken in the episode.
-    fn counters<'py>(&self, py: Python<'py>) -> Counters<'py> {
-        (
-            PyArray1::from_slice(py, self.env.seeds()),
-            PyArray1::from_slice(py, self.env.episodes()),
-            PyArray1::from_slice(py, self.env.elapsed_steps()),
-        )
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Counters<'py>> {
+        let env = self.lock()?;
+        Ok((
+            PyArray1::from_slice(py, env.seeds()),
+            PyArray1::from_slice(py, env.episodes()),
+            PyArray1::from_slice(py, env.elapsed_steps()),
+        ))
     }
 
     /// Per-instance status bits of the batch (non-zero: flagged).
-    fn status<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        PyArray1::from_slice(py, self.env.batch().status())
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let env = self.lock()?;
+        Ok(PyArray1::from_slice(py, env.batch().status()))
     }
 }
 

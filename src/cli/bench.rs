@@ -1,7 +1,6 @@
 //! `simbatch bench`: throughput per backend, system, N and substeps per call, as a table and
 //! as JSON. Times are medians over repeated calls (at least 3, about `--seconds` each).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -10,7 +9,7 @@ use super::CliError;
 use crate::backend::Evaluator;
 use crate::batch::Batch;
 use crate::evaluate::Evaluation;
-use crate::gpu::{GpuDevice, GpuOptions, Precision};
+use crate::gpu::{GpuOptions, Precision};
 use crate::integrate::{Integrator, Stabilization, StepOptions, Stepper};
 use crate::scenarios::{
     ContactKind, PlaneBody, contact_batch, point_to_ground_batch, rolling_balls, standing_sticks,
@@ -58,11 +57,43 @@ type Build = fn(usize) -> crate::Result<Batch>;
 /// Runs the benchmark.
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     let precision: Precision = args.precision.parse()?;
+    // Every name is checked before any work: an unknown one is an error, not an empty table.
+    for b in &args.backends {
+        if !matches!(b.as_str(), "cpu" | "gpu") {
+            return Err(CliError::Engine(crate::Error::BadChoice {
+                what: "--backends entry",
+                value: b.clone(),
+                accepted: "cpu, gpu (comma-separated)",
+            }));
+        }
+    }
+    if args.backends.is_empty() {
+        return Err(CliError::Engine(crate::Error::BadChoice {
+            what: "--backends",
+            value: String::new(),
+            accepted: "cpu, gpu (comma-separated)",
+        }));
+    }
+    if let Some(n) = args.n.iter().find(|n| **n == 0) {
+        return Err(CliError::Engine(crate::Error::BadChoice {
+            what: "--n entry",
+            value: n.to_string(),
+            accepted: "instance counts ≥ 1 (comma-separated)",
+        }));
+    }
+    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0) {
+        return Err(CliError::Engine(crate::Error::BadChoice {
+            what: "--seconds",
+            value: args.seconds.to_string(),
+            accepted: "a number in (0, 3600]",
+        }));
+    }
     let device = if args.backends.iter().any(|b| b == "gpu") {
-        match GpuDevice::new() {
-            Ok(d) => {
-                println!("GPU: {}", d.describe());
-                Some(Arc::new(d))
+        // The one resolver: an explicit GPU, noted when it is a software adapter.
+        match crate::backend::resolve(crate::backend::Backend::Gpu, precision) {
+            Ok(r) => {
+                println!("{}", r.describe());
+                r.device
             }
             Err(e) => {
                 println!("GPU rows skipped: {e}");

@@ -14,9 +14,9 @@ use crate::integrate::{Integrator, Stabilization, StepOptions, Stepper};
 /// Arguments of `simbatch check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Directory of golden files.
-    #[arg(default_value = "tests/data/golden")]
-    pub dir: PathBuf,
+    /// Directory of golden files (`*.jsonl`, Simbody's format); without it, the golden files
+    /// shipped inside the binary (the repository's `tests/data/golden`).
+    pub dir: Option<PathBuf>,
     /// CPU bound on evaluation records (relative to max(1, |x|)).
     #[arg(long, default_value_t = 1e-9)]
     pub tol: f64,
@@ -29,16 +29,78 @@ pub struct CheckArgs {
     pub parity: String,
 }
 
+/// The golden files shipped inside the binary, so `simbatch check` works from any directory.
+pub const EMBEDDED: [(&str, &str); 4] = [
+    (
+        "brick_on_corners.jsonl",
+        include_str!("../../tests/data/golden/brick_on_corners.jsonl"),
+    ),
+    (
+        "point_on_plane.jsonl",
+        include_str!("../../tests/data/golden/point_on_plane.jsonl"),
+    ),
+    (
+        "sphere_on_plane.jsonl",
+        include_str!("../../tests/data/golden/sphere_on_plane.jsonl"),
+    ),
+    (
+        "trajectories.jsonl",
+        include_str!("../../tests/data/golden/trajectories.jsonl"),
+    ),
+];
+
+/// Reads the records: from `dir`, or the embedded files.
+fn records_of(dir: Option<&std::path::Path>) -> Result<(Vec<Record>, String), CliError> {
+    match dir {
+        None => {
+            let mut records = Vec::new();
+            for (name, text) in EMBEDDED {
+                records.extend(golden::parse_jsonl(&format!("<embedded>/{name}"), text)?);
+            }
+            Ok((records, "the embedded golden files".into()))
+        }
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(CliError::Check(format!(
+                    "{}: not a directory of golden files (*.jsonl); run `simbatch check` \
+                     without a directory to use the golden files shipped in the binary",
+                    d.display()
+                )));
+            }
+            let records = golden::read_dir(d)?;
+            if records.is_empty() {
+                return Err(CliError::Check(format!(
+                    "{}: no *.jsonl golden records found",
+                    d.display()
+                )));
+            }
+            Ok((records, d.display().to_string()))
+        }
+    }
+}
+
 /// Runs the check.
 pub fn run(args: &CheckArgs) -> Result<(), CliError> {
-    let records = golden::read_dir(&args.dir)?;
+    if !matches!(args.parity.as_str(), "gpu" | "none") {
+        return Err(CliError::Check(format!(
+            "--parity {:?}; accepted: gpu, none",
+            args.parity
+        )));
+    }
+    for (name, value) in [
+        ("--tol", args.tol),
+        ("--trajectory-tol", args.trajectory_tol),
+    ] {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(CliError::Check(format!(
+                "{name} {value}; accepted: a finite number > 0"
+            )));
+        }
+    }
+    let (records, source) = records_of(args.dir.as_deref())?;
     let mut failures = Vec::new();
     let cpu = golden::check_records_cpu(&records, args.tol)?;
-    println!(
-        "CPU f64 against {} (bound {:e}):\n{cpu}",
-        args.dir.display(),
-        args.tol
-    );
+    println!("CPU f64 against {source} (bound {:e}):\n{cpu}", args.tol);
     if !cpu.passed() {
         failures.push("CPU evaluation records".to_string());
     }

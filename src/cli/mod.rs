@@ -70,6 +70,33 @@ pub enum CliError {
     /// The output directory exists.
     #[error("output directory {0} exists; pass --force to replace it")]
     OutputExists(String),
+    /// `--force` was given for something that is not a study output.
+    #[error(
+        "{0} is not a simbatch study output (no manifest.json of a run or merge): --force \
+         replaces only study outputs; choose another --out or remove it yourself"
+    )]
+    NotStudyOutput(String),
+    /// Another run is writing the same output directory.
+    #[error(
+        "output directory {target} is being written by another simbatch run (process {pid}; \
+         lock {lock}); wait for it, or choose another --out"
+    )]
+    Locked {
+        /// The output directory.
+        target: String,
+        /// The process holding the lock.
+        pid: u32,
+        /// The lock file.
+        lock: String,
+    },
+    /// A study that cannot fit: what it would need, and the way out.
+    #[error("{field}: {message}")]
+    TooLarge {
+        /// The scenario field (or flag) responsible.
+        field: String,
+        /// What it would need, what is available, and what to do (e.g. `--shard`).
+        message: String,
+    },
     /// Shard outputs that do not merge.
     #[error("merge: {0}")]
     Merge(String),
@@ -108,7 +135,8 @@ pub enum Command {
         /// Replace an existing output directory.
         #[arg(long)]
         force: bool,
-        /// Backend, overriding the scenario's: auto (a hardware GPU, else the CPU), cpu, gpu.
+        /// Backend, overriding SIMBATCH_BACKEND and the scenario's: auto (a hardware GPU, else
+        /// the CPU), cpu, gpu.
         #[arg(long)]
         backend: Option<String>,
         /// Run slice I of N (0-based), e.g. `--shard 3/8`. Default: from SLURM_ARRAY_TASK_ID /
@@ -162,10 +190,9 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(
         } => {
             let scenario = load(scenario.as_deref(), instances)?;
             let shard = shard_spec(shard.as_deref(), &|k| std::env::var(k).ok())?;
-            let backend = match backend {
-                Some(b) => b.parse::<Backend>()?,
-                None => scenario.simulation.backend,
-            };
+            // One resolver with the library: --backend, else SIMBATCH_BACKEND, else the scenario.
+            let explicit = backend.map(|b| b.parse::<Backend>()).transpose()?;
+            let backend = crate::backend::choose(explicit, scenario.simulation.backend)?;
             let out = out.unwrap_or_else(|| default_out(&scenario, shard));
             let manifest = run_study(&scenario, shard, backend, &out, force, quiet)?;
             if !quiet {
@@ -316,8 +343,14 @@ pub fn run_study(
     // Everything that can be refused is refused before any work or any file.
     let dir = output::OutDir::create(out, force)?;
     let range = shard_range(scenario.instances, shard);
+    study::check_fits(scenario, &range)?;
     study::validate(scenario, range.clone())?;
-    let (runner, backend_text) = Runner::resolve(backend)?;
+    let (runner, backend_text) = Runner::resolve(backend, scenario.simulation.precision)?;
+    // Say what ran: the CPU path is f64 whatever the scenario asked of a GPU.
+    let precision = match runner {
+        Runner::Cpu => "f64".to_string(),
+        Runner::Gpu(_) => format!("{:?}", scenario.simulation.precision).to_lowercase(),
+    };
     let units = study::progress_units(scenario, &range);
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
@@ -350,7 +383,7 @@ pub fn run_study(
         "instances": scenario.instances,
         "shard": { "index": shard.map_or(0, |s| s.0), "count": shard.map_or(1, |s| s.1), "start": range.start, "end": range.end },
         "backend": backend_text,
-        "precision": format!("{:?}", scenario.simulation.precision).to_lowercase(),
+        "precision": precision,
         "integrator": format!("{:?}", scenario.simulation.options),
         "duration": scenario.simulation.duration,
         "bodies": scenario.bodies.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),

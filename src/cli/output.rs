@@ -25,36 +25,87 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
 
 /// An output directory being written; renamed into place by [`OutDir::commit`], removed when
 /// dropped uncommitted (an error midway leaves nothing that looks like a result).
+///
+/// While it lives it holds a lock file `.NAME.lock` beside the target, so two runs writing the
+/// same directory at once do not overwrite each other: the second is refused, naming the first
+/// one's process. A lock or `.NAME.partial-*` directory left by a killed run (its process gone)
+/// is cleaned up by the next run.
 #[derive(Debug)]
 pub struct OutDir {
     target: PathBuf,
     partial: PathBuf,
+    lock: PathBuf,
     committed: bool,
 }
 
+/// Whether `dir` is a simbatch study output (it holds a `manifest.json` written by `run` or
+/// `merge`), the only kind of directory `--force` replaces.
+pub fn is_study_output(dir: &Path) -> bool {
+    let Ok(text) = fs::read_to_string(dir.join("manifest.json")) else {
+        return false;
+    };
+    serde_json::from_str::<Value>(&text)
+        .is_ok_and(|m| m.get("simbatch").is_some() && m.get("scenario").is_some())
+}
+
+/// Whether process `pid` is alive (Linux: `/proc`; elsewhere assumed alive, so a stale lock is
+/// reported rather than taken over).
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let proc_root = Path::new("/proc");
+    if proc_root.join("self").exists() {
+        proc_root.join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
 impl OutDir {
-    /// Starts writing `target`; refuses an existing one unless `force`.
+    /// Starts writing `target`. An existing `target` is refused unless `force`, and even then
+    /// replaced only when it is a study output ([`is_study_output`]): `--force` never deletes
+    /// anything else.
     pub fn create(target: &Path, force: bool) -> Result<OutDir, CliError> {
-        if target.exists() && !force {
-            return Err(CliError::OutputExists(target.display().to_string()));
+        if target.exists() {
+            if !force {
+                return Err(CliError::OutputExists(target.display().to_string()));
+            }
+            if !target.is_dir() || !is_study_output(target) {
+                return Err(CliError::NotStudyOutput(target.display().to_string()));
+            }
         }
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| "out".into());
+            .filter(|n| n != ".." && n != ".")
+            .ok_or_else(|| CliError::NotStudyOutput(target.display().to_string()))?;
         let parent = target
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         fs::create_dir_all(parent).map_err(io(parent))?;
-        let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
-        if partial.exists() {
-            fs::remove_dir_all(&partial).map_err(io(&partial))?;
+        let lock = parent.join(format!(".{name}.lock"));
+        take_lock(&lock, target)?;
+        // We hold the lock: any partial directory of this target is a killed run's leftover.
+        if let Ok(entries) = fs::read_dir(parent) {
+            let prefix = format!(".{name}.partial-");
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
         }
-        fs::create_dir_all(partial.join("plots")).map_err(io(&partial))?;
+        let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        let made = fs::create_dir_all(partial.join("plots")).map_err(io(&partial));
+        if let Err(e) = made {
+            let _ = fs::remove_file(&lock);
+            return Err(e);
+        }
         Ok(OutDir {
             target: target.to_path_buf(),
             partial,
+            lock,
             committed: false,
         })
     }
@@ -64,7 +115,7 @@ impl OutDir {
         &self.partial
     }
 
-    /// Moves the finished directory into place (replacing an old one when forced).
+    /// Moves the finished directory into place (replacing an old study output when forced).
     pub fn commit(mut self) -> Result<PathBuf, CliError> {
         if self.target.exists() {
             let old = self.partial.with_extension("old");
@@ -79,12 +130,61 @@ impl OutDir {
     }
 }
 
+/// Takes the lock file `lock` for `target` (created exclusively, holding our PID); a lock whose
+/// process is gone is taken over, a live one refused.
+fn take_lock(lock: &Path, target: &Path) -> Result<(), CliError> {
+    for _ in 0..2 {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(lock)
+        {
+            Ok(mut f) => {
+                let _ = write!(f, "{}", std::process::id());
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = fs::read_to_string(lock)
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u32>().ok());
+                match holder {
+                    Some(pid) if process_alive(pid) => {
+                        return Err(CliError::Locked {
+                            target: target.display().to_string(),
+                            pid,
+                            lock: lock.display().to_string(),
+                        });
+                    }
+                    // A killed run's lock (or an unreadable one): take it over.
+                    _ => {
+                        let _ = fs::remove_file(lock);
+                    }
+                }
+            }
+            Err(e) => return Err(io(lock)(e)),
+        }
+    }
+    Err(CliError::Locked {
+        target: target.display().to_string(),
+        pid: 0,
+        lock: lock.display().to_string(),
+    })
+}
+
 impl Drop for OutDir {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.partial);
         }
+        let _ = fs::remove_file(&self.lock);
     }
+}
+
+/// SHA-256 of a file's bytes, hex: recorded per file in the manifest, checked by `merge`.
+pub fn digest(path: &Path) -> Result<String, CliError> {
+    use sha2::Digest;
+    let bytes = fs::read(path).map_err(io(path))?;
+    Ok(format!("{:x}", sha2::Sha256::digest(&bytes)))
 }
 
 /// Rows of a table: `(global instance index, values)`.
@@ -93,58 +193,71 @@ pub type Rows = Vec<(usize, Vec<f64>)>;
 /// Statistics per quantity, in column order.
 pub type Summary = Vec<(String, Stats)>;
 
-/// Writes `index,<columns>` then one line per row.
+/// Writes `index,<columns>` then one line per row, with a CSV writer that quotes names holding
+/// commas, quotes or line breaks (RFC 4180).
 pub fn write_csv(
     path: &Path,
     columns: &[String],
     rows: &[(usize, Vec<f64>)],
 ) -> Result<(), CliError> {
+    let csv_err = |e: csv::Error| CliError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    };
     let file = fs::File::create(path).map_err(io(path))?;
-    let mut w = std::io::BufWriter::new(file);
-    let mut text = String::from("index");
-    for c in columns {
-        text.push(',');
-        text.push_str(c);
-    }
-    writeln!(w, "{text}").map_err(io(path))?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    w.write_record(std::iter::once("index").chain(columns.iter().map(String::as_str)))
+        .map_err(csv_err)?;
+    let mut record: Vec<String> = Vec::with_capacity(columns.len() + 1);
     for (index, values) in rows {
-        text.clear();
-        text.push_str(&index.to_string());
-        for v in values {
-            text.push(',');
-            text.push_str(&v.to_string());
-        }
-        writeln!(w, "{text}").map_err(io(path))?;
+        record.clear();
+        record.push(index.to_string());
+        record.extend(values.iter().map(f64::to_string));
+        w.write_record(&record).map_err(csv_err)?;
     }
     w.flush().map_err(io(path))
 }
 
-/// Reads a CSV written by [`write_csv`].
+/// Reads a CSV written by [`write_csv`]: every field after the index must parse as a number
+/// (`NaN` and `inf` included), and every row must have as many fields as the header.
 pub fn read_csv(path: &Path) -> Result<(Vec<String>, Rows), CliError> {
-    let text = fs::read_to_string(path).map_err(io(path))?;
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .ok_or_else(|| CliError::Merge(format!("{} is empty", path.display())))?;
-    let columns: Vec<String> = header.split(',').skip(1).map(str::to_string).collect();
+    let file = fs::File::open(path).map_err(io(path))?;
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(std::io::BufReader::new(file));
+    let header = r
+        .headers()
+        .map_err(|e| CliError::Merge(format!("{}: {e}", path.display())))?
+        .clone();
+    if header.get(0) != Some("index") {
+        return Err(CliError::Merge(format!(
+            "{}: the first column is not `index`",
+            path.display()
+        )));
+    }
+    let columns: Vec<String> = header.iter().skip(1).map(str::to_string).collect();
     let mut rows = Vec::new();
-    for (k, line) in lines.enumerate() {
-        let bad = || {
-            CliError::Merge(format!(
-                "{}:{}: not a row of numbers",
-                path.display(),
-                k + 2
-            ))
-        };
-        let mut fields = line.split(',');
-        let index = fields.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
-        let values = fields
+    for (k, record) in r.records().enumerate() {
+        let bad = |why: &str| CliError::Merge(format!("{}:{}: {why}", path.display(), k + 2));
+        let record = record.map_err(|e| bad(&e.to_string()))?;
+        if record.len() != columns.len() + 1 {
+            return Err(bad(&format!(
+                "{} fields; the header has {}",
+                record.len(),
+                columns.len() + 1
+            )));
+        }
+        let index = record
+            .get(0)
+            .and_then(|f| f.parse::<usize>().ok())
+            .ok_or_else(|| bad("the index is not a non-negative integer"))?;
+        let values = record
+            .iter()
+            .skip(1)
             .map(|f| f.parse::<f64>())
             .collect::<Result<Vec<f64>, _>>()
-            .map_err(|_| bad())?;
-        if values.len() != columns.len() {
-            return Err(bad());
-        }
+            .map_err(|_| bad("not a row of numbers"))?;
         rows.push((index, values));
     }
     Ok((columns, rows))
@@ -215,19 +328,39 @@ pub fn summary(columns: &[String], rows: &[(usize, Vec<f64>)]) -> Summary {
 }
 
 fn write_summary(path: &Path, summary: &[(String, Stats)]) -> Result<(), CliError> {
-    let mut text =
-        String::from("quantity,count,nonfinite,mean,std,min,q05,q25,median,q75,q95,max\n");
+    let csv_err = |e: csv::Error| CliError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let file = fs::File::create(path).map_err(io(path))?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    w.write_record([
+        "quantity",
+        "count",
+        "nonfinite",
+        "mean",
+        "std",
+        "min",
+        "q05",
+        "q25",
+        "median",
+        "q75",
+        "q95",
+        "max",
+    ])
+    .map_err(csv_err)?;
     for (name, s) in summary {
-        text.push_str(&format!(
-            "{name},{},{},{},{}",
-            s.count, s.nonfinite, s.mean, s.std
-        ));
-        for q in s.quantiles {
-            text.push_str(&format!(",{q}"));
-        }
-        text.push('\n');
+        let mut record = vec![
+            name.clone(),
+            s.count.to_string(),
+            s.nonfinite.to_string(),
+            s.mean.to_string(),
+            s.std.to_string(),
+        ];
+        record.extend(s.quantiles.iter().map(f64::to_string));
+        w.write_record(&record).map_err(csv_err)?;
     }
-    fs::write(path, text).map_err(io(path))
+    w.flush().map_err(io(path))
 }
 
 /// A short table of the summary for the terminal.
@@ -285,10 +418,63 @@ pub fn write_results(
 }
 
 /// Writes `manifest.json` (last, so a directory with a manifest is complete).
+/// The SHA-256 of each data file is added under `digests`, so `merge` can tell a shard whose
+/// values changed after the run.
 pub fn write_manifest(dir: &Path, manifest: &Value) -> Result<(), CliError> {
+    let mut manifest = manifest.clone();
+    let mut digests = serde_json::Map::new();
+    for name in DIGESTED {
+        let p = dir.join(name);
+        if p.exists() {
+            digests.insert(name.to_string(), json!(digest(&p)?));
+        }
+    }
+    manifest["digests"] = Value::Object(digests);
     let path = dir.join("manifest.json");
-    let text = serde_json::to_string_pretty(manifest).expect("JSON values serialize");
+    let text = serde_json::to_string_pretty(&manifest).map_err(|e| CliError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
     fs::write(&path, text).map_err(io(&path))
+}
+
+/// The data files whose digests the manifest records.
+pub const DIGESTED: [&str; 2] = ["results.csv", "series.csv"];
+
+/// Checks a shard's data files against the digests its manifest recorded.
+fn check_digests(dir: &Path, manifest: &Value) -> Result<(), CliError> {
+    let digests = manifest["digests"].as_object().ok_or_else(|| {
+        CliError::Merge(format!(
+            "{}/manifest.json records no file digests (written by an older simbatch?): \
+             its values cannot be checked",
+            dir.display()
+        ))
+    })?;
+    for name in DIGESTED {
+        let p = dir.join(name);
+        match (digests.get(name).and_then(Value::as_str), p.exists()) {
+            (Some(expected), true) => {
+                if digest(&p)? != expected {
+                    return Err(CliError::Merge(format!(
+                        "{}: its contents changed after the run (SHA-256 differs from the \
+                         manifest's)",
+                        p.display()
+                    )));
+                }
+            }
+            (Some(_), false) => {
+                return Err(CliError::Merge(format!("{} is missing", p.display())));
+            }
+            (None, true) => {
+                return Err(CliError::Merge(format!(
+                    "{} is not listed in the manifest",
+                    p.display()
+                )));
+            }
+            (None, false) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Joins shard outputs into `out`: every shard of one study (same scenario hash, seed,
@@ -314,6 +500,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Value, CliErro
                 path.display()
             )));
         }
+        check_digests(d, &m)?;
         shards.push((d.clone(), m));
     }
     let key = |m: &Value| {
@@ -374,11 +561,38 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Value, CliErro
                 d.display()
             )));
         }
+        if let Some((i, _)) = rows.iter().find(|(_, v)| v.iter().any(|x| x.is_infinite())) {
+            return Err(CliError::Merge(format!(
+                "{}/results.csv: instance {i} holds an infinite value (a run writes NaN for \
+                 what it could not compute, never ∞)",
+                d.display()
+            )));
+        }
         merged.rows.extend(rows);
         let series = d.join("series.csv");
         if series.exists() {
             let (columns, rows) = read_csv(&series)?;
-            merged.series_columns = columns;
+            if merged.series.is_empty() && merged.series_columns.is_empty() {
+                merged.series_columns = columns;
+            } else if merged.series_columns != columns {
+                return Err(CliError::Merge(format!(
+                    "{}/series.csv has other columns",
+                    d.display()
+                )));
+            }
+            // Series rows are (instance, sample) in order, within this shard's instances.
+            if let Some((i, _)) = rows.iter().find(|(i, _)| *i < start || *i >= end) {
+                return Err(CliError::Merge(format!(
+                    "{}/series.csv holds instance {i}, outside the shard's {start}..{end}",
+                    d.display()
+                )));
+            }
+            if rows.windows(2).any(|w| w[1].0 < w[0].0) {
+                return Err(CliError::Merge(format!(
+                    "{}/series.csv is not ordered by instance",
+                    d.display()
+                )));
+            }
             merged.series.extend(rows);
         }
         next = end;

@@ -22,6 +22,29 @@ fn slug(name: &str) -> String {
         .collect()
 }
 
+/// A drawable axis range around `[lo, hi]` (finite values): widened when it is empty or narrower
+/// than the doubles resolve there, so ticks and bins always have a positive finite width;
+/// `None` when no finite range fits (values near the largest double), and the plot is skipped
+/// rather than letting the axis code loop on an infinite or zero step.
+pub fn axis_range(lo: f64, hi: f64) -> Option<(f64, f64)> {
+    if !(lo.is_finite() && hi.is_finite()) || hi < lo {
+        return None;
+    }
+    let scale = lo.abs().max(hi.abs());
+    let (lo, hi) = if hi - lo <= 1e-9 * scale || hi == lo {
+        let pad = (1e-6 * scale).max(1e-12);
+        (lo - pad, hi + pad)
+    } else {
+        (lo, hi)
+    };
+    let width = hi - lo;
+    if lo.is_finite() && hi.is_finite() && width.is_finite() && width > 0.0 {
+        Some((lo, hi))
+    } else {
+        None
+    }
+}
+
 /// Histogram of the finite `values` in 40 bins; `false` when there is nothing to plot.
 fn histogram(path: &Path, title: &str, values: &[f64]) -> Result<bool, CliError> {
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
@@ -29,10 +52,10 @@ fn histogram(path: &Path, title: &str, values: &[f64]) -> Result<bool, CliError>
         return Ok(false);
     }
     let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-    let mut hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if hi <= lo {
-        hi = lo + lo.abs().max(1e-12);
-    }
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let Some((lo, hi)) = axis_range(lo, hi) else {
+        return Ok(false);
+    };
     const BINS: usize = 40;
     let width = (hi - lo) / BINS as f64;
     let mut counts = [0u32; BINS];
@@ -98,11 +121,9 @@ fn lines(
     if t1 <= t0 {
         t1 = t0 + 1.0;
     }
-    if y1 <= y0 {
-        let pad = y0.abs().max(1e-12);
-        y0 -= pad;
-        y1 += pad;
-    }
+    let (Some((t0, t1)), Some((y0, y1))) = (axis_range(t0, t1), axis_range(y0, y1)) else {
+        return Ok(false);
+    };
     let err = plot_error(path);
     let root = SVGBackend::new(path, (720, 440)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;

@@ -58,6 +58,10 @@ use crate::backend::Backend;
 use crate::gpu::Precision;
 use crate::integrate::{Integrator, Stabilization, StepOptions};
 
+/// The most samples per instance a scenario may ask for (`duration / record.interval`): each
+/// is a stepping call over every instance (and an evaluation when events are recorded).
+pub const MAX_RECORD_SAMPLES: usize = 10_000_000;
+
 /// The embedded default study (`simbatch run` with no file).
 pub const DEFAULT_SCENARIO: &str = include_str!("default.toml");
 
@@ -447,6 +451,20 @@ impl Scenario {
                                 format!(
                                     "got {v}; accepted: a number in (0, simulation.duration = {}]",
                                     simulation.duration
+                                ),
+                            ));
+                        }
+                        let samples = (simulation.duration / v).ceil();
+                        if samples > MAX_RECORD_SAMPLES as f64 {
+                            return Err(loc.at(
+                                i.span(),
+                                "record.interval",
+                                format!(
+                                    "got {v}: {samples:e} samples per instance over \
+                                     simulation.duration = {}; accepted: an interval ≥ \
+                                     duration / {MAX_RECORD_SAMPLES:e} = {:e}",
+                                    simulation.duration,
+                                    simulation.duration / MAX_RECORD_SAMPLES as f64
                                 ),
                             ));
                         }
@@ -862,7 +880,7 @@ impl Parser<'_> {
                     }
                 };
                 if let Err(e) = crate::constraints::PointToGround::new(
-                    crate::model::BodyId(1),
+                    crate::model::BodyId::new(1),
                     [0.0; 3],
                     &normals,
                 ) {

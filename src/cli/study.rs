@@ -12,12 +12,12 @@ use rayon::prelude::*;
 
 use super::CliError;
 use super::sample::{Scalar, draw};
-use super::scenario::{BodySpec, ConstraintSpec, Flag, InertiaSpec, Scenario};
+use super::scenario::{BodySpec, ConstraintSpec, Flag, InertiaSpec, MAX_RECORD_SAMPLES, Scenario};
 use crate::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use crate::backend::Backend;
 use crate::batch::Batch;
 use crate::constraints::{PointOnPlaneContact, PointToGround, SphereOnPlaneContact};
-use crate::gpu::GpuDevice;
+use crate::gpu::{GpuDevice, Precision};
 use crate::integrate::Stepper;
 use crate::math::quaternion_from_rotation_vector;
 use crate::model::{Baumgarte, BodyId, ConstraintId, GROUND, SystemTemplate};
@@ -35,31 +35,18 @@ pub enum Runner {
 }
 
 impl Runner {
-    /// Resolves a backend: `auto` takes a hardware GPU and otherwise the CPU (a CPU-emulated
-    /// adapter such as lavapipe is slower than the CPU path itself); `gpu` takes any adapter.
-    pub fn resolve(backend: Backend) -> Result<(Runner, String), CliError> {
-        match backend {
-            Backend::Cpu => Ok((Runner::Cpu, "cpu (f64)".into())),
-            Backend::Gpu => {
-                let d = GpuDevice::new()?;
-                let what = format!("gpu: {}", d.describe());
-                Ok((Runner::Gpu(Arc::new(d)), what))
-            }
-            Backend::Auto => match GpuDevice::new() {
-                Ok(d) if d.info.device_type != wgpu::DeviceType::Cpu => {
-                    let what = format!("gpu: {}", d.describe());
-                    Ok((Runner::Gpu(Arc::new(d)), what))
-                }
-                Ok(d) => Ok((
-                    Runner::Cpu,
-                    format!(
-                        "cpu (f64); auto passed over the CPU-emulated adapter {}",
-                        d.info.name
-                    ),
-                )),
-                Err(e) => Ok((Runner::Cpu, format!("cpu (f64); no GPU adapter: {e}"))),
-            },
-        }
+    /// Resolves a backend through the library's one resolver
+    /// ([`backend::resolve`](crate::backend::resolve)): `auto` takes a hardware GPU and otherwise
+    /// the CPU (a software adapter such as lavapipe is slower than the CPU path itself); `gpu`
+    /// takes any adapter and says so when it is a software one. Returns the runner and one line
+    /// naming what runs (for the manifest and the report).
+    pub fn resolve(backend: Backend, precision: Precision) -> Result<(Runner, String), CliError> {
+        let resolution = crate::backend::resolve(backend, precision)?;
+        let what = resolution.describe();
+        Ok(match resolution.device {
+            Some(d) => (Runner::Gpu(d), what),
+            None => (Runner::Cpu, what),
+        })
     }
 }
 
@@ -387,10 +374,14 @@ fn contact_outputs(sc: &Scenario, ev: &crate::evaluate::Evaluation, i: usize) ->
         .iter()
         .zip(&ev.constraints)
         .map(|(c, ce)| {
-            let m = ce.multipliers_of(i);
+            let m = ce.multipliers_of(i).unwrap_or(&[]);
             if c.has_normal_force() {
-                let sep = ce.separation.as_ref().map_or(f64::NAN, |s| s[i]);
-                vec![-m[2], sep]
+                let sep = ce
+                    .separation
+                    .as_ref()
+                    .and_then(|s| s.get(i).copied())
+                    .unwrap_or(f64::NAN);
+                vec![-m.get(2).copied().unwrap_or(f64::NAN), sep]
             } else {
                 (0..3).map(|r| m.get(r).copied().unwrap_or(0.0)).collect()
             }
@@ -403,22 +394,83 @@ pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// Number of progress units a shard takes (instances × checkpoints).
 pub fn progress_units(sc: &Scenario, range: &std::ops::Range<usize>) -> u64 {
-    (range.len() as u64) * checkpoints(sc).len() as u64
+    (range.len() as u64) * checkpoint_count(sc) as u64
 }
 
-/// Times (after the start) at which the state is sampled; the last is the duration.
-fn checkpoints(sc: &Scenario) -> Vec<f64> {
+/// Number of checkpoints (see [`checkpoint`]); the scenario bounds it by
+/// [`MAX_RECORD_SAMPLES`](super::scenario::MAX_RECORD_SAMPLES).
+fn checkpoint_count(sc: &Scenario) -> usize {
     let d = sc.simulation.duration;
     match sc.record.interval {
-        Some(h) => {
-            let n = (d / h - 1e-9).ceil().max(1.0) as usize;
-            (1..=n)
-                .map(|k| if k == n { d } else { k as f64 * h })
-                .collect()
-        }
-        None if sc.record.events => (1..=100).map(|k| d * k as f64 / 100.0).collect(),
-        None => vec![d],
+        Some(h) => ((d / h - 1e-9).ceil().max(1.0) as usize).min(MAX_RECORD_SAMPLES),
+        None if sc.record.events => 100,
+        None => 1,
     }
+}
+
+/// Checkpoint `k` of `count` (1-based): a time after the start at which the state is sampled;
+/// the last is the duration. Computed, not stored, so a long recording costs no memory here.
+fn checkpoint(sc: &Scenario, k: usize, count: usize) -> f64 {
+    let d = sc.simulation.duration;
+    if k == count {
+        return d;
+    }
+    match sc.record.interval {
+        Some(h) => k as f64 * h,
+        None => d * k as f64 / count as f64,
+    }
+}
+
+/// Bytes a shard of `range` holds in memory at its peak (result rows, time series, one chunk's
+/// batches and draws), estimated from the scenario before any work.
+pub fn memory_estimate(sc: &Scenario, range: &std::ops::Range<usize>) -> u128 {
+    let n = range.len() as u128;
+    let row = (input_names(sc).len() + output_names(sc).len()) as u128 * 8 + 64;
+    let series_instances = sc
+        .record
+        .series_instances
+        .saturating_sub(range.start)
+        .min(range.len()) as u128;
+    let series_row = (2 + 3 * sc.bodies.len()) as u128 * 8 + 64;
+    let samples = if sc.record.interval.is_some() {
+        checkpoint_count(sc) as u128 + 1
+    } else {
+        0
+    };
+    let chunk = (CHUNK.min(range.len()) as u128) * 4096;
+    // Results are built, then written: count the rows twice for the summary's sorted copies.
+    2 * n * row + series_instances * samples * series_row + chunk
+}
+
+/// Refuses a shard that cannot fit in memory, naming the field and what it would need, with
+/// `--shard` as the way out.
+pub fn check_fits(sc: &Scenario, range: &std::ops::Range<usize>) -> Result<(), CliError> {
+    let need = memory_estimate(sc, range);
+    let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
+    let limit = crate::resources::memory_available().unwrap_or(isize::MAX as u128);
+    if need > limit {
+        let shards = need.div_ceil(limit.max(1)).max(2);
+        let series =
+            sc.record.series_instances.min(range.len()) as u128 * checkpoint_count(sc) as u128;
+        let field = if sc.record.interval.is_some() && series > range.len() as u128 {
+            "record.series_instances × duration / record.interval"
+        } else {
+            "instances"
+        };
+        return Err(CliError::TooLarge {
+            field: field.into(),
+            message: format!(
+                "{} instances would need about {:.1} GiB in memory, and {:.1} GiB is \
+                 available; run the study in shards (e.g. --shard I/{shards} for I = 0 … \
+                 {}, then `simbatch merge`), or record less",
+                range.len(),
+                gib(need),
+                gib(limit),
+                shards - 1
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Runs global instances `range` of the study.
@@ -430,9 +482,19 @@ pub fn run(
 ) -> Result<Results, CliError> {
     let inputs = input_names(sc);
     let outputs = output_names(sc);
+    let mut rows = Vec::new();
+    rows.try_reserve_exact(range.len())
+        .map_err(|_| CliError::TooLarge {
+            field: "instances".into(),
+            message: format!(
+                "{} result rows do not fit in memory; run the study in shards (--shard I/N, \
+                 then `simbatch merge`)",
+                range.len()
+            ),
+        })?;
     let mut results = Results {
         columns: inputs.iter().chain(&outputs).cloned().collect(),
-        rows: Vec::with_capacity(range.len()),
+        rows,
         series_columns: {
             let mut c = vec!["time".to_string()];
             for b in &sc.bodies {
@@ -597,7 +659,9 @@ fn run_group(
     };
     record_series(&batch, &mut series);
     let mut elapsed = 0.0;
-    for t in checkpoints(sc) {
+    let count = checkpoint_count(sc);
+    for k in 1..=count {
+        let t = checkpoint(sc, k, count);
         stepper.advance(&mut batch, t - elapsed)?;
         elapsed = t;
         if sc.record.interval.is_some() {
@@ -612,7 +676,13 @@ fn run_group(
     let ev = batch.evaluate();
     let mut rows = Vec::with_capacity(n);
     for i in 0..n {
-        let mut row = vec![f64::from(batch.status()[i] | ev.status[i]), batch.time()[i]];
+        let energy = batch.energy(i).unwrap_or(f64::NAN);
+        let mut flags = batch.status()[i] | ev.status[i];
+        if !energy.is_finite() {
+            // A finite state whose energy overflows is not a result to trust either.
+            flags |= crate::batch::status::NONFINITE_OUTPUT;
+        }
+        let mut row = vec![f64::from(flags), batch.time()[i]];
         if sc.simulation.assemble {
             row.push(f64::from(u8::from(assembly_failed[i])));
         }
@@ -620,17 +690,16 @@ fn run_group(
             row.extend_from_slice(&batch.q(*b)?[i]);
             row.extend_from_slice(&batch.u(*b)?[i]);
         }
-        let energy = batch.energy(i).unwrap_or(f64::NAN);
         row.push(energy);
         row.push(energy - energy0[i]);
         let (mut pe, mut ve) = (0.0f64, 0.0f64);
         for ce in &ev.constraints {
             pe = ce
-                .position_errors_of(i)
+                .position_errors_of(i)?
                 .iter()
                 .fold(pe, |m, x| m.max(x.abs()));
             ve = ce
-                .velocity_errors_of(i)
+                .velocity_errors_of(i)?
                 .iter()
                 .fold(ve, |m, x| m.max(x.abs()));
         }

@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use crate::backend::Backend;
 use crate::batch::{Batch, status};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, try_filled};
 use crate::gpu::{GpuDevice, Precision};
 use crate::integrate::{Integrator, Stabilization, StepOptions, Stepper};
 use crate::model::SystemTemplate;
@@ -438,19 +438,34 @@ impl VectorEnv {
             });
         }
         let spec = task.spec().clone();
-        let batch = Batch::new(task.template()?, num_envs)?;
+        let template = task.template()?;
         let width = task.task_width();
+        // A count that cannot fit is refused up front, naming the field; the columns are then
+        // allocated fallibly as well.
+        let per_env = Batch::bytes_per_instance(&template)
+            + 8 * (4 + width + spec.action.dim())
+            + 8 * (2 * spec.observation.dim() + 4);
+        let need = (num_envs as u128).saturating_mul(per_env as u128);
+        if !crate::resources::fits_in_memory(need) {
+            return Err(Error::OutOfMemory {
+                what: "num_envs".into(),
+                count: format!("{num_envs} environments"),
+                bytes: need,
+                where_: "host",
+            });
+        }
+        let batch = Batch::new(template, num_envs)?;
         let mut env = Self {
             task,
             batch,
             stepper,
             autoreset,
             env_seed: (0..num_envs as u64).collect(),
-            episode: vec![0; num_envs],
-            elapsed: vec![0; num_envs],
-            ended: vec![false; num_envs],
-            task_values: vec![0.0; width * num_envs],
-            actions: vec![0.0; num_envs * spec.action.dim()],
+            episode: try_filled(0, num_envs, "num_envs (episodes)")?,
+            elapsed: try_filled(0, num_envs, "num_envs (elapsed steps)")?,
+            ended: try_filled(false, num_envs, "num_envs (ended flags)")?,
+            task_values: try_filled(0.0, width * num_envs, "num_envs (task values)")?,
+            actions: try_filled(0.0, num_envs * spec.action.dim(), "num_envs (actions)")?,
             spec,
         };
         for i in 0..num_envs {
@@ -663,7 +678,7 @@ impl VectorEnv {
                 let tv = &task_values[i * width..(i + 1) * width];
                 task.observe(batch, i, tv, obs);
                 *elapsed += 1;
-                if batch.status()[i] & status::NONFINITE_STATE != 0 {
+                if batch.status()[i] & status::HALTED != 0 {
                     *reward = 0.0;
                     *terminated = false;
                     *truncated = true;

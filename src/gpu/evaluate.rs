@@ -246,6 +246,14 @@ impl GpuEvaluator {
         let d = &self.device.device;
         let bytes = self.precision.bytes() as u64;
         self.chunks.clear();
+        self.batch_uid = None;
+        // Sizes come from the user: a buffer the GPU cannot allocate is a typed error, not the
+        // uncaptured-error panic.
+        let total = (self.layout.input_width + 2 * self.layout.output_width) as u128
+            * batch.len() as u128
+            * bytes as u128;
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut start = 0;
         while start < batch.len() {
             // A chunk's column segments are `count` instances long: its buffers hold its own
@@ -315,11 +323,24 @@ impl GpuEvaluator {
             });
             start += count;
         }
+        let invalid = pollster::block_on(validation.pop());
+        let out_of_memory = pollster::block_on(oom.pop());
+        if out_of_memory.is_some() || invalid.is_some() {
+            self.chunks.clear();
+            return Err(gpu_allocation_error(
+                &self.device,
+                batch.len(),
+                total,
+                out_of_memory.or(invalid),
+            ));
+        }
         self.batch_uid = Some(batch.uid());
         Ok(())
     }
 
     /// Uploads the columns that changed since this chunk last saw them; returns bytes sent.
+    ///
+    /// (Buffers are made by `prepare`, whose failures [`gpu_allocation_error`] reports.)
     pub(crate) fn upload(&mut self, batch: &Batch) -> Result<u64> {
         let bytes = self.precision.bytes();
         let mut sent = 0;
@@ -648,5 +669,27 @@ impl GpuEvaluator {
                 }
             }
         }
+    }
+}
+
+/// The typed error for GPU buffers of `instances` instances (`bytes` in all) that could not be
+/// made: out of memory, or past a limit of the adapter.
+pub(crate) fn gpu_allocation_error(
+    device: &crate::gpu::GpuDevice,
+    instances: usize,
+    bytes: u128,
+    error: Option<wgpu::Error>,
+) -> Error {
+    match error {
+        Some(wgpu::Error::OutOfMemory { .. }) | None => Error::OutOfMemory {
+            what: format!("GPU buffers on {}", device.info.name),
+            count: format!("{instances} instances"),
+            bytes,
+            where_: "GPU",
+        },
+        Some(e) => Error::Gpu(format!(
+            "buffers for {instances} instances could not be made on {}: {e}",
+            device.info.name
+        )),
     }
 }

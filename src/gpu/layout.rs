@@ -160,7 +160,7 @@ impl Layout {
         push(Column::Gravity, 3, &mut inputs, &mut prefix);
         let mut body_in = vec![0; template.bodies().len()];
         for (slot, body) in template.free_bodies().iter().enumerate() {
-            body_in[body.0] = prefix;
+            body_in[body.index()] = prefix;
             for field in FreeField::ALL {
                 push(
                     Column::Free { slot, field },
@@ -171,7 +171,7 @@ impl Layout {
             }
         }
         for (slot, body) in template.prescribed_bodies().iter().enumerate() {
-            body_in[body.0] = prefix;
+            body_in[body.index()] = prefix;
             for field in PrescribedField::ALL {
                 push(
                     Column::Prescribed { slot, field },
@@ -240,8 +240,8 @@ impl Layout {
             let flags = if slot.baumgarte.is_some() { 2 } else { 0 };
             let bodies = c.bodies();
             c_flags.push(flags);
-            c_body_a.push(bodies[0].0);
-            c_body_b.push(bodies.get(1).unwrap_or(&bodies[0]).0);
+            c_body_a.push(bodies[0].index());
+            c_body_b.push(bodies.get(1).unwrap_or(&bodies[0]).index());
             c_rows.push(rows);
             row_level.extend(levels.iter().map(|l| match l {
                 RowLevel::Position => 0,
@@ -328,7 +328,7 @@ impl Layout {
             &template
                 .free_bodies()
                 .iter()
-                .map(|b| b.0)
+                .map(|b| b.index())
                 .collect::<Vec<_>>(),
         );
         let _ = writeln!(w, "const GRAVITY_IN: u32 = 0u;");

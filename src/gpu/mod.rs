@@ -27,6 +27,14 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// Machine epsilon of the precision.
+    pub fn epsilon(self) -> f64 {
+        match self {
+            Precision::F32 => f32::EPSILON as f64,
+            Precision::F64 => f64::EPSILON,
+        }
+    }
+
     /// Bytes per value.
     pub fn bytes(self) -> usize {
         match self {

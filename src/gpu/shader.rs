@@ -42,22 +42,36 @@ pub const FILES: [(&str, &str); 8] = [
 ];
 
 /// The precision prelude: the `real` type, its epsilon, the rank tolerance of the minimum-norm
-/// solve and a finiteness test that survives fast-math (f32: on the bits).
+/// solve, a finiteness test that survives fast-math (f32: on the bits), and the status bits of
+/// [`status`](crate::batch::status), so host and kernels share one definition.
 pub fn prelude(precision: Precision) -> String {
-    match precision {
-        Precision::F32 => "alias real = f32;\n\
+    use crate::batch::status;
+    let real = match precision {
+        Precision::F32 => {
+            "alias real = f32;\n\
              const REAL_EPSILON: real = 1.1920929e-7;\n\
              // f32 eigenvalues carry errors ~1e-7 · λmax; genuine ones of well-posed contact\n\
              // systems sit far above 1e-5 · λmax.\n\
              const RANK_TOLERANCE: real = 1e-5;\n\
              fn is_finite_real(x: real) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }\n"
-            .to_string(),
-        Precision::F64 => "alias real = f64;\n\
+        }
+        Precision::F64 => {
+            "alias real = f64;\n\
              const REAL_EPSILON: real = 2.220446049250313e-16;\n\
              const RANK_TOLERANCE: real = 1e-10;\n\
              fn is_finite_real(x: real) -> bool { return abs(x) <= 1.7976931348623157e308; }\n"
-            .to_string(),
-    }
+        }
+    };
+    format!(
+        "{real}const NONFINITE_STATE: u32 = {}u;\nconst NONFINITE_RESULT: u32 = {}u;\n\
+         const SINGULAR_MASS: u32 = {}u;\nconst STEP_FAILED: u32 = {}u;\n\
+         const CONSTRAINT_VIOLATED: u32 = {}u;\n",
+        status::NONFINITE_STATE,
+        status::NONFINITE_RESULT,
+        status::SINGULAR_MASS,
+        status::STEP_FAILED,
+        status::CONSTRAINT_VIOLATED,
+    )
 }
 
 /// A kernel's source with the place of every piece in it, to report errors against the piece.

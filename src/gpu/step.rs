@@ -12,7 +12,9 @@ use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::evaluate::{GpuEvaluator, WORKGROUP, layout_entry, map_read};
-use crate::integrate::{Goal, Integrator, Stabilization, StepOptions, StepReport};
+use crate::integrate::{
+    Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, Stabilization, StepOptions, StepReport,
+};
 
 /// Largest number of trial steps in one dispatch; longer runs are several dispatches (the state
 /// stays on the GPU in between). Short dispatches keep clear of driver watchdogs, and of
@@ -99,7 +101,7 @@ fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
 }
 
 /// `StepParams` of `shaders/step.wgsl` in the kernel's precision.
-fn params_bytes(precision: Precision, reals: [f64; 5], target: u32, goal: u32) -> Vec<u8> {
+fn params_bytes(precision: Precision, reals: [f64; 7], target: u32, goal: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(48);
     for x in reals {
         match precision {
@@ -210,7 +212,13 @@ impl GpuEvaluator {
         n: usize,
     ) -> Result<StepReport> {
         let mut sizes = std::mem::take(&mut self.step_sizes);
-        let out = self.run_goal(batch, options, Goal::Steps(n), &mut sizes);
+        let out = self.run_goal(
+            batch,
+            options,
+            Goal::Steps(n),
+            &mut sizes,
+            options.violation_tolerance(),
+        );
         self.step_sizes = sizes;
         out
     }
@@ -226,7 +234,13 @@ impl GpuEvaluator {
     ) -> Result<StepReport> {
         crate::integrate::check_duration(duration)?;
         let mut sizes = std::mem::take(&mut self.step_sizes);
-        let out = self.run_goal(batch, options, Goal::Duration(duration), &mut sizes);
+        let out = self.run_goal(
+            batch,
+            options,
+            Goal::Duration(duration),
+            &mut sizes,
+            options.violation_tolerance(),
+        );
         self.step_sizes = sizes;
         out
     }
@@ -239,6 +253,7 @@ impl GpuEvaluator {
         options: &StepOptions,
         goal: Goal,
         step_sizes: &mut Vec<f64>,
+        violation: f64,
     ) -> Result<StepReport> {
         options.validate()?;
         if let Goal::Steps(n) = goal
@@ -249,7 +264,7 @@ impl GpuEvaluator {
             let mut left = n;
             while left > 0 {
                 let part = left.min(MAX_STEPS_PER_CALL);
-                let r = self.run_goal(batch, options, Goal::Steps(part), step_sizes)?;
+                let r = self.run_goal(batch, options, Goal::Steps(part), step_sizes, violation)?;
                 report.steps += r.steps;
                 report.rejected += r.rejected;
                 report.projections += r.projections;
@@ -277,6 +292,12 @@ impl GpuEvaluator {
             Goal::Duration(0.0) => return Ok(StepReport::default()),
             Goal::Duration(d) => (0, d, 1u32),
         };
+        // The host's minimum RKM step at the latest time of the batch (the kernel knows only
+        // elapsed times), and the violation tolerance no finer than the precision resolves
+        // (projection stops at 16 ε: `projection_target`).
+        let latest = batch.time().iter().fold(0.0f64, |m, t| m.max(t.abs()));
+        let min_step = crate::integrate::min_step(latest);
+        let gpu_violation = violation.max(160.0 * self.precision.epsilon());
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
         self.step_pipeline_for(integrator, projection)?;
@@ -299,12 +320,21 @@ impl GpuEvaluator {
             0,
             &params_bytes(
                 precision,
-                [fixed_step, accuracy, max_step, tolerance, duration],
+                [
+                    fixed_step,
+                    accuracy,
+                    max_step,
+                    tolerance,
+                    duration,
+                    min_step,
+                    gpu_violation,
+                ],
                 target,
                 goal_code,
             ),
         );
         let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let mode = integrator | (baumgarte << 8);
         for chunk in &mut self.chunks {
             let count = chunk.count as u64;
@@ -370,8 +400,8 @@ impl GpuEvaluator {
             let mut carry = vec![0.0f64; CARRY_COLUMNS * chunk.count];
             for local in 0..chunk.count {
                 let i = chunk.start + local;
-                if batch.status()[i] & status::NONFINITE_STATE != 0 {
-                    carry[CARRY_STATUS * chunk.count + local] = 1.0;
+                if batch.status()[i] & status::HALTED != 0 {
+                    carry[CARRY_STATUS * chunk.count + local] = status::HALTED as f64;
                 }
                 carry[CARRY_STEP_SIZE * chunk.count + local] = step_sizes[i];
             }
@@ -383,6 +413,18 @@ impl GpuEvaluator {
                 Precision::F64 => bytemuck::cast_slice(&carry).to_vec(),
             };
             queue.write_buffer(&step.output, 0, &carry_bytes);
+        }
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            for chunk in &mut self.chunks {
+                chunk.step = None;
+            }
+            let total = (CARRY_COLUMNS * 2 + state_width) as u128 * batch.len() as u128;
+            return Err(crate::gpu::evaluate::gpu_allocation_error(
+                &self.device,
+                batch.len(),
+                total * bytes as u128,
+                Some(e),
+            ));
         }
         let prefixes = columns
             .iter()
@@ -464,7 +506,10 @@ impl GpuEvaluator {
                 })?;
                 let n = chunk.count;
                 pending[k] = (0..n).any(|local| {
-                    v[CARRY_STATUS * n + local] == 0.0 && v[CARRY_FINISHED * n + local] == 0.0
+                    v[CARRY_STATUS * n + local] == 0.0
+                        && v[CARRY_FINISHED * n + local] == 0.0
+                        && v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
+                            < MAX_ADAPTIVE_ATTEMPTS as f64
                 });
                 values[k] = Some(v);
             }
@@ -483,8 +528,8 @@ impl GpuEvaluator {
                 let i = chunk.start + local;
                 let carry = |col: usize| v[col * count + local];
                 let mut state = batch.state_of(i);
-                if batch.status()[i] & status::NONFINITE_STATE != 0 {
-                    states.push((state, false));
+                if batch.status()[i] & status::HALTED != 0 {
+                    states.push((state, 0));
                     continue;
                 }
                 let mut at = CARRY_COLUMNS * count;
@@ -501,11 +546,16 @@ impl GpuEvaluator {
                     at += 6 * count;
                 }
                 let accepted = carry(CARRY_ACCEPTED) as u64;
-                let failed = carry(CARRY_STATUS) != 0.0;
+                let mut flags = carry(CARRY_STATUS) as u32;
+                if flags == 0 && carry(CARRY_FINISHED) == 0.0 {
+                    // Stopped by the attempt cap: an instance that cannot arrive.
+                    flags = status::STEP_FAILED;
+                }
+                let arrived = carry(CARRY_FINISHED) != 0.0;
                 // Time in f64 on the host: exact multiples of a fixed step, the goal itself
                 // when a duration was reached, else the kernel's compensated sum.
                 state.time += match goal {
-                    Goal::Duration(d) if !failed => d,
+                    Goal::Duration(d) if arrived => d,
                     _ if fixed_step > 0.0 => accepted as f64 * fixed_step,
                     _ => carry(CARRY_ELAPSED) - carry(CARRY_ELAPSED_LOW),
                 };
@@ -515,8 +565,8 @@ impl GpuEvaluator {
                 report.steps += accepted;
                 report.rejected += carry(CARRY_REJECTED) as u64;
                 report.projections += carry(CARRY_PROJECTIONS) as u64;
-                report.flagged += usize::from(failed);
-                states.push((state, failed));
+                report.flagged += usize::from(flags != 0);
+                states.push((state, flags));
             }
         }
         batch.store_states(&states);
