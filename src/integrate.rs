@@ -109,11 +109,11 @@ impl StepOptions {
                 if !(accuracy > 0.0 && accuracy < 1.0) {
                     return Err(bad("integrator.accuracy", accuracy, "a number in (0, 1)"));
                 }
-                if !(max_step.is_finite() && max_step > 0.0) {
+                if !(max_step.is_finite() && max_step >= MIN_STEP) {
                     return Err(bad(
                         "integrator.max_step",
                         max_step,
-                        "a finite number > 0 (seconds)",
+                        "a finite number ≥ 1e-12 (seconds, the minimum step)",
                     ));
                 }
             }
@@ -181,18 +181,37 @@ impl std::fmt::Debug for Stepper {
     }
 }
 
-/// Checks a duration to advance by.
-pub(crate) fn check_duration(duration: f64) -> Result<()> {
-    if duration.is_finite() && duration >= 0.0 {
-        Ok(())
-    } else {
-        Err(Error::InvalidValue {
+/// The most steps one call may need per instance (`duration / step`, `duration / max_step` for
+/// RKM, or `n`): a call asking for more is refused up front rather than running for days.
+pub const MAX_FIXED_STEPS_PER_CALL: f64 = 1e9;
+
+/// Checks a duration to advance by, and that the fixed step (if any) reaches it in at most
+/// [`MAX_FIXED_STEPS_PER_CALL`] steps.
+pub(crate) fn check_duration(duration: f64, options: &StepOptions) -> Result<()> {
+    if !(duration.is_finite() && duration >= 0.0) {
+        return Err(Error::InvalidValue {
             field: "duration".into(),
             instance: 0,
             value: format!("{duration:?}"),
             accepted: "a finite number ≥ 0 (seconds)".into(),
-        })
+        });
     }
+    if let Integrator::SemiImplicitEuler { step }
+    | Integrator::Rk4 { step }
+    | Integrator::RungeKuttaMerson { max_step: step, .. } = options.integrator
+        && duration / step > MAX_FIXED_STEPS_PER_CALL
+    {
+        return Err(Error::InvalidValue {
+            field: "duration".into(),
+            instance: 0,
+            value: format!("{duration:?} ({:e} steps of {step:e} s)", duration / step),
+            accepted: format!(
+                "at most {MAX_FIXED_STEPS_PER_CALL:e} steps per call: advance in parts, or \
+                 take a larger (maximum) step"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Outcome of advancing one instance.
@@ -308,7 +327,7 @@ impl Stepper {
 
     /// Sets the violation tolerance (a finite number > 0; `f64::INFINITY` turns the check off).
     pub fn set_violation_tolerance(&mut self, tolerance: f64) -> Result<()> {
-        if !(tolerance > 0.0) {
+        if tolerance.is_nan() || tolerance <= 0.0 {
             return Err(Error::InvalidValue {
                 field: "violation_tolerance".into(),
                 instance: 0,
@@ -330,13 +349,21 @@ impl Stepper {
     /// Advances every instance by `n` steps (fixed-step integrators: `n · h`; RKM: `n` accepted
     /// adaptive steps).
     pub fn step(&mut self, batch: &mut Batch, n: usize) -> Result<StepReport> {
+        if n as f64 > MAX_FIXED_STEPS_PER_CALL {
+            return Err(Error::InvalidValue {
+                field: "n (steps)".into(),
+                instance: 0,
+                value: n.to_string(),
+                accepted: format!("at most {MAX_FIXED_STEPS_PER_CALL:e} steps per call"),
+            });
+        }
         self.run(batch, Goal::Steps(n))
     }
 
     /// Advances every instance by `duration` seconds of its own time, landing exactly on
     /// `t + duration` (the last fixed step is shortened when needed).
     pub fn advance(&mut self, batch: &mut Batch, duration: f64) -> Result<StepReport> {
-        check_duration(duration)?;
+        check_duration(duration, &self.options)?;
         self.run(batch, Goal::Duration(duration))
     }
 
@@ -366,7 +393,9 @@ impl Stepper {
                 let mut a = advance_instance(b, i, &options, goal, self.step_sizes[i]);
                 if a.flags & status::HALTED == 0 && a.report.steps > 0 {
                     let (perr, verr) = constraint_errors(b, i, &a.state, &mut Workspace::new());
-                    if !(perr.max(verr) <= violation) {
+                    // NaN errors count as a violation.
+                    let worst = perr.max(verr);
+                    if worst.is_nan() || worst > violation {
                         a.flags |= status::CONSTRAINT_VIOLATED;
                     }
                 }
@@ -701,7 +730,9 @@ fn advance_instance(
     let mut state = batch.state_of(i);
     let mut work = Workspace::new();
     let mut report = StepReport::default();
-    let t_start = state.time;
+    // Progress is counted in its own accumulator: at a large absolute time `t + h` may round
+    // to `t`, and a loop on the difference of times would never end.
+    let mut elapsed = 0.0f64;
     let (fixed, accuracy, max_step) = match options.integrator {
         Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
             (Some(step), 0.0, step)
@@ -725,7 +756,7 @@ fn advance_instance(
             Goal::Steps(n) if accepted >= n => break,
             Goal::Steps(_) => None,
             Goal::Duration(d) => {
-                let left = d - (state.time - t_start);
+                let left = d - elapsed;
                 if duration_left_negligible(left, d, f64::EPSILON) {
                     break;
                 }
@@ -800,6 +831,7 @@ fn advance_instance(
             return failed(state, report, h, status::NONFINITE_STATE);
         }
         state = next;
+        elapsed += this_h;
         accepted += 1;
         report.steps += 1;
     }

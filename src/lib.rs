@@ -26,6 +26,8 @@
 //! ```
 
 #![warn(missing_docs)]
+// Library code returns typed errors; `unwrap`/`expect` are for tests only.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod assembly;
 pub mod backend;

@@ -12,22 +12,23 @@ use crate::error::{Error, Result};
 
 /// Handle of a body in a template.
 ///
-/// A handle returned by a template ([`SystemTemplate::add_free_body`] …) remembers which
-/// template (or clone of it) made it, and using it with another template is an error
-/// ([`Error::BadHandle`]) rather than a silent reference to whatever body has that index there.
-/// [`BodyId::new`] makes an untagged handle by index (accepted by every template), and
+/// A handle returned by a template ([`SystemTemplate::add_free_body`] …) remembers the body it
+/// names (its name and kind), and using it with a template whose body at that index is another
+/// one is an error ([`Error::BadHandle`]) rather than a silent reference to whatever body has
+/// that index there. A template built again by the same code accepts the handles of the first
+/// build. [`BodyId::new`] makes an untagged handle by index (accepted by every template), and
 /// [`GROUND`] is valid everywhere. Two handles are equal when they name the same index.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyId {
     index: usize,
-    /// The template that made it (0: untagged).
-    template: u64,
+    /// Fingerprint of the body it was made for ([`body_key`]; 0: untagged).
+    key: u64,
 }
 
 impl BodyId {
     /// An untagged handle of body `index` (0 is Ground), accepted by any template that has it.
     pub const fn new(index: usize) -> Self {
-        Self { index, template: 0 }
+        Self { index, key: 0 }
     }
 
     /// The body's index in its template (0: Ground).
@@ -35,9 +36,9 @@ impl BodyId {
         self.index
     }
 
-    /// Whether this handle may be used with the template tagged `template`.
-    pub(crate) fn belongs_to(self, template: u64) -> bool {
-        self.template == 0 || self.template == template
+    /// Whether this handle may name `body` (the template's body at its index).
+    pub(crate) fn fits(self, body: &Body) -> bool {
+        self.key == 0 || self.key == body_key(body)
     }
 }
 
@@ -70,10 +71,19 @@ impl Ord for BodyId {
 /// Ground, body 0 of every template.
 pub const GROUND: BodyId = BodyId::new(0);
 
-/// A new template tag (never 0).
-fn new_template_tag() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+/// Fingerprint of a body (FNV-1a of its kind and name; never 0), carried by its handles.
+fn body_key(body: &Body) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let kind = match body.kind {
+        BodyKind::Ground => 0u8,
+        BodyKind::Free => 1,
+        BodyKind::Prescribed => 2,
+    };
+    for b in std::iter::once(kind).chain(body.name.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h.max(1)
 }
 
 /// Handle of a constraint in a template.
@@ -129,8 +139,6 @@ pub struct ConstraintSlot {
 /// Bodies and constraints, instantiated N times by a batch.
 #[derive(Debug, Clone)]
 pub struct SystemTemplate {
-    /// Tag of the handles this template (and its clones) gives out.
-    tag: u64,
     bodies: Vec<Body>,
     constraints: Vec<ConstraintSlot>,
     free_bodies: Vec<BodyId>,
@@ -147,7 +155,6 @@ impl SystemTemplate {
     /// An empty template holding Ground only.
     pub fn new() -> Self {
         Self {
-            tag: new_template_tag(),
             bodies: vec![Body {
                 name: "ground".into(),
                 kind: BodyKind::Ground,
@@ -161,30 +168,32 @@ impl SystemTemplate {
 
     /// Adds a free (6-dof) body.
     pub fn add_free_body(&mut self, name: impl Into<String>) -> BodyId {
-        let id = BodyId {
-            index: self.bodies.len(),
-            template: self.tag,
-        };
-        self.bodies.push(Body {
+        let body = Body {
             name: name.into(),
             kind: BodyKind::Free,
             slot: self.free_bodies.len(),
-        });
+        };
+        let id = BodyId {
+            index: self.bodies.len(),
+            key: body_key(&body),
+        };
+        self.bodies.push(body);
         self.free_bodies.push(id);
         id
     }
 
     /// Adds a prescribed body, whose pose, velocity and acceleration are per-instance inputs.
     pub fn add_prescribed_body(&mut self, name: impl Into<String>) -> BodyId {
-        let id = BodyId {
-            index: self.bodies.len(),
-            template: self.tag,
-        };
-        self.bodies.push(Body {
+        let body = Body {
             name: name.into(),
             kind: BodyKind::Prescribed,
             slot: self.prescribed_bodies.len(),
-        });
+        };
+        let id = BodyId {
+            index: self.bodies.len(),
+            key: body_key(&body),
+        };
+        self.bodies.push(body);
         self.prescribed_bodies.push(id);
         id
     }
@@ -218,7 +227,7 @@ impl SystemTemplate {
                     self.bodies.len()
                 )));
             }
-            if !b.belongs_to(self.tag) {
+            if !b.fits(&self.bodies[b.index]) {
                 return Err(Error::Template(format!(
                     "constraint {index} ({}) names body {} with a handle made by another \
                      template",
@@ -310,20 +319,24 @@ impl SystemTemplate {
 
     /// One body.
     pub fn body(&self, id: BodyId) -> Result<&Body> {
-        if !id.belongs_to(self.tag) {
-            return Err(Error::BadHandle {
-                what: "body",
-                index: id.index,
-                reason: "the handle was made by another template (use the handles this \
-                         template's add_*_body returned, or BodyId::new(index))"
-                    .into(),
-            });
-        }
-        self.bodies.get(id.index).ok_or_else(|| Error::BadHandle {
+        let body = self.bodies.get(id.index).ok_or_else(|| Error::BadHandle {
             what: "body",
             index: id.index,
             reason: format!("the template has {} bodies", self.bodies.len()),
-        })
+        })?;
+        if !id.fits(body) {
+            return Err(Error::BadHandle {
+                what: "body",
+                index: id.index,
+                reason: format!(
+                    "the handle was made by another template for another body; this \
+                     template's body {} is {:?} ({:?}) (use the handles this template's \
+                     add_*_body returned, or BodyId::new(index))",
+                    id.index, body.name, body.kind
+                ),
+            });
+        }
+        Ok(body)
     }
 
     /// Free bodies in column order.

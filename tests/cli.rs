@@ -741,3 +741,671 @@ fn parquet_results_hold_the_csv_numbers() {
     assert!(dir.join("out/series.parquet").is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One-instance-kind study: a solid ball on level ground, with `simulation` and `extra` TOML.
+fn ball_study(name: &str, body_extra: &str, simulation: &str) -> String {
+    format!(
+        r#"name = "{name}"
+instances = 6
+seed = 3
+
+[[body]]
+name = "ball"
+mass = 2.0
+inertia = {{ solid_sphere = 0.1 }}
+position = [0.0, 0.0, 0.1]
+{body_extra}
+
+[[constraint]]
+kind = "sphere_on_plane"
+plane = "ground"
+body = "ball"
+rolling = true
+radius = 0.1
+
+[simulation]
+{simulation}
+backend = "cpu"
+"#
+    )
+}
+
+fn results_of(dir: &Path) -> (Vec<String>, Vec<(usize, Vec<f64>)>) {
+    output::read_csv(&dir.join("results.csv")).unwrap()
+}
+
+fn column(columns: &[String], name: &str) -> usize {
+    columns
+        .iter()
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column {name} in {columns:?}"))
+}
+
+/// Issue 14: the study's velocity assembly is the mass-weighted one: a ball launched at 1 m/s
+/// without spin onto a rolling contact leaves assembly at 5/7 m/s (it was 0.0099 m/s), and
+/// rolls on at that speed.
+#[test]
+fn study_velocity_assembly_is_mass_weighted() {
+    let dir = scratch("assemble");
+    let text = ball_study(
+        "launch",
+        "velocity = [1.0, 0.0, 0.0]",
+        "integrator = \"rk4\"\nstep = 1e-3\nduration = 0.01\nassemble = true",
+    );
+    let scenario = Scenario::parse("launch.toml", &text).unwrap();
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = results_of(&dir.join("out"));
+    for (_, v) in &rows {
+        assert!(
+            (v[column(&columns, "ball.vx")] - 5.0 / 7.0).abs() < 1e-9,
+            "{v:?}"
+        );
+        assert!(
+            (v[column(&columns, "ball.wy")] - 50.0 / 7.0).abs() < 1e-8,
+            "{v:?}"
+        );
+        assert_eq!(v[column(&columns, "status")], 0.0);
+        assert_eq!(v[column(&columns, "assembly_failed")], 0.0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 14: RKM with projection and no assembly, where half the instances start with a
+/// velocity error beyond the projection limit: the run ends, those instances are flagged
+/// (step failed, constraint violated; their state is where it started) and the others finish.
+#[test]
+fn a_study_with_unprojectable_instances_ends_and_flags_them() {
+    let dir = scratch("rkm-hang");
+    let text = ball_study(
+        "hang",
+        "velocity = [{ choice = [0.0, 80.0] }, 0.0, 0.0]",
+        "integrator = \"rkm\"\naccuracy = 1e-3\nduration = 0.2\nassemble = false\nstabilization = \"projection\"",
+    );
+    let scenario = Scenario::parse("hang.toml", &text).unwrap();
+    let started = std::time::Instant::now();
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    assert!(started.elapsed().as_secs_f64() < 60.0);
+    let (columns, rows) = results_of(&dir.join("out"));
+    let (mut flagged, mut fine) = (0, 0);
+    for (_, v) in &rows {
+        let st = v[column(&columns, "status")] as u32;
+        if v[column(&columns, "ball.velocity.x")] == 80.0 {
+            assert_ne!(st & simbatch::batch::status::STEP_FAILED, 0, "{v:?}");
+            assert_ne!(st & simbatch::batch::status::CONSTRAINT_VIOLATED, 0);
+            assert_eq!(v[column(&columns, "time")], 0.0);
+            flagged += 1;
+        } else {
+            assert_eq!(st, 0, "{v:?}");
+            assert!((v[column(&columns, "time")] - 0.2).abs() < 1e-12);
+            fine += 1;
+        }
+    }
+    assert!(flagged > 0 && fine > 0, "{flagged} {fine}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(&dir.join("out/manifest.json"))).unwrap();
+    assert_eq!(manifest["flagged"], flagged);
+    assert_eq!(manifest["precision"], "f64", "the CPU ran: say so");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 14: sizes that cannot fit are refused before any work, naming the field, what it
+/// would need and `--shard`; a recording too fine for its duration is refused at its location.
+#[test]
+fn studies_that_cannot_fit_are_refused_up_front() {
+    let dir = scratch("too-large");
+    let text = SMALL.replace("instances = 240", "instances = 1000000000000000");
+    let scenario = Scenario::parse("big.toml", &text).unwrap();
+    let started = std::time::Instant::now();
+    let e = run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap_err();
+    assert!(
+        started.elapsed().as_secs_f64() < 5.0,
+        "refused before the dry pass"
+    );
+    let message = e.to_string();
+    assert!(matches!(e, CliError::TooLarge { .. }), "{message}");
+    assert!(
+        message.contains("--shard") && message.contains("GiB"),
+        "{message}"
+    );
+    assert!(!dir.join("out").exists());
+    // The same study in a small shard is accepted by the check.
+    assert!(simbatch::cli::study::check_fits(&scenario, &(0..1000)).is_ok());
+
+    let tiny = SMALL
+        .replace("interval = 0.05", "interval = 1e-12")
+        .replace("duration = 0.2", "duration = 1000.0");
+    let e = Scenario::parse("tiny.toml", &tiny).unwrap_err().to_string();
+    assert!(
+        e.contains("record.interval") && e.contains("tiny.toml:"),
+        "{e}"
+    );
+    let e = Scenario::parse("steps.toml", &SMALL.replace("step = 0.01", "step = 1e-300"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("simulation.step"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 14: energy that overflows with a finite state is flagged, not reported as fine; an
+/// inertia far too small for its mass is refused in the dry pass, naming the instance.
+#[test]
+fn overflowing_outputs_are_flagged_and_ill_conditioned_bodies_refused() {
+    let dir = scratch("overflow");
+    let text = ball_study(
+        "huge",
+        "velocity = [1e160, 0.0, 0.0]\nangular_velocity = [0.0, 1e161, 0.0]",
+        "integrator = \"rk4\"\nstep = 1e-3\nduration = 0.001\nassemble = false\nstabilization = \"none\"",
+    )
+    .replace("mass = 2.0", "mass = 1e10");
+    let scenario = Scenario::parse("huge.toml", &text).unwrap();
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = results_of(&dir.join("out"));
+    for (_, v) in &rows {
+        assert!(!v[column(&columns, "energy")].is_finite());
+        assert_ne!(v[column(&columns, "status")], 0.0, "{v:?}");
+    }
+    let text = ball_study(
+        "tiny-inertia",
+        "",
+        "integrator = \"rk4\"\nstep = 1e-3\nduration = 0.01",
+    )
+    .replace(
+        "inertia = { solid_sphere = 0.1 }",
+        "inertia = [1e-14, 1e-14, 1e-14, 0.0, 0.0, 0.0]",
+    );
+    let scenario = Scenario::parse("tiny.toml", &text).unwrap();
+    let e = run_study(&scenario, None, Backend::Cpu, &dir.join("o2"), false, true).unwrap_err();
+    let message = e.to_string();
+    assert!(
+        message.contains("instance 0") && message.contains("inertia"),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 14's files: names with commas and quotes are quoted in CSV and read back intact;
+/// `--force` replaces only a study output; a live lock refuses a second writer; a killed run's
+/// lock and partial directory are cleaned up; `merge` checks values (results and series).
+#[test]
+fn output_files_are_quoted_locked_and_checked() {
+    let dir = scratch("files");
+    let odd = "ba,l\"l";
+    let text = SMALL
+        .replace("name = \"ball\"", &format!("name = {odd:?}"))
+        .replace("body = \"ball\"", &format!("body = {odd:?}"));
+    let scenario = Scenario::parse("odd.toml", &text).unwrap();
+    let out = dir.join("out");
+    run_study(&scenario, None, Backend::Cpu, &out, false, true).unwrap();
+    let (columns, rows) = results_of(&out);
+    assert!(
+        columns.iter().any(|c| c == &format!("{odd}.vx")),
+        "{columns:?}"
+    );
+    assert!(rows.iter().all(|(_, v)| v.len() == columns.len()));
+    let raw = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(raw.contains("\"ba,l\"\"l.vx\""), "RFC 4180 quoting");
+
+    // --force: a directory that is not a study output is never deleted.
+    let precious = dir.join("precious");
+    std::fs::create_dir_all(&precious).unwrap();
+    std::fs::write(precious.join("thesis.tex"), "years of work").unwrap();
+    let e = run_study(&scenario, None, Backend::Cpu, &precious, true, true).unwrap_err();
+    assert!(matches!(e, CliError::NotStudyOutput(_)), "{e}");
+    assert!(precious.join("thesis.tex").exists());
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let e = run_study(&scenario, None, Backend::Cpu, &file, true, true).unwrap_err();
+    assert!(matches!(e, CliError::NotStudyOutput(_)), "{e}");
+    // … and a study output is replaced.
+    run_study(&scenario, None, Backend::Cpu, &out, true, true).unwrap();
+
+    // A live writer's lock (this process) refuses a second run.
+    let lock = dir.join(".locked.lock");
+    std::fs::write(&lock, std::process::id().to_string()).unwrap();
+    let e = run_study(
+        &scenario,
+        None,
+        Backend::Cpu,
+        &dir.join("locked"),
+        false,
+        true,
+    )
+    .unwrap_err();
+    assert!(matches!(e, CliError::Locked { .. }), "{e}");
+    assert!(e.to_string().contains("another simbatch run"), "{e}");
+    // A killed run's lock and partial directory are cleaned by the next run.
+    std::fs::write(&lock, "4000000000").unwrap();
+    let stale = dir.join(".locked.partial-4000000000");
+    std::fs::create_dir_all(stale.join("plots")).unwrap();
+    run_study(
+        &scenario,
+        None,
+        Backend::Cpu,
+        &dir.join("locked"),
+        false,
+        true,
+    )
+    .unwrap();
+    assert!(!stale.exists() && !lock.exists());
+    assert!(dir.join("locked/manifest.json").exists());
+
+    // merge checks values: a changed number in a shard's results or series is caught.
+    let small = Scenario::parse("small.toml", SMALL).unwrap();
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let s = dir.join(format!("shard{i}"));
+        run_study(&small, Some((i, 2)), Backend::Cpu, &s, false, true).unwrap();
+        shards.push(s);
+    }
+    output::merge(&shards, &dir.join("merged"), false).unwrap();
+    for file in ["results.csv", "series.csv"] {
+        let path = shards[0].join(file);
+        let original = std::fs::read_to_string(&path).unwrap();
+        let line = original.lines().nth(3).unwrap();
+        let field = line.split(',').nth(4).unwrap();
+        let changed = original.replacen(line, &line.replacen(field, "0.5", 1), 1);
+        assert_ne!(changed, original);
+        std::fs::write(&path, changed).unwrap();
+        let e = output::merge(&shards, &dir.join("m-bad"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(file) && e.contains("changed"), "{e}");
+        std::fs::write(&path, original).unwrap();
+    }
+    assert!(!dir.join("m-bad").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 14's command edges: `check` works outside the repository (embedded golden files) and
+/// names a bad directory; unknown bench backends are errors; SIMBATCH_BACKEND is honoured by
+/// the command (and a bad value named); no doubled "no GPU adapter" in messages.
+#[test]
+fn command_edges_are_handled() {
+    let dir = scratch("edges");
+    let o = bin()
+        .current_dir(&dir)
+        .args(["check", "--parity", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("embedded") && stdout.contains("check passed"),
+        "{stdout}"
+    );
+    let o = bin()
+        .current_dir(&dir)
+        .args(["check", "no-such-dir", "--parity", "none"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("no-such-dir") && stderr.contains("without a directory"),
+        "{stderr}"
+    );
+
+    let o = bin()
+        .args([
+            "bench",
+            "--backends",
+            "tpu",
+            "--n",
+            "10",
+            "--seconds",
+            "0.01",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("tpu") && stderr.contains("accepted: cpu, gpu"),
+        "{stderr}"
+    );
+
+    let file = dir.join("gpu.toml");
+    std::fs::write(
+        &file,
+        SMALL
+            .replace("instances = 240", "instances = 8")
+            .replace("backend = \"cpu\"", "backend = \"gpu\""),
+    )
+    .unwrap();
+    let o = bin()
+        .env("SIMBATCH_BACKEND", "cpu")
+        .args(["run", file.to_str().unwrap(), "--out"])
+        .arg(dir.join("env-cpu"))
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(&dir.join("env-cpu/manifest.json"))).unwrap();
+    assert!(
+        manifest["backend"].as_str().unwrap().starts_with("cpu"),
+        "{manifest}"
+    );
+    let o = bin()
+        .env("SIMBATCH_BACKEND", "tpu")
+        .args(["run", file.to_str().unwrap(), "--out"])
+        .arg(dir.join("env-bad"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("SIMBATCH_BACKEND") && stderr.contains("tpu"),
+        "{stderr}"
+    );
+
+    // No adapter at all (a backend this machine does not have): auto falls back with one
+    // clear note.
+    let o = bin()
+        .env("WGPU_BACKEND", "dx12")
+        .env("SIMBATCH_BACKEND", "auto")
+        .args(["run", file.to_str().unwrap(), "--out"])
+        .arg(dir.join("no-adapter"))
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(&dir.join("no-adapter/manifest.json"))).unwrap();
+    let backend = manifest["backend"].as_str().unwrap();
+    assert!(backend.starts_with("cpu"), "{backend}");
+    assert_eq!(backend.matches("no GPU adapter").count(), 1, "{backend}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 14: `auto` prefers the CPU path over a software adapter, and an explicit `gpu` on one
+/// says it is a software rasterizer (checked where the adapter found is a software one, as
+/// lavapipe in CI; on hardware `auto` takes the GPU).
+#[test]
+fn auto_passes_over_software_adapters() {
+    let Some(device) = common::device() else {
+        return;
+    };
+    let software = simbatch::backend::is_software(&device);
+    let auto = simbatch::backend::resolve(Backend::Auto, simbatch::gpu::Precision::F32).unwrap();
+    let gpu = simbatch::backend::resolve(Backend::Gpu, simbatch::gpu::Precision::F32).unwrap();
+    assert!(gpu.device.is_some());
+    if software {
+        assert!(auto.device.is_none());
+        assert!(
+            auto.note.as_deref().unwrap().contains("software"),
+            "{:?}",
+            auto.note
+        );
+        assert!(gpu.note.as_deref().unwrap().contains("software rasterizer"));
+    } else {
+        assert!(auto.device.is_some() && gpu.note.is_none());
+    }
+}
+
+/// Issue 14: plotting a constant column near the largest double (or spanning the whole range)
+/// ends and draws or skips, never loops.
+#[test]
+fn plots_end_on_extreme_columns() {
+    use simbatch::cli::plots::axis_range;
+    assert_eq!(axis_range(f64::MAX, f64::MAX), None);
+    assert_eq!(axis_range(-f64::MAX, f64::MAX), None);
+    let (lo, hi) = axis_range(1.0, 1.0).unwrap();
+    assert!(lo < 1.0 && hi > 1.0);
+    let (lo, hi) = axis_range(1e300, 1e300).unwrap();
+    assert!(lo < 1e300 && hi > 1e300 && (hi - lo).is_finite());
+    let (lo, hi) = axis_range(1.0, 1.0 + f64::EPSILON).unwrap();
+    assert!(hi - lo > 1e-7);
+    let dir = scratch("plots");
+    std::fs::create_dir_all(dir.join("plots")).unwrap();
+    let results = simbatch::cli::study::Results {
+        columns: vec!["status".into(), "energy".into(), "energy_change".into()],
+        rows: (0..50)
+            .map(|i| {
+                (
+                    i,
+                    vec![0.0, 1.7e308, if i % 2 == 0 { -1.7e308 } else { 1.7e308 }],
+                )
+            })
+            .collect(),
+        series_columns: vec!["time".into(), "energy".into()],
+        series: (0..20)
+            .map(|k| (0, vec![k as f64 * 0.1, 1.7e308]))
+            .collect(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let d = dir.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(output::write_results(&d, &results, None).map(|_| ()));
+    });
+    let done = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("write_results ended");
+    done.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A small seeded generator (xorshift64*), so the property tests below are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One random mutation of a scenario text: a number replaced by an extreme or a value of
+/// another type, a string by garbage, a line deleted or doubled, or the text truncated.
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    const NUMBERS: [&str; 16] = [
+        "0",
+        "-1",
+        "0.0",
+        "-0.0",
+        "1e-300",
+        "1e300",
+        "-1e300",
+        "nan",
+        "inf",
+        "-inf",
+        "1e20",
+        "3",
+        "0.5",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "1e-9",
+    ];
+    const VALUES: [&str; 8] = [
+        "[1, 2]",
+        "{ uniform = [2, 1] }",
+        "{ normal = [0, -1] }",
+        "{ log_uniform = [-1, 1] }",
+        "{ choice = [] }",
+        "\"$nope\"",
+        "true",
+        "{ gamma = [1, 2] }",
+    ];
+    const STRINGS: [&str; 6] = [
+        "\"\"",
+        "\"x\"",
+        "\"ground\"",
+        "\"rk5\"",
+        "\"ball\"",
+        "\"gpu\"",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    match rng.below(6) {
+        0 | 1 => {
+            // A number literal (not inside a name) replaced.
+            let spots: Vec<usize> = text
+                .char_indices()
+                .filter(|(k, c)| {
+                    (c.is_ascii_digit() || *c == '-')
+                        && !text[..*k].ends_with(|p: char| {
+                            p.is_ascii_alphanumeric() || p == '.' || p == '_' || p == '-'
+                        })
+                })
+                .map(|(k, _)| k)
+                .collect();
+            if spots.is_empty() {
+                return text.to_string();
+            }
+            let at = spots[rng.below(spots.len())];
+            let end = text[at..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '+'))
+                .map_or(text.len(), |e| at + e);
+            let with = if rng.below(3) == 0 {
+                VALUES[rng.below(VALUES.len())]
+            } else {
+                NUMBERS[rng.below(NUMBERS.len())]
+            };
+            format!("{}{with}{}", &text[..at], &text[end..])
+        }
+        2 => {
+            let quotes: Vec<usize> = text.match_indices(" = \"").map(|(k, _)| k + 3).collect();
+            if quotes.is_empty() {
+                return text.to_string();
+            }
+            let at = quotes[rng.below(quotes.len())];
+            let end = text[at + 1..].find('"').map_or(text.len(), |e| at + e + 2);
+            format!(
+                "{}{}{}",
+                &text[..at],
+                STRINGS[rng.below(STRINGS.len())],
+                &text[end..]
+            )
+        }
+        3 => {
+            let k = rng.below(lines.len());
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .map(|(_, l)| *l)
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        4 => {
+            let k = rng.below(lines.len());
+            let mut out: Vec<&str> = lines.clone();
+            out.insert(k, lines[k]);
+            out.join("\n")
+        }
+        _ => {
+            let mut at = rng.below(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            text[..at].to_string()
+        }
+    }
+}
+
+/// Issue 14's property test: 240 randomly mutated scenario files are either refused with a
+/// located error or run to the end (on a few instances, a short duration) — never a panic,
+/// never a hang — and every result row that says status 0 holds finite state.
+#[test]
+fn mutated_scenarios_never_panic_or_hang() {
+    let dir = scratch("fuzz");
+    let bases = [
+        SMALL.to_string(),
+        ball_study(
+            "b",
+            "velocity = [{ uniform = [0.0, 2.0] }, 0.0, 0.0]",
+            "integrator = \"rkm\"\naccuracy = 1e-4\nduration = 0.05\nassemble = true",
+        ),
+        DEFAULT_SCENARIO.to_string(),
+    ];
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let (mut refused, mut ran) = (0, 0);
+    for case in 0..240 {
+        let mut text = bases[case % bases.len()].clone();
+        for _ in 0..1 + rng.below(2) {
+            text = mutate(&text, &mut rng);
+        }
+        let parsed = std::panic::catch_unwind(|| Scenario::parse("fuzz.toml", &text));
+        let parsed = parsed.unwrap_or_else(|_| panic!("case {case}: parse panicked on\n{text}"));
+        let Ok(mut scenario) = parsed else {
+            let message = parsed.unwrap_err().to_string();
+            if std::env::var("SIMBATCH_FUZZ_VERBOSE").is_ok() {
+                eprintln!("case {case}: {message}");
+            }
+            assert!(
+                message.starts_with("fuzz.toml:"),
+                "case {case}: unlocated {message}"
+            );
+            refused += 1;
+            continue;
+        };
+        // Keep each run short: a few instances (unless the count is beyond any memory, which
+        // must be refused up front), a short duration, no step count in the millions.
+        if scenario.instances < 1_000_000_000_000 {
+            scenario.instances = scenario.instances.min(12);
+        }
+        scenario.simulation.duration = scenario.simulation.duration.min(0.05);
+        let step = match scenario.simulation.options.integrator {
+            simbatch::integrate::Integrator::SemiImplicitEuler { step }
+            | simbatch::integrate::Integrator::Rk4 { step } => step,
+            simbatch::integrate::Integrator::RungeKuttaMerson { max_step, .. } => max_step,
+        };
+        if scenario.simulation.duration / step > 1e5 {
+            continue;
+        }
+        scenario.simulation.backend = Backend::Cpu;
+        let out = dir.join(format!("case{case}"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s = scenario.clone();
+        let o = out.clone();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                run_study(&s, None, Backend::Cpu, &o, false, true).map(|_| ())
+            });
+            let _ = tx.send(r.map_err(|_| ()));
+        });
+        let result = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("case {case}: the run hangs on\n{text}"))
+            .unwrap_or_else(|_| panic!("case {case}: the run panicked on\n{text}"));
+        match result {
+            Err(e) => {
+                assert!(!e.to_string().is_empty());
+                if std::env::var("SIMBATCH_FUZZ_VERBOSE").is_ok() {
+                    eprintln!("case {case}: {e}");
+                }
+                assert!(!out.exists(), "case {case}: a refused run left output");
+                refused += 1;
+            }
+            Ok(()) => {
+                ran += 1;
+                let (columns, rows) = results_of(&out);
+                let status = column(&columns, "status");
+                for (i, v) in &rows {
+                    if v[status] == 0.0 {
+                        for (c, x) in columns.iter().zip(v) {
+                            if c.contains(".e") || c.ends_with(".x") || c.ends_with(".vx") {
+                                assert!(
+                                    x.is_finite(),
+                                    "case {case}: instance {i} {c} = {x} with status 0\n{text}"
+                                );
+                            }
+                        }
+                    }
+                }
+                let _ = std::fs::remove_dir_all(&out);
+            }
+        }
+    }
+    println!("mutated scenarios: {refused} refused, {ran} ran");
+    assert!(refused > 30 && ran > 20, "{refused} refused, {ran} ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -71,15 +71,25 @@ fn compare_states(gpu: &Batch, cpu: &Batch, tol: f64, report: &mut Report) {
                 tol,
             );
             report.check("time", || loc.clone(), gpu.time()[i], cpu.time()[i], 1e-12);
+            // Halting flags agree exactly; the violation flag is a threshold on an error that
+            // f32 and f64 round differently, so it may differ near the threshold (below).
             report.check(
-                "status",
+                "status (halting bits)",
                 || loc.clone(),
-                gpu.status()[i] as f64,
-                cpu.status()[i] as f64,
+                (gpu.status()[i] & status::HALTED) as f64,
+                (cpu.status()[i] & status::HALTED) as f64,
                 0.0,
             );
         }
     }
+    let differ = (0..cpu.len())
+        .filter(|i| (gpu.status()[*i] ^ cpu.status()[*i]) & status::CONSTRAINT_VIOLATED != 0)
+        .count();
+    assert!(
+        differ * 100 <= cpu.len(),
+        "the violation flag differs on {differ} of {} instances",
+        cpu.len()
+    );
     report.records += cpu.len();
 }
 
@@ -441,4 +451,72 @@ fn gpu_rkm_and_projection_track_the_cpu_and_hold_the_constraints() {
             assert!(worst_v <= tolerance + 1e-5, "{name}: {worst_v}");
         }
     }
+}
+
+/// A solid ball resting on level ground on a rolling contact, `n` instances, consistent.
+fn resting_balls(n: usize) -> (Batch, BodyId) {
+    let (m, r) = (2.0, 0.1);
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(r))
+        .unwrap();
+    let mut b = Batch::new(t, n).unwrap();
+    let k = 0.4 * m * r * r;
+    for i in 0..n {
+        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])
+            .unwrap();
+        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r]).unwrap();
+    }
+    (b, ball)
+}
+
+/// Issue 14 on the GPU: RKM with projection and an instance whose velocity error on entry is
+/// beyond the projection limit used to resubmit forever. Now its step stops at the minimum, it
+/// is flagged as on the CPU (step failed, constraint violated; its state kept), the others
+/// arrive; a slipping instance without drift control is flagged as violating, as on the CPU.
+#[test]
+fn gpu_stepping_ends_and_flags_what_cannot_proceed_as_the_cpu_does() {
+    let Some(device) = device() else { return };
+    let (mut batch, ball) = resting_balls(64);
+    batch
+        .set_u(ball, 5, [0.0, 0.0, 0.0, 100.0, 0.0, 0.0])
+        .unwrap();
+    let mut cpu = batch.clone();
+    let options = StepOptions::simbody(1e-4);
+    let started = std::time::Instant::now();
+    let mut stepper = Stepper::on_gpu(options, device.clone(), Precision::F32).unwrap();
+    let report = stepper.advance(&mut batch, 0.05).unwrap();
+    assert!(started.elapsed().as_secs_f64() < 120.0);
+    Stepper::new(options)
+        .unwrap()
+        .advance(&mut cpu, 0.05)
+        .unwrap();
+    assert_eq!(report.flagged, 1);
+    assert_eq!(batch.status(), cpu.status(), "same flags on both paths");
+    let s = batch.status()[5];
+    assert_ne!(s & status::STEP_FAILED, 0, "{}", status::describe(s));
+    assert_eq!(batch.time()[5], 0.0);
+    assert_eq!(batch.u(ball).unwrap()[5], [0.0, 0.0, 0.0, 100.0, 0.0, 0.0]);
+    for i in (0..64).filter(|i| *i != 5) {
+        assert_eq!(batch.status()[i], status::OK);
+        assert!((batch.time()[i] - 0.05).abs() < 1e-12);
+    }
+
+    let (mut batch, ball) = resting_balls(16);
+    batch
+        .set_u(ball, 9, [0.0, 0.0, 0.0, 0.01, 0.0, 0.0])
+        .unwrap();
+    let mut cpu = batch.clone();
+    let rk4 = StepOptions {
+        integrator: Integrator::Rk4 { step: 1e-3 },
+        stabilization: Stabilization::None,
+    };
+    Stepper::on_gpu(rk4, device, Precision::F32)
+        .unwrap()
+        .step(&mut batch, 10)
+        .unwrap();
+    Stepper::new(rk4).unwrap().step(&mut cpu, 10).unwrap();
+    assert_eq!(batch.status()[9], status::CONSTRAINT_VIOLATED);
+    assert_eq!(batch.status(), cpu.status());
+    assert!((batch.time()[9] - 0.01).abs() < 1e-12, "still stepped");
 }

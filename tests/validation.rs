@@ -377,3 +377,251 @@ fn disabled_constraint_drops_rows_but_reports_separation() {
     // Enabled: held, even though separated (bilateral, as in Simbody).
     assert!(ev.udot_of(0).unwrap().iter().all(|a| a.abs() < 1e-12));
 }
+
+/// Issue 14: a 2 kg ball with an inertia of 1e-14 (mass-matrix condition 2e14) was accepted and
+/// then left its rolling constraint with status 0. It is refused by every setter, naming the
+/// inertia and the condition, and nothing is stored.
+#[test]
+fn an_inertia_far_too_small_for_the_mass_is_refused() {
+    let (mut b, ball, _) = sphere_batch(2);
+    let tiny = [1e-14, 1e-14, 1e-14, 0.0, 0.0, 0.0];
+    match b.set_mass_properties(ball, 1, 2.0, [0.0; 3], tiny) {
+        Err(Error::InvalidValue {
+            field,
+            instance,
+            value,
+            accepted,
+        }) => {
+            assert_eq!((field.as_str(), instance), ("body[1].inertia", 1));
+            assert!(value.contains("condition 2.000e14"), "{value}");
+            assert!(accepted.contains("1e12"), "{accepted}");
+        }
+        other => panic!("{other:?}"),
+    }
+    b.set_mass(ball, 0, 2.0).unwrap();
+    let e = b.set_inertia(ball, 0, tiny).unwrap_err().to_string();
+    assert!(
+        e.contains("body[1].inertia") && e.contains("instance 0"),
+        "{e}"
+    );
+    // The column setters check each instance against the other column, and store nothing.
+    let e = b.set_inertia_column(ball, &[[1.0, 1.0, 1.0, 0.0, 0.0, 0.0], tiny]);
+    assert!(
+        matches!(e, Err(Error::InvalidValue { instance: 1, .. })),
+        "{e:?}"
+    );
+    let e = b.set_mass_column(ball, &[1.0, 1e13]);
+    assert!(
+        matches!(e, Err(Error::InvalidValue { instance: 1, .. })),
+        "{e:?}"
+    );
+    assert_eq!(b.mass(ball).unwrap(), &[2.0, 1.0]);
+    assert_eq!(b.inertia(ball).unwrap()[0], [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+    // Small but physical bodies pass: a 1 mm steel ball (4.1 mg, I = 1.6e-12).
+    let m = 4.1e-6;
+    let i = 0.4 * m * 1e-6;
+    b.set_mass_properties(ball, 0, m, [0.0; 3], [i, i, i, 0.0, 0.0, 0.0])
+        .unwrap();
+}
+
+/// Issue 14's API edges: indices past the end, handles from another template and non-finite
+/// impact targets are typed errors, never panics or NaN.
+#[test]
+fn api_edges_are_typed_errors() {
+    let (mut b, ball, c) = sphere_batch(3);
+    let ev = b.evaluate();
+    assert!(matches!(
+        ev.udot_of(3),
+        Err(Error::InstanceOutOfRange {
+            instance: 3,
+            len: 3
+        })
+    ));
+    assert!(ev.udot_of(usize::MAX).is_err());
+    assert!(ev.udot_unconstrained_of(7).is_err());
+    let ce = ev.constraint(c).unwrap();
+    assert!(ce.multipliers_of(3).is_err());
+    assert!(ce.position_errors_of(3).is_err());
+    assert!(ce.velocity_errors_of(usize::MAX).is_err());
+    assert!(ce.acceleration_errors_of(3).is_err());
+    assert!(ce.body_forces_of(3).is_err());
+    assert_eq!(ev.udot_of(2).unwrap().len(), 6);
+
+    // A handle made by another template for another body at the same index.
+    let mut other = SystemTemplate::new();
+    let brick = other.add_free_body("brick");
+    assert_eq!(brick.index(), ball.index());
+    let e = b.set_mass(brick, 0, 2.0).unwrap_err();
+    assert!(matches!(e, Error::BadHandle { what: "body", .. }), "{e}");
+    assert!(e.to_string().contains("another template"), "{e}");
+    let mut t = SystemTemplate::new();
+    t.add_free_body("wheel");
+    let e = t
+        .add_constraint(PointOnPlaneContact::new(GROUND, brick))
+        .unwrap_err();
+    assert!(e.to_string().contains("another template"), "{e}");
+    // The same template built again by the same code accepts the first build's handles, and
+    // an index handle is accepted anywhere it exists.
+    let (mut again, _, _) = sphere_batch(1);
+    again.set_mass(ball, 0, 3.0).unwrap();
+    again.set_mass(BodyId::new(1), 0, 4.0).unwrap();
+    assert_eq!(again.mass(ball).unwrap(), &[4.0]);
+
+    // Non-finite impact targets.
+    let mut targets = vec![vec![0.0; 3 * 3]];
+    targets[0][4] = f64::NAN;
+    let e = simbatch::assembly::apply_plastic_impacts(&mut b, Some(&targets)).unwrap_err();
+    match e {
+        Error::InvalidValue {
+            field, instance, ..
+        } => {
+            assert_eq!(instance, 1);
+            assert!(field.contains("impact targets"), "{field}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        b.u(ball)
+            .unwrap()
+            .iter()
+            .all(|u| u.iter().all(|x| x.is_finite()))
+    );
+}
+
+/// Sizes that come from users are refused up front with a typed error, never an abort.
+#[test]
+fn impossible_sizes_are_typed_errors() {
+    let (_, _, _) = sphere_batch(1);
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true))
+        .unwrap();
+    for n in [usize::MAX, 1usize << 50, 10_000_000_000_000] {
+        match Batch::new(t.clone(), n) {
+            Err(Error::OutOfMemory { what, bytes, .. }) => {
+                assert!(what.contains(&n.to_string()), "{what}");
+                assert!(bytes > 0);
+            }
+            other => panic!("{n}: {:?}", other.map(|b| b.len())),
+        }
+    }
+    let task = simbatch::env::make_task("BallOnPlate-v0", &[]).unwrap();
+    match simbatch::env::VectorEnv::new(task, 1 << 40, simbatch::env::EnvOptions::default()) {
+        Err(Error::OutOfMemory { what, .. }) => assert_eq!(what, "num_envs"),
+        other => panic!("{:?}", other.map(|e| e.len())),
+    }
+}
+
+/// Status bits name what happened, for reports.
+#[test]
+fn status_bits_are_described() {
+    assert_eq!(status::describe(0), "ok");
+    let text = status::describe(status::STEP_FAILED | status::CONSTRAINT_VIOLATED);
+    assert!(
+        text.contains("step") && text.contains("constraint"),
+        "{text}"
+    );
+    assert!(status::describe(1 << 20).contains("unknown"));
+}
+
+/// Issue 14's property test on the library: random, often absurd, values through every setter
+/// of three kinds of batch, then evaluation and a few steps with every integrator and drift
+/// control. Nothing panics; a setter either stores a valid value or refuses it; an instance
+/// whose evaluation or state is not finite is flagged, and unflagged instances are finite.
+#[test]
+fn random_library_inputs_never_panic_and_never_pass_silently() {
+    use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch};
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    const VALUES: [f64; 14] = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-300,
+        1e300,
+        -1e300,
+        f64::NAN,
+        f64::INFINITY,
+        1e-14,
+        1e12,
+        0.1,
+        2.5,
+        -7.0,
+    ];
+    let pick = move |next: &mut dyn FnMut() -> u64| VALUES[(next() % VALUES.len() as u64) as usize];
+    for (case, kind) in [
+        ContactKind::RollingSphere,
+        ContactKind::SlidingSphere,
+        ContactKind::Point,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for plane in [PlaneBody::Ground, PlaneBody::Free, PlaneBody::Prescribed] {
+            let (mut b, body, c) = contact_batch(kind, plane, 16, case as u64 + 1).unwrap();
+            for _ in 0..300 {
+                let i = (next() % 18) as usize; // sometimes out of range
+                let v = pick(&mut next);
+                let w = pick(&mut next);
+                let r = match next() % 9 {
+                    0 => b.set_mass(body, i, v),
+                    1 => b.set_inertia(body, i, [v, v, w, 0.0, 0.0, 0.0]),
+                    2 => b.set_com(body, i, [v, w, 0.0]),
+                    3 => b.set_q(body, i, [1.0, v, 0.0, 0.0, w, 0.0, v]),
+                    4 => b.set_u(body, i, [v, 0.0, w, 0.0, v, 0.0]),
+                    5 => b.set_applied_force(body, i, [0.0, v, w]),
+                    6 => b.set_gravity(i, [0.0, 0.0, v]),
+                    7 => b.set_time(i, v),
+                    _ => b
+                        .param(c, "radius")
+                        .map(|_| ())
+                        .and_then(|_| b.set_param(c, "radius", i, &[v])),
+                };
+                if r.is_err() {
+                    continue;
+                }
+            }
+            // Every stored value passed validation.
+            for m in b.mass(body).unwrap() {
+                assert!(m.is_finite() && *m > 0.0);
+            }
+            let ev = b.evaluate();
+            for i in 0..b.len() {
+                if ev.status[i] == 0 {
+                    assert!(ev.udot_of(i).unwrap().iter().all(|x| x.is_finite()));
+                }
+            }
+            for options in [
+                StepOptions {
+                    integrator: Integrator::Rk4 { step: 1e-3 },
+                    stabilization: Stabilization::None,
+                },
+                StepOptions {
+                    integrator: Integrator::SemiImplicitEuler { step: 1e-3 },
+                    stabilization: Stabilization::Baumgarte,
+                },
+                StepOptions::simbody(1e-3),
+            ] {
+                let mut s = b.clone();
+                let started = std::time::Instant::now();
+                Stepper::new(options)
+                    .unwrap()
+                    .advance(&mut s, 0.01)
+                    .unwrap();
+                assert!(started.elapsed().as_secs_f64() < 60.0, "{options:?}");
+                for i in 0..s.len() {
+                    if s.status()[i] & status::HALTED == 0 {
+                        let st = s.instance_state(i).unwrap();
+                        assert!(st.is_finite(), "instance {i} unflagged but not finite");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -186,12 +186,14 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             "integrator": "RK4 h = 1e-3, no stabilization",
             "rows": rows,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&doc).expect("JSON")).map_err(
-            |source| CliError::Io {
-                path: path.display().to_string(),
-                source,
-            },
-        )?;
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        std::fs::write(path, text).map_err(|source| CliError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         println!("wrote {}", path.display());
     }
     Ok(())

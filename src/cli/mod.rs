@@ -361,7 +361,7 @@ pub fn run_study(
         indicatif::ProgressStyle::with_template(
             "{spinner} {elapsed_precise} [{bar:40}] {percent}% instance-checkpoints, eta {eta}",
         )
-        .expect("valid template")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
     let setup = started.elapsed().as_secs_f64();

@@ -223,14 +223,12 @@ pub fn write_plots(
                 .map(|k| (row[*k] - first[*k]).powi(2))
                 .sum::<f64>()
                 .sqrt();
-            travel.last_mut().expect("pushed").1.push((t, d));
+            if let Some(curve) = travel.last_mut() {
+                curve.1.push((t, d));
+            }
         }
-        if let Some(e) = energy {
-            drift
-                .last_mut()
-                .expect("pushed")
-                .1
-                .push((t, row[e] - first[e]));
+        if let (Some(e), Some(curve)) = (energy, drift.last_mut()) {
+            curve.1.push((t, row[e] - first[e]));
         }
     }
     if position.is_some()

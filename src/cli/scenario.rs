@@ -552,7 +552,9 @@ impl Parser<'_> {
                 }
             }
             Value::Table(t) if t.len() == 1 => {
-                let (kind, args) = t.iter().next().expect("one entry");
+                let Some((kind, args)) = t.iter().next() else {
+                    return Err(self.loc.at(span, field, SCALAR_ACCEPTED));
+                };
                 let numbers: Option<Vec<f64>> = args
                     .as_array()
                     .map(|a| a.iter().map(number).collect::<Option<Vec<f64>>>())
@@ -629,7 +631,17 @@ impl Parser<'_> {
             Err(self.loc.at(
                 v.span(),
                 field,
-                format!("{s:?} can be ≤ 0; accepted: values > 0 (a positive number, uniform with lo > 0, log_uniform, or choice of positives)"),
+                format!(
+                    "{} can be ≤ 0; accepted: values > 0 (a positive number, uniform with lo > 0, \
+                     log_uniform, or choice of positives)",
+                    match &s {
+                        Scalar::Fixed(x) => format!("{x}"),
+                        Scalar::Uniform(lo, hi) => format!("uniform = [{lo}, {hi}]"),
+                        Scalar::Normal(m, sd) => format!("normal = [{m}, {sd}] (unbounded)"),
+                        Scalar::Choice(c) => format!("choice = {c:?}"),
+                        other => format!("{other:?}"),
+                    }
+                ),
             ))
         }
     }
@@ -650,7 +662,13 @@ impl Parser<'_> {
         for (k, item) in items.iter().enumerate() {
             out.push(self.scalar_value(item, v.span(), &format!("{field}[{k}]"))?);
         }
-        Ok(out.try_into().expect("K items"))
+        out.try_into().map_err(|_| {
+            self.loc.at(
+                v.span(),
+                field,
+                format!("accepted: an array of {K} scalars ({SCALAR_ACCEPTED})"),
+            )
+        })
     }
 
     fn vec3(&mut self, v: &Spanned<Value>, field: &str) -> Result<[Scalar; 3], CliError> {
@@ -662,7 +680,9 @@ impl Parser<'_> {
         match v.get_ref() {
             Value::Array(_) => Ok(InertiaSpec::Full(self.vector::<6>(v, field)?)),
             Value::Table(t) if t.len() == 1 => {
-                let (kind, arg) = t.iter().next().expect("one entry");
+                let Some((kind, arg)) = t.iter().next() else {
+                    return Err(self.loc.at(v.span(), field, ACCEPTED));
+                };
                 let inner = Spanned::new(v.span(), arg.clone());
                 let f = format!("{field}.{kind}");
                 match kind.as_str() {
@@ -775,7 +795,13 @@ impl Parser<'_> {
         }
         let body = self
             .body_ref(&c.body, bodies, &field("body"), false)?
-            .expect("not ground");
+            .ok_or_else(|| {
+                self.loc.at(
+                    c.body.span(),
+                    field("body"),
+                    "\"ground\"; accepted: a free body's name",
+                )
+            })?;
         let plane = match &c.plane {
             Some(p) => self.body_ref(p, bodies, &field("plane"), true)?,
             None => None,
@@ -998,6 +1024,28 @@ impl Parser<'_> {
         options
             .validate()
             .map_err(|e| loc.at(s.span(), "simulation", e.to_string()))?;
+        let (step, field, span) = match integrator {
+            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
+                (step, "simulation.step", raw.step.as_ref().map(|x| x.span()))
+            }
+            Integrator::RungeKuttaMerson { max_step, .. } => (
+                max_step,
+                "simulation.max_step",
+                raw.max_step.as_ref().map(|x| x.span()),
+            ),
+        };
+        if duration / step > crate::integrate::MAX_FIXED_STEPS_PER_CALL {
+            return Err(loc.at(
+                span.unwrap_or(0..0),
+                field,
+                format!(
+                    "got {step}: at least {:e} steps per instance over duration = {duration}; \
+                     accepted: a step ≥ duration / {:e}",
+                    duration / step,
+                    crate::integrate::MAX_FIXED_STEPS_PER_CALL
+                ),
+            ));
+        }
         let backend = match &raw.backend {
             None => Backend::Auto,
             Some(b) => b.get_ref().parse().map_err(|_| {

@@ -526,7 +526,10 @@ pub fn run(
         }
         for (k, row) in chunk_rows.into_iter().enumerate() {
             let mut values = sampled[k].inputs.clone();
-            values.extend(row.expect("every instance is in a group"));
+            values.extend(row.ok_or_else(|| CliError::Sample {
+                instance: start + k,
+                message: "no structural variant ran this instance (internal error)".into(),
+            })?);
             results.rows.push((start + k, values));
         }
         chunk_series.sort_by(|a, b| a.0.cmp(&b.0).then(a.1[0].total_cmp(&b.1[0])));

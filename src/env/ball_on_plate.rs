@@ -325,7 +325,12 @@ impl Task for BallOnPlate {
             0.0,
         ];
         let e = quaternion_from_rotation_vector(tilt);
-        let rotation = rotation_from_quaternion(&e).expect("a unit quaternion");
+        let rotation = rotation_from_quaternion(&e).ok_or_else(|| crate::Error::InvalidValue {
+            field: "initial_tilt".into(),
+            instance: env,
+            value: format!("{tilt:?}"),
+            accepted: "finite tilt angles (rad)".into(),
+        })?;
         // The plate at rest, pivoting about the Ground origin.
         batch.set_pose(self.plate, env, [e[0], e[1], e[2], e[3], 0.0, 0.0, 0.0])?;
         batch.set_velocity(self.plate, env, [0.0; 6])?;

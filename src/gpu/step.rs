@@ -174,7 +174,10 @@ impl GpuEvaluator {
                 projection,
             );
             source.check()?;
-            let sp = self.step_pipeline.as_mut().expect("built above");
+            let sp = self
+                .step_pipeline
+                .as_mut()
+                .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
             let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
             let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some("simbatch step"),
@@ -232,7 +235,7 @@ impl GpuEvaluator {
         options: &StepOptions,
         duration: f64,
     ) -> Result<StepReport> {
-        crate::integrate::check_duration(duration)?;
+        crate::integrate::check_duration(duration, options)?;
         let mut sizes = std::mem::take(&mut self.step_sizes);
         let out = self.run_goal(
             batch,
@@ -308,12 +311,15 @@ impl GpuEvaluator {
         let trials = trials_per_dispatch(options);
         let device = self.device.clone();
         let (d, queue) = (&device.device, &device.queue);
-        let sp = self.step_pipeline.as_ref().expect("built");
+        let sp = self
+            .step_pipeline
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
         let pipeline = &sp
             .pipelines
             .iter()
             .find(|(k, _)| *k == (integrator, projection))
-            .expect("built")
+            .ok_or_else(|| Error::Gpu("stepping variant missing".into()))?
             .1;
         queue.write_buffer(
             &sp.params,
@@ -388,7 +394,10 @@ impl GpuEvaluator {
                     bind_group,
                 });
             }
-            let step = chunk.step.as_ref().expect("made above");
+            let step = chunk
+                .step
+                .as_ref()
+                .ok_or_else(|| Error::Gpu("chunk stepping buffers missing".into()))?;
             let c = chunk.count as u32;
             queue.write_buffer(
                 &step.launch,
@@ -465,7 +474,10 @@ impl GpuEvaluator {
                 label: Some("simbatch step"),
             });
             for (chunk, _) in self.chunks.iter().zip(&pending).filter(|(_, p)| **p) {
-                let step = chunk.step.as_ref().expect("made above");
+                let step = chunk
+                    .step
+                    .as_ref()
+                    .ok_or_else(|| Error::Gpu("chunk stepping buffers missing".into()))?;
                 {
                     let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some("simbatch step"),
@@ -499,7 +511,10 @@ impl GpuEvaluator {
                 if !pending[k] {
                     continue;
                 }
-                let step = chunk.step.as_ref().expect("made above");
+                let step = chunk
+                    .step
+                    .as_ref()
+                    .ok_or_else(|| Error::Gpu("chunk stepping buffers missing".into()))?;
                 let size = (width * chunk.count) as u64 * bytes;
                 let v = map_read(&self.device, &step.staging, size, |view| {
                     to_f64(precision, view)
@@ -522,7 +537,9 @@ impl GpuEvaluator {
         let mut states = Vec::with_capacity(batch.len());
         let mut report = StepReport::default();
         for (chunk, v) in self.chunks.iter().zip(&values) {
-            let v = v.as_ref().expect("every chunk read back");
+            let v = v
+                .as_ref()
+                .ok_or_else(|| Error::Gpu("a chunk was not read back".into()))?;
             let count = chunk.count;
             for local in 0..count {
                 let i = chunk.start + local;
