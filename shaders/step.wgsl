@@ -455,6 +455,12 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
                     break;
                 }
                 projections += n;
+                // Twin of the CPU's finiteness check after projection: a flagged instance keeps
+                // its last finite state, never a non-finite one.
+                if !normalize_state(&next) {
+                    status = NONFINITE_STATE;
+                    break;
+                }
             }
         }
         state = next;

@@ -390,16 +390,14 @@ impl Stepper {
                 if b.status()[i] & status::HALTED != 0 {
                     return None;
                 }
-                let mut a = advance_instance(b, i, &options, goal, self.step_sizes[i]);
-                if a.flags & status::HALTED == 0 && a.report.steps > 0 {
-                    let (perr, verr) = constraint_errors(b, i, &a.state, &mut Workspace::new());
-                    // NaN errors count as a violation.
-                    let worst = perr.max(verr);
-                    if worst.is_nan() || worst > violation {
-                        a.flags |= status::CONSTRAINT_VIOLATED;
-                    }
-                }
-                Some(a)
+                Some(advance_instance(
+                    b,
+                    i,
+                    &options,
+                    goal,
+                    self.step_sizes[i],
+                    violation,
+                ))
             })
             .collect();
         let mut report = StepReport::default();
@@ -726,6 +724,7 @@ fn advance_instance(
     options: &StepOptions,
     goal: Goal,
     step_size: f64,
+    violation: f64,
 ) -> Advanced {
     let mut state = batch.state_of(i);
     let mut work = Workspace::new();
@@ -835,10 +834,19 @@ fn advance_instance(
         accepted += 1;
         report.steps += 1;
     }
+    // Off its constraints after the call: flagged, never reported as fine (NaN errors count).
+    let mut flags = 0;
+    if accepted > 0 {
+        let (perr, verr) = constraint_errors(batch, i, &state, &mut work);
+        let worst = perr.max(verr);
+        if worst.is_nan() || worst > violation {
+            flags |= status::CONSTRAINT_VIOLATED;
+        }
+    }
     Advanced {
         state,
         step_size: h,
         report,
-        flags: 0,
+        flags,
     }
 }
