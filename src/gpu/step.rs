@@ -276,6 +276,29 @@ impl GpuEvaluator {
             }
             return Ok(report);
         }
+        if let (
+            Goal::Duration(d),
+            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step },
+        ) = (goal, options.integrator)
+            && d / step > MAX_STEPS_PER_CALL as f64
+        {
+            // As for step counts: fixed-step durations longer than the carry counts exactly
+            // run in parts, each landing on its own end.
+            let part = MAX_STEPS_PER_CALL as f64 * step;
+            let mut report = StepReport::default();
+            let mut left = d;
+            while left > 0.0 {
+                let this = left.min(part);
+                let r =
+                    self.run_goal(batch, options, Goal::Duration(this), step_sizes, violation)?;
+                report.steps += r.steps;
+                report.rejected += r.rejected;
+                report.projections += r.projections;
+                report.flagged += r.flagged;
+                left -= this;
+            }
+            return Ok(report);
+        }
         let (integrator, fixed_step, accuracy, max_step) = match options.integrator {
             Integrator::SemiImplicitEuler { step } => (0u32, step, 0.0, step),
             Integrator::Rk4 { step } => (1u32, step, 0.0, step),
@@ -520,11 +543,13 @@ impl GpuEvaluator {
                     to_f64(precision, view)
                 })?;
                 let n = chunk.count;
+                // RKM attempts are capped (fixed steps are bounded by the goal itself).
                 pending[k] = (0..n).any(|local| {
                     v[CARRY_STATUS * n + local] == 0.0
                         && v[CARRY_FINISHED * n + local] == 0.0
-                        && v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
-                            < MAX_ADAPTIVE_ATTEMPTS as f64
+                        && (integrator != 2
+                            || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
+                                < MAX_ADAPTIVE_ATTEMPTS as f64)
                 });
                 values[k] = Some(v);
             }
