@@ -226,6 +226,9 @@ fn gpu_stepping_flags_a_diverging_instance_and_keeps_the_others() {
     let report = e.step(&mut batch, &options, 20).unwrap();
     assert_eq!(report.flagged, 1);
     assert_ne!(batch.status()[42] & status::NONFINITE_STATE, 0);
+    // The flagged instance keeps a finite state (its last finite one), never ∞ or NaN.
+    let state = batch.instance_state(42).unwrap();
+    assert!(state.is_finite(), "{state:?}");
     let mut clean_gpu = clean.clone();
     GpuEvaluator::new(
         device.clone(),
