@@ -91,7 +91,13 @@ impl OutDir {
         if let Ok(entries) = fs::read_dir(parent) {
             let prefix = format!(".{name}.partial-");
             for e in entries.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let file = e.file_name().to_string_lossy().to_string();
+                // `.NAME.partial-PID` or `.NAME.partial-PID.old`, nothing else.
+                let is_ours = file.strip_prefix(&prefix).is_some_and(|rest| {
+                    let pid = rest.strip_suffix(".old").unwrap_or(rest);
+                    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+                });
+                if is_ours {
                     let _ = fs::remove_dir_all(e.path());
                 }
             }
