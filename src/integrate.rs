@@ -161,6 +161,16 @@ pub struct StepReport {
     pub flagged: usize,
 }
 
+impl StepReport {
+    /// Adds the counts of `other` (a later part of the same call).
+    pub fn add(&mut self, other: &StepReport) {
+        self.steps += other.steps;
+        self.rejected += other.rejected;
+        self.projections += other.projections;
+        self.flagged += other.flagged;
+    }
+}
+
 /// Advances batches in time on the CPU or the GPU through one API; keeps each instance's RKM
 /// step size between calls.
 pub struct Stepper {
@@ -405,9 +415,7 @@ impl Stepper {
         for (i, r) in results.into_iter().enumerate() {
             match r {
                 Some(a) => {
-                    report.steps += a.report.steps;
-                    report.rejected += a.report.rejected;
-                    report.projections += a.report.projections;
+                    report.add(&a.report);
                     self.step_sizes[i] = a.step_size;
                     if a.flags != 0 {
                         report.flagged += 1;

@@ -456,20 +456,11 @@ fn gpu_rkm_and_projection_track_the_cpu_and_hold_the_constraints() {
     }
 }
 
-/// A solid ball resting on level ground on a rolling contact, `n` instances, consistent.
-fn resting_balls(n: usize) -> (Batch, BodyId) {
-    let (m, r) = (2.0, 0.1);
-    let mut t = SystemTemplate::new();
-    let ball = t.add_free_body("ball");
-    t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(r))
-        .unwrap();
-    let mut b = Batch::new(t, n).unwrap();
-    let k = 0.4 * m * r * r;
-    for i in 0..n {
-        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])
-            .unwrap();
-        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r]).unwrap();
-    }
+/// The benchmark's rolling balls (`scenarios::rolling_balls`: consistent, rolling along x at
+/// 0.5–1.1 m/s on level ground) and the ball's handle.
+fn rolling(n: usize) -> (Batch, BodyId) {
+    let b = simbatch::scenarios::rolling_balls(n).unwrap();
+    let ball = b.template().free_bodies()[0];
     (b, ball)
 }
 
@@ -480,7 +471,7 @@ fn resting_balls(n: usize) -> (Batch, BodyId) {
 #[test]
 fn gpu_stepping_ends_and_flags_what_cannot_proceed_as_the_cpu_does() {
     let Some(device) = device() else { return };
-    let (mut batch, ball) = resting_balls(64);
+    let (mut batch, ball) = rolling(64);
     batch
         .set_u(ball, 5, [0.0, 0.0, 0.0, 100.0, 0.0, 0.0])
         .unwrap();
@@ -505,7 +496,7 @@ fn gpu_stepping_ends_and_flags_what_cannot_proceed_as_the_cpu_does() {
         assert!((batch.time()[i] - 0.05).abs() < 1e-12);
     }
 
-    let (mut batch, ball) = resting_balls(16);
+    let (mut batch, ball) = rolling(16);
     batch
         .set_u(ball, 9, [0.0, 0.0, 0.0, 0.01, 0.0, 0.0])
         .unwrap();

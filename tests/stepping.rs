@@ -504,20 +504,11 @@ fn bad_step_options_are_rejected_with_the_field_named() {
     );
 }
 
-/// A solid ball resting on level ground on a rolling contact, `n` instances, consistent.
-fn resting_balls(n: usize) -> (Batch, BodyId) {
-    let (m, r) = (2.0, 0.1);
-    let mut t = SystemTemplate::new();
-    let ball = t.add_free_body("ball");
-    t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(r))
-        .unwrap();
-    let mut b = Batch::new(t, n).unwrap();
-    let k = 0.4 * m * r * r;
-    for i in 0..n {
-        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])
-            .unwrap();
-        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r]).unwrap();
-    }
+/// The benchmark's rolling balls (`scenarios::rolling_balls`: consistent, rolling along x at
+/// 0.5–1.1 m/s on level ground) and the ball's handle.
+fn rolling(n: usize) -> (Batch, BodyId) {
+    let b = simbatch::scenarios::rolling_balls(n).unwrap();
+    let ball = b.template().free_bodies()[0];
     (b, ball)
 }
 
@@ -527,7 +518,7 @@ fn resting_balls(n: usize) -> (Batch, BodyId) {
 /// keeps its state, and the others arrive unaffected.
 #[test]
 fn rkm_with_an_entry_error_beyond_the_projection_limit_ends_and_flags_the_instance() {
-    let (mut b, ball) = resting_balls(6);
+    let (mut b, ball) = rolling(6);
     let mut clean = b.clone();
     // 100 m/s without spin on a rolling contact: velocity error 100 ≫ √1e-4.
     b.set_u(ball, 3, [0.0, 0.0, 0.0, 100.0, 0.0, 0.0]).unwrap();
@@ -574,7 +565,7 @@ fn rkm_with_an_entry_error_beyond_the_projection_limit_ends_and_flags_the_instan
 /// or the one the user sets.
 #[test]
 fn an_instance_off_its_constraints_after_a_call_is_flagged() {
-    let (mut b, ball) = resting_balls(4);
+    let (mut b, ball) = rolling(4);
     // Instance 1 slips at 0.01 m/s on its rolling contact: nothing corrects it without drift
     // control, so its velocity error stays 0.01 > 1e-3.
     b.set_u(ball, 1, [0.0, 0.0, 0.0, 0.01, 0.0, 0.0]).unwrap();
@@ -608,7 +599,7 @@ fn an_instance_off_its_constraints_after_a_call_is_flagged() {
 /// step below the minimum step, is refused up front.
 #[test]
 fn calls_that_could_not_end_are_refused_up_front() {
-    let (mut b, _) = resting_balls(1);
+    let (mut b, _) = rolling(1);
     let e = Stepper::new(rk4(1e-12))
         .unwrap()
         .advance(&mut b, 10.0)

@@ -186,6 +186,14 @@ impl Drop for OutDir {
     }
 }
 
+/// A CSV writer's error as an I/O error on `path`.
+fn csv_error(path: &Path) -> impl Fn(csv::Error) -> CliError + Copy + '_ {
+    move |e| CliError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
 /// SHA-256 of a file's bytes, hex: recorded per file in the manifest, checked by `merge`.
 pub fn digest(path: &Path) -> Result<String, CliError> {
     use sha2::Digest;
@@ -206,10 +214,7 @@ pub fn write_csv(
     columns: &[String],
     rows: &[(usize, Vec<f64>)],
 ) -> Result<(), CliError> {
-    let csv_err = |e: csv::Error| CliError::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::other(e.to_string()),
-    };
+    let csv_err = csv_error(path);
     let file = fs::File::create(path).map_err(io(path))?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     w.write_record(std::iter::once("index").chain(columns.iter().map(String::as_str)))
@@ -334,10 +339,7 @@ pub fn summary(columns: &[String], rows: &[(usize, Vec<f64>)]) -> Summary {
 }
 
 fn write_summary(path: &Path, summary: &[(String, Stats)]) -> Result<(), CliError> {
-    let csv_err = |e: csv::Error| CliError::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::other(e.to_string()),
-    };
+    let csv_err = csv_error(path);
     let file = fs::File::create(path).map_err(io(path))?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     w.write_record([

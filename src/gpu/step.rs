@@ -259,43 +259,32 @@ impl GpuEvaluator {
         violation: f64,
     ) -> Result<StepReport> {
         options.validate()?;
-        if let Goal::Steps(n) = goal
-            && n > MAX_STEPS_PER_CALL
-        {
-            // The carry columns count exactly to 2²⁴ in f32: split long calls.
-            let mut report = StepReport::default();
-            let mut left = n;
-            while left > 0 {
-                let part = left.min(MAX_STEPS_PER_CALL);
-                let r = self.run_goal(batch, options, Goal::Steps(part), step_sizes, violation)?;
-                report.steps += r.steps;
-                report.rejected += r.rejected;
-                report.projections += r.projections;
-                report.flagged += r.flagged;
-                left -= part;
+        // The carry columns count exactly to 2²⁴ in f32: long calls run in parts (step counts,
+        // and fixed-step durations, each part landing on its own end).
+        let parts: Vec<Goal> = match (goal, options.integrator) {
+            (Goal::Steps(n), _) if n > MAX_STEPS_PER_CALL => (0..n)
+                .step_by(MAX_STEPS_PER_CALL)
+                .map(|k| Goal::Steps((n - k).min(MAX_STEPS_PER_CALL)))
+                .collect(),
+            (
+                Goal::Duration(d),
+                Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step },
+            ) if d / step > MAX_STEPS_PER_CALL as f64 => {
+                let part = MAX_STEPS_PER_CALL as f64 * step;
+                let mut parts = Vec::new();
+                let mut left = d;
+                while left > 0.0 {
+                    parts.push(Goal::Duration(left.min(part)));
+                    left -= left.min(part);
+                }
+                parts
             }
-            return Ok(report);
-        }
-        if let (
-            Goal::Duration(d),
-            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step },
-        ) = (goal, options.integrator)
-            && d / step > MAX_STEPS_PER_CALL as f64
-        {
-            // As for step counts: fixed-step durations longer than the carry counts exactly
-            // run in parts, each landing on its own end.
-            let part = MAX_STEPS_PER_CALL as f64 * step;
+            _ => Vec::new(),
+        };
+        if !parts.is_empty() {
             let mut report = StepReport::default();
-            let mut left = d;
-            while left > 0.0 {
-                let this = left.min(part);
-                let r =
-                    self.run_goal(batch, options, Goal::Duration(this), step_sizes, violation)?;
-                report.steps += r.steps;
-                report.rejected += r.rejected;
-                report.projections += r.projections;
-                report.flagged += r.flagged;
-                left -= this;
+            for part in parts {
+                report.add(&self.run_goal(batch, options, part, step_sizes, violation)?);
             }
             return Ok(report);
         }
