@@ -138,6 +138,34 @@ pub enum Error {
         /// The environment's index.
         env: usize,
     },
+    /// A driven prescribed body's pose, velocity or acceleration was written: they come from
+    /// its motion law.
+    #[error(
+        "body {body:?} follows the {law} motion law, so its {field} is computed from the law at \
+         each instance's time; set the law's parameters instead (accepted: {accepted})"
+    )]
+    DrivenBody {
+        /// The body's name.
+        body: String,
+        /// The law's kind name.
+        law: String,
+        /// The field written.
+        field: String,
+        /// The law's parameter names.
+        accepted: String,
+    },
+    /// A prescribed body's motion law has no parameter of that name, or the body has no law.
+    #[error("body {body:?} ({law}) has no motion parameter {name:?}; it has: {available}")]
+    UnknownMotionParameter {
+        /// The body's name.
+        body: String,
+        /// The law's kind name (`constant` when it has none).
+        law: String,
+        /// The name asked for.
+        name: String,
+        /// The names it has.
+        available: String,
+    },
     /// The instance's state or result is not finite (see [`crate::batch::status`]).
     #[error("instance {instance} is not finite (status bits {status:#x})")]
     NonFinite {

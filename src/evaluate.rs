@@ -437,6 +437,17 @@ impl Batch {
                 }
             }
             BodyKind::Prescribed => {
+                // A driven body follows its law at the state's own time (every stage time of
+                // an integrator); the state's pose and velocity of it are not used.
+                if let Some(k) = self.law_kinematics(body.slot, i, state.time) {
+                    let values = [k.origin, k.ang_vel, k.lin_vel, k.ang_acc, k.lin_acc];
+                    if !values.iter().all(|v| v.iter().all(|x| x.is_finite()))
+                        || !k.rotation.iter().all(|x| x.is_finite())
+                    {
+                        st |= status::NONFINITE_STATE;
+                    }
+                    return k;
+                }
                 let acc = &self.prescribed_columns()[body.slot].acceleration[i];
                 let (pose, vel) = (&state.pose[body.slot], &state.velocity[body.slot]);
                 let rotation = rotation_from_quaternion(&pose[..4]);

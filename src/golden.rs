@@ -369,6 +369,33 @@ fn set_free_body(batch: &mut Batch, body: BodyId, i: usize, r: &Record, key: &st
     Ok(())
 }
 
+/// Sets a prescribed (constant-law) body's pose, velocity and acceleration from a record's
+/// `plane` (`rotation`, `position`, `ang_vel`, `lin_vel`, `ang_acc`, `lin_acc`, all in Ground).
+fn set_prescribed_motion(batch: &mut Batch, body: BodyId, i: usize, r: &Record) -> Result<()> {
+    let loc = |e: Error| r.err(e.to_string());
+    let (pose, velocity, acceleration) = motion_of(r.field(&["plane"])?)
+        .ok_or_else(|| r.err("plane: rotation, position, ang_vel, lin_vel, ang_acc, lin_acc"))?;
+    batch.set_pose(body, i, pose).map_err(loc)?;
+    batch.set_velocity(body, i, velocity).map_err(loc)?;
+    batch.set_acceleration(body, i, acceleration).map_err(loc)?;
+    Ok(())
+}
+
+/// A prescribed body's motion as the golden files store it: `{rotation, position, ang_vel,
+/// lin_vel, ang_acc, lin_acc}` → pose, velocity, acceleration columns.
+#[allow(clippy::type_complexity)]
+fn motion_of(v: &Value) -> Option<([f64; 7], [f64; 6], [f64; 6])> {
+    let get = |key: &str, n: usize| to_numbers(v.get(key)?).filter(|x| x.len() == n);
+    let (rot, pos) = (get("rotation", 4)?, get("position", 3)?);
+    let (w, vel) = (get("ang_vel", 3)?, get("lin_vel", 3)?);
+    let (b, a) = (get("ang_acc", 3)?, get("lin_acc", 3)?);
+    Some((
+        [rot[0], rot[1], rot[2], rot[3], pos[0], pos[1], pos[2]],
+        [w[0], w[1], w[2], vel[0], vel[1], vel[2]],
+        [b[0], b[1], b[2], a[0], a[1], a[2]],
+    ))
+}
+
 /// Sets a contact's per-instance parameters from a record: the plane frame, then the follower
 /// point (`point`) or the sphere centre and radius.
 fn set_contact_params(
@@ -467,7 +494,12 @@ pub fn contact_batch_with(
     let plane = match plane_body.as_str() {
         "ground" => GROUND,
         "free" => template.add_free_body("plane"),
-        other => return Err(first.err(format!("plane_body {other:?}; accepted: ground, free"))),
+        "prescribed" => template.add_prescribed_body("plane"),
+        other => {
+            return Err(first.err(format!(
+                "plane_body {other:?}; accepted: ground, free, prescribed"
+            )));
+        }
     };
     let body = template.add_free_body("body");
     if kind != "sphere_on_plane" && kind != "point_on_plane" {
@@ -483,8 +515,10 @@ pub fn contact_batch_with(
     for (i, r) in records.iter().enumerate() {
         let loc = |e: Error| r.err(e.to_string());
         batch.set_gravity(i, r.array(&["gravity"])?).map_err(loc)?;
-        if plane != GROUND {
-            set_free_body(&mut batch, plane, i, r, "plane")?;
+        match plane_body.as_str() {
+            "free" => set_free_body(&mut batch, plane, i, r, "plane")?,
+            "prescribed" => set_prescribed_motion(&mut batch, plane, i, r)?,
+            _ => {}
         }
         set_free_body(&mut batch, body, i, r, "body")?;
         set_contact_params(&mut batch, constraint, i, r, kind == "point_on_plane")?;
@@ -1001,25 +1035,37 @@ pub fn compare_evaluations(
 pub struct TrajectoryHandles {
     /// The moving body.
     pub body: BodyId,
-    /// The prescribed turntable, if the case has one.
+    /// The prescribed plane body, if the case has one: the turntable (constant law) or the
+    /// tilting plate (driven by [`TiltingMotion`](crate::motion::TiltingMotion)).
     pub table: Option<BodyId>,
     /// The contact.
     pub constraint: ConstraintId,
 }
 
 /// Builds one batch from `trajectory` records of the same `case` (`rolling_sphere`,
-/// `sliding_sphere`, `no_slip_point`, `turntable`), each instance at its first sample.
+/// `sliding_sphere`, `no_slip_point`, `turntable`, `tilting_plate`), each instance at its first
+/// sample.
 pub fn trajectory_batch(records: &[&Record]) -> Result<(Batch, TrajectoryHandles)> {
     let first = records
         .first()
         .ok_or_else(|| Error::Template("no records to build a batch from".into()))?;
     let case = first.text(&["case"])?.to_string();
     let mut template = SystemTemplate::new();
-    let table = (case == "turntable").then(|| template.add_prescribed_body("turntable"));
+    let table = match case.as_str() {
+        "turntable" => Some(template.add_prescribed_body("turntable")),
+        "tilting_plate" => {
+            let kind = first.text(&["plane_motion", "kind"])?;
+            if kind != "tilting" {
+                return Err(first.err(format!("plane_motion.kind {kind:?}; accepted: tilting")));
+            }
+            Some(template.add_driven_body("plate", crate::motion::TiltingMotion))
+        }
+        _ => None,
+    };
     let plane = table.unwrap_or(GROUND);
     let body = template.add_free_body("body");
     let constraint = match case.as_str() {
-        "rolling_sphere" | "turntable" => {
+        "rolling_sphere" | "turntable" | "tilting_plate" => {
             template.add_constraint(SphereOnPlaneContact::new(plane, body, true))?
         }
         "sliding_sphere" => {
@@ -1028,7 +1074,7 @@ pub fn trajectory_batch(records: &[&Record]) -> Result<(Batch, TrajectoryHandles
         "no_slip_point" => template.add_constraint(PointOnPlaneContact::new(plane, body))?,
         other => {
             return Err(first.err(format!(
-                "trajectory case {other:?}; accepted: rolling_sphere, sliding_sphere, no_slip_point, turntable"
+                "trajectory case {other:?}; accepted: rolling_sphere, sliding_sphere, no_slip_point, turntable, tilting_plate"
             )));
         }
     };
@@ -1038,7 +1084,16 @@ pub fn trajectory_batch(records: &[&Record]) -> Result<(Batch, TrajectoryHandles
         batch.set_gravity(i, r.array(&["gravity"])?).map_err(loc)?;
         set_free_body(&mut batch, body, i, r, "body")?;
         set_contact_params(&mut batch, constraint, i, r, case == "no_slip_point")?;
-        if let Some(table) = table {
+        if case == "tilting_plate" {
+            if let Some(plate) = table {
+                for name in crate::motion::tilting::TILTING_PARAMS {
+                    let value = r.numbers(&["plane_motion", name])?;
+                    batch
+                        .set_motion_param(plate, name, i, &value)
+                        .map_err(loc)?;
+                }
+            }
+        } else if let Some(table) = table {
             // Steady rotation about `axis_in_ground` through the initial frame's origin.
             let rot: [f64; 4] = r.array(&["plane_motion", "initial_frame", "rotation"])?;
             let o: [f64; 3] = r.array(&["plane_motion", "initial_frame", "origin"])?;
@@ -1136,27 +1191,44 @@ pub fn compare_trajectories(
             report.check_slice("trajectory position", &loc, &q[4..7], &num("position"), tol);
             report.check_slice("trajectory ang_vel", &loc, &u[..3], &num("ang_vel"), tol);
             report.check_slice("trajectory lin_vel", &loc, &u[3..6], &num("lin_vel"), tol);
-            match handles.table {
-                Some(table) => {
-                    let pose = batch.pose(table)?[i];
-                    quat_close(
-                        report,
-                        "turntable rotation",
-                        &loc,
-                        &pose[..4],
-                        &num("plane_rotation"),
-                    );
-                }
-                None => {
-                    let e = s["energy"].as_f64().unwrap_or(f64::NAN);
-                    report.check(
-                        "trajectory energy",
-                        || loc.clone(),
-                        batch.energy(i)?,
-                        e,
-                        tol,
-                    );
-                }
+            let case = r.text(&["case"])?;
+            if let (Some(table), "turntable") = (handles.table, case) {
+                let pose = batch.pose(table)?[i];
+                quat_close(
+                    report,
+                    "turntable rotation",
+                    &loc,
+                    &pose[..4],
+                    &num("plane_rotation"),
+                );
+            } else {
+                // The free body's energy (the tilting plate's records hold the ball's alone).
+                let e = s["energy"].as_f64().unwrap_or(f64::NAN);
+                report.check(
+                    "trajectory energy",
+                    || loc.clone(),
+                    batch.energy(i)?,
+                    e,
+                    tol,
+                );
+            }
+            if let (Some(plate), Some(expected)) = (handles.table, s.get("plane")) {
+                // The plate's motion as the batch reports it (from its law at the instance's
+                // time) against Simbody's realized plate.
+                let (pose, velocity, acceleration) = motion_of(expected)
+                    .ok_or_else(|| r.err("sample plane: rotation, position, ang_vel, …"))?;
+                let got = batch.pose(plate)?[i];
+                quat_close(report, "plate rotation", &loc, &got[..4], &pose[..4]);
+                report.check_slice("plate position", &loc, &got[4..], &pose[4..], tol);
+                let got = batch.velocity(plate)?[i];
+                report.check_slice("plate velocity", &loc, &got, &velocity, tol);
+                let got = batch.acceleration(plate)?[i];
+                report.check_slice("plate acceleration", &loc, &got, &acceleration, tol);
+            }
+            if let Some(expected) = s.get("udot").and_then(to_numbers) {
+                // Forward dynamics at the integrated state: its error follows the state's.
+                let got = batch.instance_system(i)?.solve()?.udot;
+                report.check_slice("trajectory udot", &loc, got.as_slice(), &expected, tol);
             }
             if batch.status()[i] != crate::batch::status::OK {
                 report.check("status", || loc.clone(), batch.status()[i] as f64, 0.0, 0.0);
@@ -1191,18 +1263,15 @@ pub fn check_trajectories(
     Ok(report)
 }
 
-/// The trajectory records to test against: `trajectories.jsonl` in `$SIMBATCH_GOLDEN_DIR` when
-/// set (none when that directory has no such file), else in `default_dir`.
+/// The trajectory records to test against: every `kind = "trajectory"` record of the
+/// `*.jsonl` files in `$SIMBATCH_GOLDEN_DIR` when set, else in `default_dir`
+/// (`trajectories.jsonl`, `tilt_trajectories.jsonl`, and any other file of that kind).
 pub fn trajectory_records(default_dir: &Path) -> Result<Vec<Record>> {
-    match std::env::var_os("SIMBATCH_GOLDEN_DIR") {
-        Some(dir) => {
-            let path = Path::new(&dir).join("trajectories.jsonl");
-            if path.exists() {
-                read_jsonl(&path)
-            } else {
-                Ok(Vec::new())
-            }
-        }
-        None => read_jsonl(&default_dir.join("trajectories.jsonl")),
-    }
+    let dir = std::env::var_os("SIMBATCH_GOLDEN_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| default_dir.to_path_buf());
+    Ok(read_dir(&dir)?
+        .into_iter()
+        .filter(|r| r.kind().ok() == Some("trajectory"))
+        .collect())
 }

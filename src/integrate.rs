@@ -521,12 +521,24 @@ pub(crate) fn derivative(
         multipliers,
         rest,
     );
+    // Constant-law bodies move at their given acceleration; driven bodies are not integrated
+    // (their law gives pose and velocity at every stage time): zero rates.
     for (cols, acc) in batch
         .prescribed_columns()
         .iter()
         .zip(accelerations.chunks_exact_mut(6))
     {
-        acc.copy_from_slice(&cols.acceleration[i]);
+        if cols.motion.is_some() {
+            acc.fill(0.0);
+        } else {
+            acc.copy_from_slice(&cols.acceleration[i]);
+        }
+    }
+    for (slot, cols) in batch.prescribed_columns().iter().enumerate() {
+        if cols.motion.is_some() {
+            let at = 7 * (state.q.len() + slot);
+            dy[at..at + 7].fill(0.0);
+        }
     }
     if dy.iter().all(|x| x.is_finite()) {
         Some(dy)

@@ -45,6 +45,7 @@ pub mod gpu;
 pub mod integrate;
 pub mod math;
 pub mod model;
+pub mod motion;
 pub mod resources;
 pub mod sample;
 pub mod scenarios;

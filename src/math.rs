@@ -47,6 +47,66 @@ pub fn quaternion_from_rotation_vector(r: [f64; 3]) -> [f64; 4] {
     [(0.5 * angle).cos(), s * r[0], s * r[1], s * r[2]]
 }
 
+/// `Rot(a, θ)`: the right-hand rotation by `θ` about the unit vector `a` (Rodrigues:
+/// `cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ`).
+pub fn axis_rotation(a: &Vec3, angle: f64) -> Mat3 {
+    let (s, c) = angle.sin_cos();
+    Mat3::identity() * c + cross_matrix(a) * s + (a * a.transpose()) * (1.0 - c)
+}
+
+/// The unit quaternion `[e0, e1, e2, e3]` of a rotation matrix, with `e0 ≥ 0` (Simbody's sign;
+/// Shepperd's method: the largest of the four candidates is taken, so no division is small).
+pub fn quaternion_from_rotation(r: &Mat3) -> [f64; 4] {
+    let trace = r[(0, 0)] + r[(1, 1)] + r[(2, 2)];
+    let candidates = [trace, r[(0, 0)], r[(1, 1)], r[(2, 2)]];
+    let k = (0..4)
+        .max_by(|a, b| candidates[*a].total_cmp(&candidates[*b]))
+        .unwrap_or(0);
+    let mut q = match k {
+        0 => {
+            let s = 2.0 * (1.0 + trace).sqrt();
+            [
+                0.25 * s,
+                (r[(2, 1)] - r[(1, 2)]) / s,
+                (r[(0, 2)] - r[(2, 0)]) / s,
+                (r[(1, 0)] - r[(0, 1)]) / s,
+            ]
+        }
+        1 => {
+            let s = 2.0 * (1.0 + r[(0, 0)] - r[(1, 1)] - r[(2, 2)]).sqrt();
+            [
+                (r[(2, 1)] - r[(1, 2)]) / s,
+                0.25 * s,
+                (r[(0, 1)] + r[(1, 0)]) / s,
+                (r[(0, 2)] + r[(2, 0)]) / s,
+            ]
+        }
+        2 => {
+            let s = 2.0 * (1.0 - r[(0, 0)] + r[(1, 1)] - r[(2, 2)]).sqrt();
+            [
+                (r[(0, 2)] - r[(2, 0)]) / s,
+                (r[(0, 1)] + r[(1, 0)]) / s,
+                0.25 * s,
+                (r[(1, 2)] + r[(2, 1)]) / s,
+            ]
+        }
+        _ => {
+            let s = 2.0 * (1.0 - r[(0, 0)] - r[(1, 1)] + r[(2, 2)]).sqrt();
+            [
+                (r[(1, 0)] - r[(0, 1)]) / s,
+                (r[(0, 2)] + r[(2, 0)]) / s,
+                (r[(1, 2)] + r[(2, 1)]) / s,
+                0.25 * s,
+            ]
+        }
+    };
+    if q[0] < 0.0 {
+        q.iter_mut().for_each(|e| *e = -*e);
+    }
+    normalize_quaternion(&mut q);
+    q
+}
+
 /// Normalises a quaternion in place; `false` (and nothing written) when it is zero or not finite.
 pub fn normalize_quaternion(q: &mut [f64]) -> bool {
     let norm = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::constraints::Constraint;
 use crate::error::{Error, Result};
+use crate::motion::MotionLaw;
 
 /// Handle of a body in a template.
 ///
@@ -110,6 +111,9 @@ pub struct Body {
     pub kind: BodyKind,
     /// Index among the bodies of the same kind (free bodies: the block of u it owns).
     pub slot: usize,
+    /// A prescribed body's law of time (`None`: its pose, velocity and acceleration are
+    /// per-instance inputs, the acceleration held constant over a stepping call).
+    pub motion: Option<Arc<dyn MotionLaw>>,
 }
 
 /// Baumgarte stabilisation of a constraint's rows (RBDL, `physics.md` §4): `b ← b − 2α ė − β² e`
@@ -159,6 +163,7 @@ impl SystemTemplate {
                 name: "ground".into(),
                 kind: BodyKind::Ground,
                 slot: 0,
+                motion: None,
             }],
             constraints: Vec::new(),
             free_bodies: Vec::new(),
@@ -172,6 +177,7 @@ impl SystemTemplate {
             name: name.into(),
             kind: BodyKind::Free,
             slot: self.free_bodies.len(),
+            motion: None,
         };
         let id = BodyId {
             index: self.bodies.len(),
@@ -182,12 +188,39 @@ impl SystemTemplate {
         id
     }
 
-    /// Adds a prescribed body, whose pose, velocity and acceleration are per-instance inputs.
+    /// Adds a prescribed body whose pose, velocity and acceleration are per-instance inputs
+    /// (the *constant* law: a stepping call holds the acceleration and integrates pose and
+    /// velocity from it — exact for constant-acceleration motion such as a steady turntable).
     pub fn add_prescribed_body(&mut self, name: impl Into<String>) -> BodyId {
+        self.push_prescribed(name.into(), None)
+    }
+
+    /// Adds a prescribed body that follows a law of time (`crate::motion`), evaluated at every
+    /// stage time of the integrators; its parameters are per-instance columns of the batch
+    /// ([`Batch::set_motion_param`](crate::batch::Batch::set_motion_param)).
+    pub fn add_driven_body(
+        &mut self,
+        name: impl Into<String>,
+        law: impl MotionLaw + 'static,
+    ) -> BodyId {
+        self.push_prescribed(name.into(), Some(Arc::new(law)))
+    }
+
+    /// As [`add_driven_body`](Self::add_driven_body), for a shared law object.
+    pub fn add_driven_body_arc(
+        &mut self,
+        name: impl Into<String>,
+        law: Arc<dyn MotionLaw>,
+    ) -> BodyId {
+        self.push_prescribed(name.into(), Some(law))
+    }
+
+    fn push_prescribed(&mut self, name: String, motion: Option<Arc<dyn MotionLaw>>) -> BodyId {
         let body = Body {
-            name: name.into(),
+            name,
             kind: BodyKind::Prescribed,
             slot: self.prescribed_bodies.len(),
+            motion,
         };
         let id = BodyId {
             index: self.bodies.len(),

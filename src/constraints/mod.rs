@@ -51,6 +51,10 @@ pub enum Check {
     Frame,
     /// `width / 3` vectors, each of unit length and mutually orthogonal (within 1e-9).
     UnitOrthogonal,
+    /// A direction: a non-zero finite 3-vector (normalised when stored).
+    Direction,
+    /// A rotation: a non-zero finite quaternion `[e0, e1, e2, e3]` (normalised when stored).
+    Quaternion,
 }
 
 impl Check {
@@ -65,6 +69,8 @@ impl Check {
             Check::UnitOrthogonal => {
                 "finite unit vectors (|n| = 1 ± 1e-9), mutually orthogonal (|ni·nj| ≤ 1e-9)"
             }
+            Check::Direction => "a finite 3-vector, not zero (it is normalised)",
+            Check::Quaternion => "[e0, e1, e2, e3]: finite, not zero (it is normalised)",
         }
     }
 
@@ -78,6 +84,16 @@ impl Check {
             Check::Finite => true,
             Check::Positive => values.iter().all(|v| *v > 0.0),
             Check::Frame => values.len() == 7 && normalize_quaternion(&mut values[..4]),
+            Check::Quaternion => values.len() == 4 && normalize_quaternion(values),
+            Check::Direction => {
+                let n = (values.iter().map(|x| x * x).sum::<f64>()).sqrt();
+                if values.len() == 3 && n.is_finite() && n > 0.0 {
+                    values.iter_mut().for_each(|x| *x /= n);
+                    true
+                } else {
+                    false
+                }
+            }
             Check::UnitOrthogonal => {
                 if !values.len().is_multiple_of(3) {
                     return false;

@@ -6,6 +6,8 @@
 //! validates what it writes and returns an [`Error`] naming the field, the instance and the
 //! accepted range; a bulk setter validates the whole column before writing any of it.
 
+mod motion;
+
 use std::sync::Arc;
 
 use nalgebra::SymmetricEigen;
@@ -161,6 +163,13 @@ pub enum Column {
     Baumgarte(usize),
     /// Parameter `k` of constraint `c`: `Param(c, k)`.
     Param(usize, usize),
+    /// Parameter `param` of the motion law of prescribed body `slot`.
+    Motion {
+        /// Index among prescribed bodies.
+        slot: usize,
+        /// Index among the law's parameters.
+        param: usize,
+    },
 }
 
 /// A column's values, flat (`width` per instance).
@@ -200,6 +209,21 @@ pub struct PrescribedBodyColumns {
     pub velocity: Vec<[f64; 6]>,
     /// Spatial acceleration `[b, a_origin]` in Ground.
     pub acceleration: Vec<[f64; 6]>,
+    /// The parameters of the body's motion law; `None` for the constant law. With a law, the
+    /// three columns above are outputs: the law at each instance's time, refreshed whenever the
+    /// time or a parameter changes.
+    pub motion: Option<MotionColumns>,
+}
+
+/// Per-instance parameter columns of a prescribed body's motion law.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MotionColumns {
+    /// Parameter specs, in the law's order.
+    pub specs: Vec<ParamSpec>,
+    /// Flat parameter columns (`width` values per instance).
+    pub params: Vec<Vec<f64>>,
+    /// Width of each parameter column.
+    pub widths: Vec<usize>,
 }
 
 /// Per-instance columns of one constraint.
@@ -237,6 +261,8 @@ pub struct Batch {
     next_version: u64,
     /// Index of each constraint's first column in `versions`.
     constraint_column_base: Vec<usize>,
+    /// Index of each prescribed body's first motion-parameter column in `versions`.
+    motion_column_base: Vec<usize>,
 }
 
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -260,6 +286,7 @@ impl Clone for Batch {
             versions: self.versions.clone(),
             next_version: self.next_version,
             constraint_column_base: self.constraint_column_base.clone(),
+            motion_column_base: self.motion_column_base.clone(),
         }
     }
 }
@@ -423,6 +450,7 @@ macro_rules! prescribed_body_field {
         #[doc = concat!("Sets ", $doc, " of prescribed body `body` for one instance, validated.")]
         pub fn $set(&mut self, body: BodyId, instance: usize, value: $ty) -> Result<()> {
             let slot = self.prescribed_slot(body)?;
+            self.check_not_driven(slot, stringify!($field))?;
             self.check_instance(instance)?;
             let v = $validate(value).map_err(|acc| {
                 invalid(
@@ -440,6 +468,7 @@ macro_rules! prescribed_body_field {
         #[doc = concat!("Sets ", $doc, " of prescribed body `body` for every instance at once; nothing is written unless every value is valid.")]
         pub fn $set_col(&mut self, body: BodyId, values: &[$ty]) -> Result<()> {
             let slot = self.prescribed_slot(body)?;
+            self.check_not_driven(slot, stringify!($field))?;
             let field = || format!("body[{}].{}", body.index(), stringify!($field));
             self.check_len(field(), values.len())?;
             let column = values
@@ -470,6 +499,9 @@ macro_rules! instance_field {
             })?;
             self.$field[instance] = v;
             self.touch(Column::$variant);
+            if matches!(Column::$variant, Column::Time) {
+                self.refresh_motion_of(instance);
+            }
             Ok(())
         }
 
@@ -487,6 +519,9 @@ macro_rules! instance_field {
                 .collect::<Result<Vec<$ty>>>()?;
             self.$field = column;
             self.touch(Column::$variant);
+            if matches!(Column::$variant, Column::Time) {
+                self.refresh_motion_all();
+            }
             Ok(())
         }
     };
@@ -528,11 +563,17 @@ impl Batch {
             });
         }
         let mut prescribed = Vec::with_capacity(template.prescribed_bodies().len());
-        for _ in template.prescribed_bodies() {
+        for id in template.prescribed_bodies() {
+            let body = &template.bodies()[id.index()];
+            let motion = match &body.motion {
+                None => None,
+                Some(law) => Some(motion::law_columns(law.as_ref(), &body.name, len, &filled)?),
+            };
             prescribed.push(PrescribedBodyColumns {
                 pose: try_filled([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], len, &filled("pose"))?,
                 velocity: try_filled([0.0; 6], len, &filled("velocity"))?,
                 acceleration: try_filled([0.0; 6], len, &filled("acceleration"))?,
+                motion,
             });
         }
         let mut constraints = Vec::with_capacity(template.constraints().len());
@@ -582,7 +623,12 @@ impl Batch {
             constraint_column_base.push(n_columns);
             n_columns += 2 + c.params.len();
         }
-        Ok(Self {
+        let mut motion_column_base = Vec::with_capacity(prescribed.len());
+        for p in &prescribed {
+            motion_column_base.push(n_columns);
+            n_columns += p.motion.as_ref().map_or(0, |m| m.params.len());
+        }
+        let mut batch = Self {
             uid: new_uid(),
             versions: vec![1; n_columns],
             next_version: 2,
@@ -595,14 +641,30 @@ impl Batch {
             free,
             prescribed,
             constraints,
-        })
+            motion_column_base,
+        };
+        batch.refresh_motion_all();
+        Ok(batch)
     }
 
     /// Host bytes one instance of `template` takes in a batch's columns (what a batch of N
     /// instances needs is N times this, before any evaluation output).
     pub fn bytes_per_instance(template: &SystemTemplate) -> usize {
         let free = template.free_bodies().len() * 8 * (1 + 3 + 6 + 3 + 3 + 7 + 6);
-        let prescribed = template.prescribed_bodies().len() * 8 * (7 + 6 + 6);
+        let prescribed: usize = template
+            .prescribed_bodies()
+            .iter()
+            .map(|b| {
+                let law = template.bodies()[b.index()].motion.as_ref();
+                8 * (7 + 6 + 6)
+                    + law.map_or(0, |l| {
+                        l.params()
+                            .iter()
+                            .map(|p| 8 * p.default.len())
+                            .sum::<usize>()
+                    })
+            })
+            .sum();
         let constraints: usize = template
             .constraints()
             .iter()
@@ -1102,6 +1164,10 @@ impl Batch {
                 let n = self.constraints.get(c)?.params.len();
                 (k < n).then(|| self.constraint_column_base[c] + 2 + k)
             }
+            Column::Motion { slot, param } => {
+                let n = self.prescribed.get(slot)?.motion.as_ref()?.params.len();
+                (param < n).then(|| self.motion_column_base[slot] + param)
+            }
         }
     }
 
@@ -1156,6 +1222,10 @@ impl Batch {
                 let cols = self.constraints.get(c)?;
                 (ColumnData::F64(cols.params.get(k)?), cols.widths[k])
             }
+            Column::Motion { slot, param } => {
+                let cols = self.prescribed.get(slot)?.motion.as_ref()?;
+                (ColumnData::F64(cols.params.get(param)?), cols.widths[param])
+            }
         })
     }
 
@@ -1193,6 +1263,8 @@ impl Batch {
                 cols.velocity[i] = *v;
             }
             self.status[i] |= *flags;
+            // Driven bodies: the law at the new time, in f64 whichever backend stepped.
+            self.refresh_motion_of(i);
         }
         self.touch(Column::Time);
         for slot in 0..self.free.len() {
@@ -1214,6 +1286,12 @@ impl Batch {
                 slot,
                 field: PrescribedField::Velocity,
             });
+            if self.prescribed[slot].motion.is_some() {
+                self.touch(Column::Prescribed {
+                    slot,
+                    field: PrescribedField::Acceleration,
+                });
+            }
         }
     }
 

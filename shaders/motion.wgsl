@@ -1,0 +1,45 @@
+// Helpers of the prescribed-motion laws: twin of `RotationChain`, `sine` (src/motion/mod.rs)
+// and `axis_rotation` (src/math.rs).
+
+// Rot(a, θ) = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ, a a unit vector.
+fn axis_rotation(a: vec3<real>, angle: real) -> mat3x3<real> {
+    let s = sin(angle);
+    let c = cos(angle);
+    let k = 1.0 - c;
+    // mat3x3 takes columns.
+    return mat3x3<real>(
+        vec3<real>(c + k * a.x * a.x, k * a.x * a.y + s * a.z, k * a.x * a.z - s * a.y),
+        vec3<real>(k * a.x * a.y - s * a.z, c + k * a.y * a.y, k * a.y * a.z + s * a.x),
+        vec3<real>(k * a.x * a.z + s * a.y, k * a.y * a.z - s * a.x, c + k * a.z * a.z),
+    );
+}
+
+struct RotationChain {
+    rotation: mat3x3<real>,
+    ang_vel: vec3<real>,
+    ang_acc: vec3<real>,
+}
+
+fn rotation_chain() -> RotationChain {
+    let zero = vec3<real>(0.0, 0.0, 0.0);
+    let identity = mat3x3<real>(vec3<real>(1.0, 0.0, 0.0), vec3<real>(0.0, 1.0, 0.0), vec3<real>(0.0, 0.0, 1.0));
+    return RotationChain(identity, zero, zero);
+}
+
+// Appends a rotation by `angle` about the unit `axis` (in the frame reached so far), with rate
+// `rate` and acceleration `accel`: b += θ̈ a' + θ̇ (w × a'), w += θ̇ a'.
+fn rotation_chain_then(chain: RotationChain, axis: vec3<real>, angle: real, rate: real, accel: real) -> RotationChain {
+    let axis_in_ground = chain.rotation * axis;
+    var out = chain;
+    out.ang_acc = chain.ang_acc + accel * axis_in_ground + rate * cross(chain.ang_vel, axis_in_ground);
+    out.ang_vel = chain.ang_vel + rate * axis_in_ground;
+    out.rotation = chain.rotation * axis_rotation(axis, angle);
+    return out;
+}
+
+// (value, d/dt, d²/dt²) of amplitude · sin(rate · t + phase).
+fn sine(amplitude: real, rate: real, phase: real, t: real) -> vec3<real> {
+    let s = sin(rate * t + phase);
+    let c = cos(rate * t + phase);
+    return vec3<real>(amplitude * s, amplitude * rate * c, -amplitude * rate * rate * s);
+}

@@ -1,0 +1,300 @@
+//! The motion-law columns of driven prescribed bodies (`crate::motion`): parameter accessors,
+//! and the pose, velocity and acceleration columns kept equal to the law at each instance's
+//! time.
+
+use super::{Batch, Column, MotionColumns, PrescribedField, invalid};
+use crate::constraints::{BodyKinematics, Params};
+use crate::error::{Error, Result};
+use crate::model::BodyId;
+use crate::motion::{MotionLaw, motion_columns};
+
+/// Parameter columns of a law for `len` instances, every value at its (checked) default.
+pub(super) fn law_columns(
+    law: &dyn MotionLaw,
+    body: &str,
+    len: usize,
+    filled: &dyn Fn(&str) -> String,
+) -> Result<MotionColumns> {
+    let specs = law.params();
+    let mut params = Vec::with_capacity(specs.len());
+    let mut widths = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let mut default = spec.default.clone();
+        if default.is_empty() || !spec.check.accept(&mut default) {
+            return Err(Error::Template(format!(
+                "body {body:?} ({} motion): default {} = {:?} not accepted; accepted: {}",
+                law.kind_name(),
+                spec.name,
+                spec.default,
+                spec.check.accepted()
+            )));
+        }
+        let mut column = Vec::new();
+        column
+            .try_reserve_exact(default.len() * len)
+            .map_err(|_| Error::OutOfMemory {
+                what: filled(spec.name),
+                count: len.to_string(),
+                bytes: (default.len() * 8) as u128 * len as u128,
+                where_: "host",
+            })?;
+        for _ in 0..len {
+            column.extend_from_slice(&default);
+        }
+        widths.push(default.len());
+        params.push(column);
+    }
+    Ok(MotionColumns {
+        specs,
+        params,
+        widths,
+    })
+}
+
+impl Batch {
+    /// The law of prescribed slot `slot` and its columns, when it has one.
+    fn law_of(&self, slot: usize) -> Option<(&dyn MotionLaw, &MotionColumns)> {
+        let id = self.template.prescribed_bodies()[slot];
+        let law = self.template.bodies()[id.index()].motion.as_deref()?;
+        Some((law, self.prescribed[slot].motion.as_ref()?))
+    }
+
+    /// The motion of driven prescribed slot `slot` for instance `i` at time `t`; `None` for a
+    /// body with the constant law.
+    pub(crate) fn law_kinematics(&self, slot: usize, i: usize, t: f64) -> Option<BodyKinematics> {
+        let (law, cols) = self.law_of(slot)?;
+        Some(law.evaluate(&Params::new(&cols.params, &cols.widths, i), t))
+    }
+
+    /// The motion of prescribed body `body` of instance `instance` at time `t` from its law
+    /// (pose, velocity and acceleration in Ground); an error for a body with the constant law.
+    pub fn motion_at(&self, body: BodyId, instance: usize, t: f64) -> Result<BodyKinematics> {
+        let slot = self.prescribed_slot(body)?;
+        self.check_instance(instance)?;
+        self.law_kinematics(slot, instance, t)
+            .ok_or_else(|| self.no_parameter(slot, "(any)"))
+    }
+
+    pub(super) fn check_not_driven(&self, slot: usize, field: &str) -> Result<()> {
+        match self.law_of(slot) {
+            None => Ok(()),
+            Some((law, cols)) => Err(Error::DrivenBody {
+                body: self.prescribed_name(slot).to_string(),
+                law: law.kind_name().to_string(),
+                field: field.to_string(),
+                accepted: names(cols),
+            }),
+        }
+    }
+
+    fn prescribed_name(&self, slot: usize) -> &str {
+        let id = self.template.prescribed_bodies()[slot];
+        &self.template.bodies()[id.index()].name
+    }
+
+    fn no_parameter(&self, slot: usize, name: &str) -> Error {
+        let (law, available) = match self.law_of(slot) {
+            Some((law, cols)) => (law.kind_name(), names(cols)),
+            None => (
+                "constant",
+                "none: its pose, velocity and acceleration are set directly".into(),
+            ),
+        };
+        Error::UnknownMotionParameter {
+            body: self.prescribed_name(slot).to_string(),
+            law: law.to_string(),
+            name: name.to_string(),
+            available,
+        }
+    }
+
+    fn motion_param_index(&self, body: BodyId, name: &str) -> Result<(usize, usize)> {
+        let slot = self.prescribed_slot(body)?;
+        let k = self.prescribed[slot]
+            .motion
+            .as_ref()
+            .and_then(|m| m.specs.iter().position(|s| s.name == name))
+            .ok_or_else(|| self.no_parameter(slot, name))?;
+        Ok((slot, k))
+    }
+
+    /// A motion-law parameter's flat column (`width` values per instance) and its width.
+    pub fn motion_param(&self, body: BodyId, name: &str) -> Result<(&[f64], usize)> {
+        let (slot, k) = self.motion_param_index(body, name)?;
+        let cols = self.prescribed[slot]
+            .motion
+            .as_ref()
+            .map(|m| (&m.params[k], m.widths[k]));
+        let (column, width) = cols.ok_or_else(|| self.no_parameter(slot, name))?;
+        Ok((column, width))
+    }
+
+    /// One instance's value of a motion-law parameter.
+    pub fn motion_param_value(&self, body: BodyId, name: &str, instance: usize) -> Result<&[f64]> {
+        self.check_instance(instance)?;
+        let (column, w) = self.motion_param(body, name)?;
+        Ok(&column[instance * w..(instance + 1) * w])
+    }
+
+    /// Sets a motion-law parameter for one instance, validated (directions and quaternions are
+    /// normalised); the body's pose, velocity and acceleration columns follow.
+    pub fn set_motion_param(
+        &mut self,
+        body: BodyId,
+        name: &str,
+        instance: usize,
+        value: &[f64],
+    ) -> Result<()> {
+        let (slot, k) = self.motion_param_index(body, name)?;
+        self.check_instance(instance)?;
+        let v = self.checked_motion_value(slot, k, instance, value)?;
+        if let Some(m) = self.prescribed[slot].motion.as_mut() {
+            let w = m.widths[k];
+            m.params[k][instance * w..(instance + 1) * w].copy_from_slice(&v);
+        }
+        self.touch(Column::Motion { slot, param: k });
+        self.refresh_motion_of(instance);
+        Ok(())
+    }
+
+    /// Sets a motion-law parameter for every instance from a flat column; nothing is written
+    /// unless every value is valid.
+    pub fn set_motion_param_column(
+        &mut self,
+        body: BodyId,
+        name: &str,
+        values: &[f64],
+    ) -> Result<()> {
+        let (slot, k) = self.motion_param_index(body, name)?;
+        let w = self.prescribed[slot]
+            .motion
+            .as_ref()
+            .map_or(0, |m| m.widths[k]);
+        if values.len() != w * self.len {
+            return Err(Error::ColumnLength {
+                field: format!("body[{}].motion.{name}", body.index()),
+                got: values.len(),
+                expected: w * self.len,
+            });
+        }
+        let mut column = Vec::with_capacity(values.len());
+        for (i, chunk) in values.chunks(w.max(1)).enumerate() {
+            column.extend(self.checked_motion_value(slot, k, i, chunk)?);
+        }
+        if let Some(m) = self.prescribed[slot].motion.as_mut() {
+            m.params[k] = column;
+        }
+        self.touch(Column::Motion { slot, param: k });
+        self.refresh_motion_all();
+        Ok(())
+    }
+
+    /// Every parameter of a driven body's law for one instance, flat in the law's order (what
+    /// an RL action sets in one call); nothing is written unless every value is valid.
+    pub fn set_motion_params(
+        &mut self,
+        body: BodyId,
+        instance: usize,
+        values: &[f64],
+    ) -> Result<()> {
+        let slot = self.prescribed_slot(body)?;
+        self.check_instance(instance)?;
+        let widths = match self.prescribed[slot].motion.as_ref() {
+            Some(m) => m.widths.clone(),
+            None => return Err(self.no_parameter(slot, "(any)")),
+        };
+        let total: usize = widths.iter().sum();
+        if values.len() != total {
+            return Err(Error::ColumnLength {
+                field: format!("body[{}].motion", body.index()),
+                got: values.len(),
+                expected: total,
+            });
+        }
+        let mut checked = Vec::with_capacity(widths.len());
+        let mut at = 0;
+        for (k, w) in widths.iter().enumerate() {
+            checked.push(self.checked_motion_value(slot, k, instance, &values[at..at + w])?);
+            at += w;
+        }
+        if let Some(m) = self.prescribed[slot].motion.as_mut() {
+            for (k, v) in checked.iter().enumerate() {
+                let w = m.widths[k];
+                m.params[k][instance * w..(instance + 1) * w].copy_from_slice(v);
+            }
+        }
+        for param in 0..widths.len() {
+            self.touch(Column::Motion { slot, param });
+        }
+        self.refresh_motion_of(instance);
+        Ok(())
+    }
+
+    fn checked_motion_value(
+        &self,
+        slot: usize,
+        k: usize,
+        instance: usize,
+        value: &[f64],
+    ) -> Result<Vec<f64>> {
+        let m = self.prescribed[slot]
+            .motion
+            .as_ref()
+            .ok_or_else(|| self.no_parameter(slot, "(any)"))?;
+        let (spec, w) = (&m.specs[k], m.widths[k]);
+        let body = self.template.prescribed_bodies()[slot];
+        let field = format!("body[{}].motion.{}", body.index(), spec.name);
+        if value.len() != w {
+            return Err(Error::ColumnLength {
+                field,
+                got: value.len(),
+                expected: w,
+            });
+        }
+        let mut v = value.to_vec();
+        if !spec.check.accept(&mut v) {
+            return Err(invalid(
+                field,
+                instance,
+                format!("{value:?}"),
+                spec.check.accepted(),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Writes the law's motion at instance `i`'s time into every driven body's pose, velocity
+    /// and acceleration columns.
+    pub(super) fn refresh_motion_of(&mut self, i: usize) {
+        for slot in 0..self.prescribed.len() {
+            if let Some(k) = self.law_kinematics(slot, i, self.time[i]) {
+                let (pose, velocity, acceleration) = motion_columns(&k);
+                let cols = &mut self.prescribed[slot];
+                cols.pose[i] = pose;
+                cols.velocity[i] = velocity;
+                cols.acceleration[i] = acceleration;
+                for field in PrescribedField::ALL {
+                    self.touch(Column::Prescribed { slot, field });
+                }
+            }
+        }
+    }
+
+    /// [`refresh_motion_of`](Self::refresh_motion_of) for every instance.
+    pub(super) fn refresh_motion_all(&mut self) {
+        if self.prescribed.iter().all(|p| p.motion.is_none()) {
+            return;
+        }
+        for i in 0..self.len {
+            self.refresh_motion_of(i);
+        }
+    }
+}
+
+fn names(cols: &MotionColumns) -> String {
+    cols.specs
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

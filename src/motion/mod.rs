@@ -1,0 +1,204 @@
+//! Prescribed motion as a law of time (`physics.md` §1, §6).
+//!
+//! A prescribed body has no equations of motion: its pose, spatial velocity and spatial
+//! acceleration are given. They may be given two ways:
+//!
+//! * **constant** (no law, [`SystemTemplate::add_prescribed_body`]): pose, velocity and
+//!   acceleration are per-instance inputs; a stepping call holds the acceleration constant and
+//!   integrates pose and velocity from it. Exact for constant-acceleration motion (a turntable
+//!   spinning steadily about a fixed axis), first order in the call interval otherwise.
+//! * **a law of time** ([`MotionLaw`], [`SystemTemplate::add_driven_body`]): a function
+//!   `t ↦ (R_GF, p_GFo, w_F, v_F, b_F, a_F)` in closed form, with per-instance parameters held
+//!   in SoA columns of the batch like a constraint's. The integrators evaluate it at every stage
+//!   time, on the CPU and in the GPU kernel (Simbody evaluates a `Motion` at every stage), so a
+//!   tilting or shaking plate is integrated to the integrator's own order.
+//!
+//! Built-in laws: [`TiltingMotion`] (the sum-of-sines tilt and translation of the golden files'
+//! `tilting_plate`) and [`PolynomialMotion`] (a polynomial in `t − t0` per coordinate: three
+//! translations and three gimbal angles). A user law implements [`MotionLaw`] in Rust and, to
+//! run on the GPU, gives its WGSL twin through [`MotionLaw::wgsl`] — the same mechanism as a
+//! custom constraint.
+//!
+//! Every law returns [`BodyKinematics`]: `lin_acc` is the acceleration of the origin,
+//! `d²p_GFo/dt²` (Simbody's `getBodyAcceleration`), not the spatial-algebra `a − w × v`.
+//!
+//! [`SystemTemplate::add_prescribed_body`]: crate::model::SystemTemplate::add_prescribed_body
+//! [`SystemTemplate::add_driven_body`]: crate::model::SystemTemplate::add_driven_body
+
+pub mod polynomial;
+pub mod tilting;
+
+use std::fmt::Debug;
+
+use crate::constraints::{BodyKinematics, ParamSpec, Params};
+use crate::math::{Mat3, Vec3, axis_rotation, quaternion_from_rotation};
+
+pub use polynomial::PolynomialMotion;
+pub use tilting::TiltingMotion;
+
+/// Most parameter values (summed over its parameters) a law may have on the GPU
+/// (`MOTION_PARAMS_CAP` in the kernels).
+pub const MOTION_PARAMS_CAP: usize = 48;
+
+/// `shaders/motion.wgsl`: the WGSL twin of [`RotationChain`], spliced into every kernel.
+pub const MOTION_WGSL: &str = include_str!("../../shaders/motion.wgsl");
+
+/// A law of time for a prescribed body: its pose, velocity and acceleration at any `t`, from
+/// per-instance parameters.
+///
+/// Implementations must be pure functions of `(params, t)` and consistent: the velocity the
+/// time derivative of the pose, the acceleration that of the velocity (the library's tests
+/// check the built-in laws by finite differences; do the same for yours).
+pub trait MotionLaw: Send + Sync + Debug {
+    /// Short name of the law, e.g. `tilting`.
+    fn kind_name(&self) -> &'static str;
+
+    /// Per-instance parameters (columns of the batch, checked when written).
+    fn params(&self) -> Vec<ParamSpec>;
+
+    /// The body's motion at time `t`, all in Ground: `rotation` = `R_GF`, `origin` = `p_GFo`,
+    /// `ang_vel` = `w_F`, `lin_vel` = `ṗ_GFo`, `ang_acc` = `b_F`, `lin_acc` = `p̈_GFo`.
+    fn evaluate(&self, params: &Params<'_>, t: f64) -> BodyKinematics;
+
+    /// The WGSL twin of [`evaluate`](Self::evaluate); `None`: the law runs on the CPU only and
+    /// building a GPU kernel for its template is an error naming it.
+    fn wgsl(&self) -> Option<WgslMotion> {
+        None
+    }
+}
+
+/// A law's GPU code: a WGSL source and an expression of type `BodyKinematics`.
+///
+/// In the expression, `p` is an `array<real, MOTION_PARAMS_CAP>` holding this instance's
+/// parameters flattened in [`MotionLaw::params`] order and `t` the time (`real`). Besides the
+/// types of [`WgslConstraint`](crate::constraints::WgslConstraint), the source may use
+/// `shaders/motion.wgsl`: `axis_rotation(a, θ) -> mat3x3<real>`, `struct RotationChain`,
+/// `rotation_chain() -> RotationChain` and `rotation_chain_then(chain, axis, θ, θ̇, θ̈)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WgslMotion {
+    /// Name of the source in error messages; sources with the same name are spliced once.
+    pub file: String,
+    /// WGSL declarations the expression uses (names should carry the law's prefix).
+    pub source: String,
+    /// Expression of type `BodyKinematics`.
+    pub evaluate: String,
+}
+
+/// A rotation built as a chain of rotations about axes, each fixed in the frame the chain has
+/// reached (a gimbal, or the tilting plate's two pins), with its angular velocity and
+/// acceleration in Ground.
+///
+/// With `a_k' = R_1 ⋯ R_{k−1} a_k`: `w = Σ θ̇_k a_k'` and
+/// `b = Σ θ̈_k a_k' + Σ θ̇_k (w_{<k} × a_k')`, where `w_{<k}` is the angular velocity of the
+/// links before `k` (`d a_k'/dt = w_{<k} × a_k'`). Twin: `RotationChain` in
+/// `shaders/motion.wgsl`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RotationChain {
+    /// `R_1 ⋯ R_k`.
+    pub rotation: Mat3,
+    /// Angular velocity in Ground.
+    pub ang_vel: Vec3,
+    /// Angular acceleration in Ground.
+    pub ang_acc: Vec3,
+}
+
+impl Default for RotationChain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RotationChain {
+    /// The identity, at rest.
+    pub fn new() -> Self {
+        Self {
+            rotation: Mat3::identity(),
+            ang_vel: Vec3::zeros(),
+            ang_acc: Vec3::zeros(),
+        }
+    }
+
+    /// Appends a rotation by `angle` about the unit `axis` (in the frame reached so far), with
+    /// angular rate `rate` and angular acceleration `accel`.
+    pub fn then(&mut self, axis: &Vec3, angle: f64, rate: f64, accel: f64) {
+        let axis_in_ground = self.rotation * axis;
+        self.ang_acc += accel * axis_in_ground + rate * self.ang_vel.cross(&axis_in_ground);
+        self.ang_vel += rate * axis_in_ground;
+        self.rotation *= axis_rotation(axis, angle);
+    }
+}
+
+/// A law's motion at one time as batch columns: pose `[e0, e1, e2, e3, x, y, z]` (e0 ≥ 0),
+/// velocity `[w, v]`, acceleration `[b, a]`.
+pub fn motion_columns(k: &BodyKinematics) -> ([f64; 7], [f64; 6], [f64; 6]) {
+    let q = quaternion_from_rotation(&k.rotation);
+    let o = &k.origin;
+    (
+        [q[0], q[1], q[2], q[3], o.x, o.y, o.z],
+        [
+            k.ang_vel.x,
+            k.ang_vel.y,
+            k.ang_vel.z,
+            k.lin_vel.x,
+            k.lin_vel.y,
+            k.lin_vel.z,
+        ],
+        [
+            k.ang_acc.x,
+            k.ang_acc.y,
+            k.ang_acc.z,
+            k.lin_acc.x,
+            k.lin_acc.y,
+            k.lin_acc.z,
+        ],
+    )
+}
+
+/// `(sin, d/dt, d²/dt²)` of `amplitude · sin(rate · t + phase)`.
+#[inline]
+pub fn sine(amplitude: f64, rate: f64, phase: f64, t: f64) -> (f64, f64, f64) {
+    let (s, c) = (rate * t + phase).sin_cos();
+    (
+        amplitude * s,
+        amplitude * rate * c,
+        -amplitude * rate * rate * s,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::rotation_from_quaternion;
+
+    #[test]
+    fn quaternion_round_trip() {
+        for r in [
+            [0.3, -0.2, 0.9],
+            [3.1, 0.0, 0.0],
+            [0.0, -3.1, 0.1],
+            [0.0, 0.05, 3.13],
+            [0.0, 0.0, 0.0],
+        ] {
+            let q0 = crate::math::quaternion_from_rotation_vector(r);
+            let m = rotation_from_quaternion(&q0).unwrap_or_default();
+            let q = quaternion_from_rotation(&m);
+            let sign = if q0[0] < 0.0 { -1.0 } else { 1.0 };
+            for k in 0..4 {
+                assert!(
+                    (q[k] - sign * q0[k]).abs() < 1e-14,
+                    "{r:?}: {q:?} vs {q0:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn chain_of_one_axis_is_a_steady_spin() {
+        let axis = Vec3::new(0.0, 0.6, 0.8);
+        let mut c = RotationChain::new();
+        c.then(&axis, 0.7, 2.0, 3.0);
+        assert!((c.ang_vel - 2.0 * axis).norm() < 1e-15);
+        assert!((c.ang_acc - 3.0 * axis).norm() < 1e-15);
+        assert!((c.rotation - axis_rotation(&axis, 0.7)).norm() < 1e-15);
+    }
+}
