@@ -5,13 +5,16 @@
 //   NB, NF, NC, NU, ROWS and array capacities NB_CAP, NF_CAP, NC_CAP, NU_CAP, ROWS_CAP,
 //   ROWS_NU_CAP, ROWS_ROWS_CAP, MASS_CAP (each ≥ 1);
 //   BODY_KIND (0 Ground, 1 free, 2 prescribed), BODY_SLOT, BODY_IN (input prefix), FREE_BODY;
-//   GRAVITY_IN; C_FLAGS (bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
+//   BODY_DRIVEN (1: a prescribed body that follows a motion law); GRAVITY_IN, TIME_IN, WORK_IN;
+//   MOTION_PARAMS_CAP; C_FLAGS (bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
 //   C_OUT, C_JAC; ROW_LEVEL (per row: 0 position, 1 velocity, 2 acceleration, as `RowLevel`);
 //   OUT_STATUS, OUT_UDOT, OUT_UDOT0; PARAMS_CAP.
 // and, generated per template from each constraint's `Constraint::wgsl` (src/gpu/layout.rs):
 //   evaluate_constraint(c, i, a, b) -> array<Row, 3> and report_constraint(c, i, a, b,
 //   multipliers) -> ContactReport, which load constraint c's parameters of instance i and call
 //   its WGSL. The solver below knows no constraint kind.
+// and, from each driven body's `MotionLaw::wgsl`, prescribed_motion(b, i, t) -> BodyKinematics
+// (shaders/motion.wgsl holds the laws' shared helpers).
 // Every column is a segment of `capacity × width` values: value k of instance i of the column
 // with prefix p (in units of widths) sits at p · capacity + i · width + k.
 
@@ -60,9 +63,12 @@ fn finite_quaternion(q: vec4<real>) -> bool {
     return finite3(q.xyz) && is_finite_real(q.w) && dot(q, q) > 0.0;
 }
 
-// Positions and velocities of every body (Ground's entries unused): the state the integrators
-// advance; twin of `InstanceState` (src/evaluate.rs).
+// Positions and velocities of every body (Ground's and driven bodies' entries unused) and the
+// time: the state the integrators advance; twin of `InstanceState` (src/evaluate.rs).
 struct State {
+    time: real,
+    // Work on the free bodies, (driven, applied): integrated with the state.
+    work: vec2<real>,
     quaternion: array<vec4<real>, NB_CAP>,
     origin: array<vec3<real>, NB_CAP>,
     ang_vel: array<vec3<real>, NB_CAP>,
@@ -79,6 +85,8 @@ fn load_state(i: u32) -> State {
     var body_kind = BODY_KIND;
     var body_in = BODY_IN;
     var s: State;
+    s.time = load(TIME_IN, 1u, i, 0u);
+    s.work = vec2<real>(load(WORK_IN, 2u, i, 0u), load(WORK_IN, 2u, i, 1u));
     for (var b = 0u; b < NB; b++) {
         let p = body_in[b];
         if body_kind[b] == 1u {
@@ -86,6 +94,9 @@ fn load_state(i: u32) -> State {
             s.origin[b] = load3(p + 16u, 7u, i, 4u);
             s.ang_vel[b] = load3(p + 23u, 6u, i, 0u);
             s.lin_vel[b] = load3(p + 23u, 6u, i, 3u);
+        } else if body_kind[b] == 2u && BODY_DRIVEN[b] != 0u {
+            // Driven: its law gives its motion at every stage; the state's entries are unused.
+            s.quaternion[b] = vec4<real>(1.0, 0.0, 0.0, 0.0);
         } else if body_kind[b] == 2u {
             s.quaternion[b] = load4(p, 7u, i, 0u);
             s.origin[b] = load3(p, 7u, i, 4u);
@@ -115,6 +126,7 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
     var body_kind = BODY_KIND;
     var body_slot = BODY_SLOT;
     var body_in = BODY_IN;
+    var body_driven = BODY_DRIVEN;
     var free_body = FREE_BODY;
     var c_flags = C_FLAGS;
     var c_body_a = C_BODY_A;
@@ -152,6 +164,14 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
             props[s] = MassProperties(load(p, 1u, i, 0u), load3(p + 1u, 3u, i, 0u), inertia_matrix(load3(p + 4u, 6u, i, 0u), load3(p + 4u, 6u, i, 3u)));
             force[s] = load3(p + 10u, 3u, i, 0u);
             torque[s] = load3(p + 13u, 3u, i, 0u);
+        } else if body_driven[b] != 0u {
+            // A driven body follows its law at the state's time (every stage time when
+            // stepping); twin of the law branch of `kinematics_into` (src/evaluate.rs).
+            let k = prescribed_motion(b, i, state.time);
+            if !(finite3(k.rotation[0]) && finite3(k.rotation[1]) && finite3(k.rotation[2]) && finite3(k.origin) && finite3(k.ang_vel) && finite3(k.lin_vel) && finite3(k.ang_acc) && finite3(k.lin_acc)) {
+                status |= NONFINITE_STATE;
+            }
+            kin[b] = k;
         } else {
             // Prescribed body columns: pose, velocity, acceleration.
             let q = state.quaternion[b];

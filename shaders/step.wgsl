@@ -41,9 +41,11 @@ const CARRY_FINISHED: u32 = 5u;
 const CARRY_REJECTED: u32 = 6u;
 const CARRY_PROJECTIONS: u32 = 7u;
 
-// ẏ of a State: quaternion and origin rates, angular and linear accelerations.
+// ẏ of a State: quaternion and origin rates, angular and linear accelerations, and the power
+// on the free bodies (constraint forces, applied loads).
 struct Derivative {
     ok: bool,
+    power: vec2<real>,
     quaternion: array<vec4<real>, NB_CAP>,
     origin: array<vec3<real>, NB_CAP>,
     ang_vel: array<vec3<real>, NB_CAP>,
@@ -51,17 +53,19 @@ struct Derivative {
 }
 
 // Twin of `derivative` (src/integrate.rs): free bodies follow the constrained dynamics,
-// prescribed bodies their own velocity at their given (constant) acceleration.
+// constant-law prescribed bodies their own velocity at their given acceleration; driven bodies
+// are not integrated (their law gives their motion at every stage time).
 fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
     var body_kind = BODY_KIND;
     var body_slot = BODY_SLOT;
     var body_in = BODY_IN;
+    var body_driven = BODY_DRIVEN;
     let solved = solve_instance(i, s, baumgarte);
     var udot = solved.udot;
     var d: Derivative;
     d.ok = solved.status == 0u;
     for (var b = 0u; b < NB; b++) {
-        if body_kind[b] == 0u {
+        if body_kind[b] == 0u || body_driven[b] != 0u {
             continue;
         }
         d.quaternion[b] = quaternion_rate(s.quaternion[b], s.ang_vel[b]);
@@ -76,12 +80,47 @@ fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
         }
         d.ok = d.ok && finite3(d.ang_vel[b]) && finite3(d.lin_vel[b]);
     }
+    // Twin of the power terms of `derivative` and `applied_power` (src/integrate.rs):
+    // −λ · (G u) of the constraint forces, Σ F · v_com + T · w of the applied loads.
+    var driven: real = 0.0;
+    for (var r = 0u; r < ROWS; r++) {
+        var gu: real = 0.0;
+        for (var b = 0u; b < NB; b++) {
+            if body_kind[b] == 1u {
+                let k = 6u * body_slot[b];
+                for (var j = 0u; j < 3u; j++) {
+                    gu += solved.jacobian[r * NU + k + j] * s.ang_vel[b][j];
+                    gu += solved.jacobian[r * NU + k + 3u + j] * s.lin_vel[b][j];
+                }
+            }
+        }
+        driven -= solved.multipliers[r] * gu;
+    }
+    var applied: real = 0.0;
+    for (var b = 0u; b < NB; b++) {
+        if body_kind[b] == 1u {
+            let p = body_in[b];
+            let w = s.ang_vel[b];
+            let v_com = s.lin_vel[b] + cross(w, solved.kin[b].rotation * load3(p + 1u, 3u, i, 0u));
+            applied += dot(load3(p + 10u, 3u, i, 0u), v_com) + dot(load3(p + 13u, 3u, i, 0u), w);
+        }
+    }
+    d.power = vec2<real>(driven, applied);
+    d.ok = d.ok && is_finite_real(driven) && is_finite_real(applied);
     return d;
+}
+
+// `s` at time `t` (a stage of a step).
+fn at_time(s: State, t: real) -> State {
+    var out = s;
+    out.time = t;
+    return out;
 }
 
 // s + h · d (`axpy`).
 fn advance_state(s: State, h: real, d: Derivative) -> State {
     var out = s;
+    out.work += h * d.power;
     for (var b = 0u; b < NB; b++) {
         out.quaternion[b] += h * d.quaternion[b];
         out.origin[b] += h * d.origin[b];
@@ -94,6 +133,7 @@ fn advance_state(s: State, h: real, d: Derivative) -> State {
 // s + h · (wa · a + wb · b + wc · c).
 fn combine_state(s: State, h: real, wa: real, a: Derivative, wb: real, b: Derivative, wc: real, c: Derivative) -> State {
     var out = s;
+    out.work += h * (wa * a.power + wb * b.power + wc * c.power);
     for (var k = 0u; k < NB; k++) {
         out.quaternion[k] += h * (wa * a.quaternion[k] + wb * b.quaternion[k] + wc * c.quaternion[k]);
         out.origin[k] += h * (wa * a.origin[k] + wb * b.origin[k] + wc * c.origin[k]);
@@ -149,12 +189,17 @@ struct Trial {
 fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
     var out: Trial;
     out.error = 0.0;
+    let t = state.time;
     if INTEGRATOR == INTEGRATOR_EULER {
         // u first, then q with the new u (semi-implicit).
         let d = derivative(i, state, baumgarte);
         out.ok = d.ok;
         out.next = state;
+        out.next.work += h * d.power;
         for (var b = 0u; b < NB; b++) {
+            if BODY_DRIVEN[b] != 0u {
+                continue;
+            }
             out.next.ang_vel[b] += h * d.ang_vel[b];
             out.next.lin_vel[b] += h * d.lin_vel[b];
             out.next.quaternion[b] += h * quaternion_rate(state.quaternion[b], out.next.ang_vel[b]);
@@ -162,11 +207,12 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
         }
     } else if INTEGRATOR == INTEGRATOR_RK4 {
         let k1 = derivative(i, state, baumgarte);
-        let k2 = derivative(i, advance_state(state, 0.5 * h, k1), baumgarte);
-        let k3 = derivative(i, advance_state(state, 0.5 * h, k2), baumgarte);
-        let k4 = derivative(i, advance_state(state, h, k3), baumgarte);
+        let k2 = derivative(i, at_time(advance_state(state, 0.5 * h, k1), t + 0.5 * h), baumgarte);
+        let k3 = derivative(i, at_time(advance_state(state, 0.5 * h, k2), t + 0.5 * h), baumgarte);
+        let k4 = derivative(i, at_time(advance_state(state, h, k3), t + h), baumgarte);
         out.ok = k1.ok && k2.ok && k3.ok && k4.ok;
         out.next = state;
+        out.next.work += h / 6.0 * (k1.power + 2.0 * k2.power + 2.0 * k3.power + k4.power);
         for (var b = 0u; b < NB; b++) {
             out.next.quaternion[b] += h / 6.0 * (k1.quaternion[b] + 2.0 * k2.quaternion[b] + 2.0 * k3.quaternion[b] + k4.quaternion[b]);
             out.next.origin[b] += h / 6.0 * (k1.origin[b] + 2.0 * k2.origin[b] + 2.0 * k3.origin[b] + k4.origin[b]);
@@ -175,15 +221,16 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
         }
     } else {
         let k1 = derivative(i, state, baumgarte);
-        let k2 = derivative(i, advance_state(state, h / 3.0, k1), baumgarte);
-        let k3 = derivative(i, combine_state(state, h / 6.0, 1.0, k1, 1.0, k2, 0.0, k2), baumgarte);
-        let k4 = derivative(i, combine_state(state, h / 8.0, 1.0, k1, 3.0, k3, 0.0, k3), baumgarte);
-        let y5 = combine_state(state, h, 0.5, k1, -1.5, k3, 2.0, k4);
+        let k2 = derivative(i, at_time(advance_state(state, h / 3.0, k1), t + h / 3.0), baumgarte);
+        let k3 = derivative(i, at_time(combine_state(state, h / 6.0, 1.0, k1, 1.0, k2, 0.0, k2), t + h / 3.0), baumgarte);
+        let k4 = derivative(i, at_time(combine_state(state, h / 8.0, 1.0, k1, 3.0, k3, 0.0, k3), t + 0.5 * h), baumgarte);
+        let y5 = at_time(combine_state(state, h, 0.5, k1, -1.5, k3, 2.0, k4), t + h);
         let k5 = derivative(i, y5, baumgarte);
         out.ok = k1.ok && k2.ok && k3.ok && k4.ok && k5.ok;
         out.next = combine_state(state, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
         out.error = merson_error(out.next, y5);
     }
+    out.next.time = t + h;
     // A whole local, not `&out.next`: naga 30's SPIR-V writer panics on pointers to struct
     // members passed to functions.
     var next = out.next;
@@ -318,11 +365,14 @@ fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
 fn store_state(i: u32, s: State) {
     var body_kind = BODY_KIND;
     var body_in = BODY_IN;
+    input[WORK_IN * launch.capacity + i * 2u] = s.work.x;
+    input[WORK_IN * launch.capacity + i * 2u + 1u] = s.work.y;
     for (var b = 0u; b < NB; b++) {
         let p = body_in[b];
         var qp = p + 16u;
         var up = p + 23u;
-        if body_kind[b] == 0u {
+        if body_kind[b] == 0u || BODY_DRIVEN[b] != 0u {
+            // Driven bodies: the host writes the law's motion at the new time.
             continue;
         } else if body_kind[b] == 2u {
             qp = p;
@@ -382,6 +432,7 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         h = min(p.max_step, 0.001);
     }
     var state = load_state(i);
+    let start_time = state.time;
     var attempts = 0u;
     loop {
         var left: real = 0.0;
@@ -408,6 +459,9 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         if p.goal == GOAL_DURATION && this_h > left {
             this_h = left;
         }
+        // The instance's time: its start plus the compensated elapsed sum (not a running f32
+        // sum of steps), so a law of time is evaluated where the host's f64 time is.
+        state.time = start_time + (elapsed - elapsed_low);
         // Every retry below shrinks h; below the minimum the instance stops, flagged.
         let trial = try_step(i, state, this_h, baumgarte);
         var next = trial.next;
@@ -471,6 +525,7 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         elapsed_low = (t - elapsed) - y;
         elapsed = t;
     }
+    state.time = start_time + (elapsed - elapsed_low);
     if finished && accepted > 0u {
         // Twin of the check after `advance_instance` (src/integrate.rs).
         let errors = constraint_errors(i, state);
@@ -479,6 +534,11 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         }
     }
     store_state(i, state);
+    if finished || status != 0u {
+        // Its last dispatch of the call: its time, as the host will have it (to f32 rounding
+        // of the compensated sum). Not before: later dispatches start from the call's start.
+        input[TIME_IN * launch.capacity + i] = state.time;
+    }
     output[CARRY_STATUS * launch.capacity + i] = real(status);
     output[CARRY_ACCEPTED * launch.capacity + i] = real(accepted);
     output[CARRY_ELAPSED * launch.capacity + i] = elapsed;

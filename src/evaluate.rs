@@ -273,16 +273,21 @@ pub struct InstanceState {
     pub pose: Vec<[f64; 7]>,
     /// Spatial velocity of each prescribed body.
     pub velocity: Vec<[f64; 6]>,
+    /// Work done on the free bodies since it was last reset: `[driven, applied]` — by the
+    /// constraint forces (the prescribed bodies' work, constraints between free bodies being
+    /// workless) and by the applied forces and torques (gravity is in the potential energy).
+    pub work: [f64; 2],
 }
 
 impl InstanceState {
-    /// Every value flat: q of free bodies, poses, u, prescribed velocities.
+    /// Every value flat: q of free bodies, poses, u, prescribed velocities, work.
     pub fn to_vec(&self) -> Vec<f64> {
         let mut y = Vec::with_capacity(self.len());
         self.q.iter().for_each(|x| y.extend_from_slice(x));
         self.pose.iter().for_each(|x| y.extend_from_slice(x));
         self.u.iter().for_each(|x| y.extend_from_slice(x));
         self.velocity.iter().for_each(|x| y.extend_from_slice(x));
+        y.extend_from_slice(&self.work);
         y
     }
 
@@ -297,6 +302,7 @@ impl InstanceState {
             x.copy_from_slice(&y[k..k + 6]);
             k += 6;
         }
+        self.work.copy_from_slice(&y[k..k + 2]);
     }
 
     /// Normalises every quaternion; `false` when one is zero or not finite.
@@ -309,7 +315,7 @@ impl InstanceState {
 
     /// Number of values in [`to_vec`](Self::to_vec).
     pub fn len(&self) -> usize {
-        7 * (self.q.len() + self.pose.len()) + 6 * (self.u.len() + self.velocity.len())
+        7 * (self.q.len() + self.pose.len()) + 6 * (self.u.len() + self.velocity.len()) + 2
     }
 
     /// True when the state holds no body.
@@ -322,6 +328,7 @@ impl InstanceState {
         self.time.is_finite()
             && self.q.iter().chain(&self.pose).all(|x| all_finite(x))
             && self.u.iter().chain(&self.velocity).all(|x| all_finite(x))
+            && all_finite(&self.work)
     }
 }
 
@@ -382,6 +389,7 @@ impl Batch {
                 .iter()
                 .map(|c| c.velocity[i])
                 .collect(),
+            work: self.work()[i],
         }
     }
 

@@ -13,6 +13,7 @@ use crate::constraints::{PointOnPlaneContact, PointToGround, SphereOnPlaneContac
 use crate::error::Result;
 use crate::math::rotation_from_quaternion;
 use crate::model::{Baumgarte, BodyId, ConstraintId, GROUND, SystemTemplate};
+use crate::motion::{PolynomialMotion, TiltingMotion};
 
 /// SplitMix64 keyed by `(seed, instance)`: a small counter-based generator.
 #[derive(Debug, Clone)]
@@ -89,8 +90,69 @@ pub enum PlaneBody {
     Ground,
     /// The plane is on a second free body.
     Free,
-    /// The plane is on a prescribed (driven) body.
+    /// The plane is on a prescribed body with the constant law (pose, velocity and
+    /// acceleration given).
     Prescribed,
+    /// The plane is on a body driven by a random [`TiltingMotion`] (the instance's time random
+    /// in [0, 2] s).
+    Tilting,
+    /// The plane is on a body driven by a random cubic [`PolynomialMotion`] (the instance's
+    /// time random in [0, 2] s).
+    Polynomial,
+}
+
+/// Random parameters of a [`TiltingMotion`] (a plate tilting by up to ~0.3 rad at up to
+/// ~4 rad/s, shaking by up to 5 cm), flat in the law's order.
+pub fn random_tilting(r: &mut Rng) -> Vec<f64> {
+    let mut v = Vec::with_capacity(28);
+    v.extend(r.vec3(1.0));
+    v.extend(r.vec3(1.0));
+    v.extend([r.uniform(0.05, 0.3), r.uniform(0.05, 0.3)]);
+    v.extend([r.uniform(1.0, 4.0), r.uniform(1.0, 4.0)]);
+    v.extend([r.uniform(0.0, 6.3), r.uniform(0.0, 6.3)]);
+    v.extend(&r.pose(1.0)[..4]);
+    v.extend(r.vec3(0.3));
+    v.extend([
+        r.uniform(0.0, 0.05),
+        r.uniform(0.0, 0.05),
+        r.uniform(0.0, 0.05),
+    ]);
+    v.extend([
+        r.uniform(1.0, 4.0),
+        r.uniform(1.0, 4.0),
+        r.uniform(1.0, 4.0),
+    ]);
+    v.extend([
+        r.uniform(0.0, 6.3),
+        r.uniform(0.0, 6.3),
+        r.uniform(0.0, 6.3),
+    ]);
+    v
+}
+
+/// Random parameters of a cubic [`PolynomialMotion`] (over |t − t0| ≤ 2 s: rates up to
+/// ~4 rad/s and ~2 m/s), flat in the law's order.
+pub fn random_polynomial(r: &mut Rng) -> Vec<f64> {
+    let mut v = vec![r.uniform(0.0, 1.0)];
+    v.extend(&r.pose(1.0)[..4]);
+    // Coefficients of τ⁰..τ³: positions of x, y, z (m), then the three angles (rad).
+    for _ in 0..3 {
+        v.extend([
+            r.uniform(-0.3, 0.3),
+            r.uniform(-0.3, 0.3),
+            r.uniform(-0.3, 0.3),
+            r.uniform(-0.1, 0.1),
+        ]);
+    }
+    for _ in 0..3 {
+        v.extend([
+            r.uniform(-0.5, 0.5),
+            r.uniform(-0.5, 0.5),
+            r.uniform(-0.5, 0.5),
+            r.uniform(-0.1, 0.1),
+        ]);
+    }
+    v
 }
 
 /// Which plane contact.
@@ -117,6 +179,8 @@ pub fn contact_batch(
         PlaneBody::Ground => GROUND,
         PlaneBody::Free => t.add_free_body("plane"),
         PlaneBody::Prescribed => t.add_prescribed_body("plane"),
+        PlaneBody::Tilting => t.add_driven_body("plane", TiltingMotion),
+        PlaneBody::Polynomial => t.add_driven_body("plane", PolynomialMotion::new(3)?),
     };
     let b = t.add_free_body("body");
     let c = match kind {
@@ -140,11 +204,22 @@ pub fn contact_batch(
             batch.set_applied_force(body, i, r.vec3(1.0))?;
             batch.set_applied_torque(body, i, r.vec3(0.3))?;
         }
-        if plane == PlaneBody::Prescribed {
-            batch.set_pose(p, i, r.pose(1.0))?;
-            let (w, v, bb, a) = (r.vec3(2.0), r.vec3(1.0), r.vec3(3.0), r.vec3(3.0));
-            batch.set_velocity(p, i, [w[0], w[1], w[2], v[0], v[1], v[2]])?;
-            batch.set_acceleration(p, i, [bb[0], bb[1], bb[2], a[0], a[1], a[2]])?;
+        match plane {
+            PlaneBody::Prescribed => {
+                batch.set_pose(p, i, r.pose(1.0))?;
+                let (w, v, bb, a) = (r.vec3(2.0), r.vec3(1.0), r.vec3(3.0), r.vec3(3.0));
+                batch.set_velocity(p, i, [w[0], w[1], w[2], v[0], v[1], v[2]])?;
+                batch.set_acceleration(p, i, [bb[0], bb[1], bb[2], a[0], a[1], a[2]])?;
+            }
+            PlaneBody::Tilting => {
+                batch.set_time(i, r.uniform(0.0, 2.0))?;
+                batch.set_motion_params(p, i, &random_tilting(&mut r))?;
+            }
+            PlaneBody::Polynomial => {
+                batch.set_time(i, r.uniform(0.0, 2.0))?;
+                batch.set_motion_params(p, i, &random_polynomial(&mut r))?;
+            }
+            _ => {}
         }
         batch.set_param(c, "plane_frame", i, &r.pose(0.3))?;
         match kind {

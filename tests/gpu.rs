@@ -55,9 +55,15 @@ fn gpu_f32_matches_cpu_on_random_instances_for_every_kind_and_plane_body() {
         .into_iter()
         .enumerate()
     {
-        for (p, plane) in [PlaneBody::Ground, PlaneBody::Free, PlaneBody::Prescribed]
-            .into_iter()
-            .enumerate()
+        for (p, plane) in [
+            PlaneBody::Ground,
+            PlaneBody::Free,
+            PlaneBody::Prescribed,
+            PlaneBody::Tilting,
+            PlaneBody::Polynomial,
+        ]
+        .into_iter()
+        .enumerate()
         {
             let (batch, _) =
                 random_contact_batch(kind, plane, 10_000, 1000 + 10 * k as u64 + p as u64);

@@ -133,6 +133,8 @@ fn gpu_rk4_matches_cpu_rk4_on_random_assembled_instances() {
     for (kind, plane) in [
         (ContactKind::RollingSphere, PlaneBody::Ground),
         (ContactKind::RollingSphere, PlaneBody::Prescribed),
+        (ContactKind::RollingSphere, PlaneBody::Tilting),
+        (ContactKind::Point, PlaneBody::Polynomial),
         (ContactKind::SlidingSphere, PlaneBody::Free),
         (ContactKind::Point, PlaneBody::Ground),
     ] {

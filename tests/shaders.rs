@@ -59,6 +59,20 @@ fn templates() -> Vec<(&'static str, SystemTemplate)> {
     }
     out.push(("brick on 4 point-to-ground contacts", t));
     let mut t = SystemTemplate::new();
+    let p = t.add_driven_body("plate", simbatch::motion::TiltingMotion);
+    let b = t.add_free_body("ball");
+    t.add_constraint(SphereOnPlaneContact::new(p, b, true))
+        .unwrap();
+    out.push(("ball on a tilting plate", t));
+    let mut t = SystemTemplate::new();
+    let p = t.add_driven_body(
+        "plate",
+        simbatch::motion::PolynomialMotion::new(simbatch::motion::polynomial::MAX_DEGREE).unwrap(),
+    );
+    let b = t.add_free_body("point");
+    t.add_constraint(PointOnPlaneContact::new(p, b)).unwrap();
+    out.push(("point on a quintic plate", t));
+    let mut t = SystemTemplate::new();
     t.add_free_body("lonely");
     out.push(("no constraints", t));
     out

@@ -141,6 +141,8 @@ impl PrescribedField {
 pub enum Column {
     /// Gravity (width 3).
     Gravity,
+    /// Work done on the free bodies, `[driven, applied]` (width 2).
+    Work,
     /// Time (width 1).
     Time,
     /// A free body's field; `slot` is its index among free bodies.
@@ -263,6 +265,10 @@ pub struct Batch {
     constraint_column_base: Vec<usize>,
     /// Index of each prescribed body's first motion-parameter column in `versions`.
     motion_column_base: Vec<usize>,
+    /// `[driven, applied]` work done on the free bodies (see [`Batch::work`]).
+    work: Vec<[f64; 2]>,
+    /// Index of the work column in `versions`.
+    work_index: usize,
 }
 
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -287,6 +293,8 @@ impl Clone for Batch {
             next_version: self.next_version,
             constraint_column_base: self.constraint_column_base.clone(),
             motion_column_base: self.motion_column_base.clone(),
+            work: self.work.clone(),
+            work_index: self.work_index,
         }
     }
 }
@@ -628,6 +636,8 @@ impl Batch {
             motion_column_base.push(n_columns);
             n_columns += p.motion.as_ref().map_or(0, |m| m.params.len());
         }
+        let work_index = n_columns;
+        n_columns += 1;
         let mut batch = Self {
             uid: new_uid(),
             versions: vec![1; n_columns],
@@ -642,6 +652,8 @@ impl Batch {
             prescribed,
             constraints,
             motion_column_base,
+            work: try_filled([0.0; 2], len, &filled("work"))?,
+            work_index,
         };
         batch.refresh_motion_all();
         Ok(batch)
@@ -677,7 +689,7 @@ impl Batch {
                         .sum::<usize>()
             })
             .sum();
-        8 * 3 + 8 + 4 + free + prescribed + constraints
+        8 * 3 + 8 + 4 + 16 + free + prescribed + constraints
     }
 
     /// Identity of this batch, unique within the process (clones get a new one). Backends that
@@ -848,6 +860,20 @@ impl Batch {
         [f64; 3],
         finite,
         "the gravity vector in Ground"
+    );
+    instance_field!(
+        work,
+        set_work,
+        set_work_column,
+        work,
+        Work,
+        [f64; 2],
+        finite,
+        "the work done on the free bodies since it was last set, `[driven, applied]`: by the \
+         constraint forces (the prescribed bodies' work; constraints between free bodies are \
+         workless) and by the applied forces and torques (gravity is in the energy), integrated \
+         with the state by every stepper, so `energy change − driven − applied` is the \
+         integration error"
     );
     instance_field!(
         time,
@@ -1153,6 +1179,7 @@ impl Batch {
         let nf = self.free.len();
         match column {
             Column::Gravity => Some(0),
+            Column::Work => Some(self.work_index),
             Column::Time => Some(1),
             Column::Free { slot, field } => (slot < nf).then(|| 2 + 7 * slot + field as usize),
             Column::Prescribed { slot, field } => {
@@ -1191,6 +1218,7 @@ impl Batch {
         Some(match column {
             Column::Gravity => (ColumnData::F64(cast_slice(&self.gravity)), 3),
             Column::Time => (ColumnData::F64(&self.time), 1),
+            Column::Work => (ColumnData::F64(cast_slice(&self.work)), 2),
             Column::Free { slot, field } => {
                 let c = self.free.get(slot)?;
                 let data: &[f64] = match field {
@@ -1250,6 +1278,7 @@ impl Batch {
     pub(crate) fn store_states(&mut self, states: &[(crate::evaluate::InstanceState, u32)]) {
         for (i, (state, flags)) in states.iter().enumerate() {
             self.time[i] = state.time;
+            self.work[i] = state.work;
             for (cols, (q, u)) in self.free.iter_mut().zip(state.q.iter().zip(&state.u)) {
                 cols.q[i] = *q;
                 cols.u[i] = *u;
@@ -1267,6 +1296,7 @@ impl Batch {
             self.refresh_motion_of(i);
         }
         self.touch(Column::Time);
+        self.touch(Column::Work);
         for slot in 0..self.free.len() {
             self.touch(Column::Free {
                 slot,

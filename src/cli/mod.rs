@@ -14,6 +14,7 @@ pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod plots;
+pub mod prescribed;
 pub mod scenario;
 pub use crate::sample;
 pub mod study;

@@ -53,6 +53,7 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::CliError;
+use super::prescribed::PrescribedSpec;
 use super::sample::Scalar;
 use crate::backend::Backend;
 use crate::gpu::Precision;
@@ -214,6 +215,9 @@ pub struct Scenario {
     pub vars: Vec<(String, Scalar)>,
     /// Free bodies.
     pub bodies: Vec<BodySpec>,
+    /// Prescribed bodies (`[[body]]` with `prescribed = …`), after the free ones in the
+    /// constraints' body indices.
+    pub prescribed: Vec<PrescribedSpec>,
     /// Constraints.
     pub constraints: Vec<ConstraintSpec>,
     /// Time stepping.
@@ -243,9 +247,10 @@ struct Raw {
 #[serde(deny_unknown_fields)]
 struct RawBody {
     name: Spanned<String>,
-    mass: Spanned<Value>,
+    mass: Option<Spanned<Value>>,
     com: Option<Spanned<Value>>,
-    inertia: Spanned<Value>,
+    inertia: Option<Spanned<Value>>,
+    prescribed: Option<Spanned<Value>>,
     position: Option<Spanned<Value>>,
     rotation: Option<Spanned<Value>>,
     velocity: Option<Spanned<Value>>,
@@ -391,10 +396,15 @@ impl Scenario {
         };
 
         let mut bodies: Vec<BodySpec> = Vec::new();
+        let mut prescribed: Vec<PrescribedSpec> = Vec::new();
         for (k, b) in raw.body.iter().enumerate() {
             let name = b.name.get_ref().clone();
             let field = |f: &str| format!("body[{k}].{f}");
-            if name.is_empty() || name == "ground" || bodies.iter().any(|o| o.name == name) {
+            if name.is_empty()
+                || name == "ground"
+                || bodies.iter().any(|o| o.name == name)
+                || prescribed.iter().any(|o| o.name == name)
+            {
                 return Err(loc.at(
                     b.name.span(),
                     field("name"),
@@ -406,8 +416,43 @@ impl Scenario {
                 Some(v) => p.vec3(v, &field(f)),
                 None => Ok(zero()),
             };
-            let mass = p.positive(&b.mass, &field("mass"))?;
-            let inertia = p.inertia(&b.inertia, &field("inertia"))?;
+            if let Some(motion) = &b.prescribed {
+                let free_fields = [
+                    ("mass", &b.mass),
+                    ("com", &b.com),
+                    ("inertia", &b.inertia),
+                    ("position", &b.position),
+                    ("rotation", &b.rotation),
+                    ("velocity", &b.velocity),
+                    ("angular_velocity", &b.angular_velocity),
+                ];
+                if let Some((f, Some(v))) = free_fields.iter().find(|(_, v)| v.is_some()) {
+                    return Err(loc.at(
+                        v.span(),
+                        field(f),
+                        "does not apply to a prescribed body (its motion is given by                          `prescribed`); accepted fields: name, prescribed",
+                    ));
+                }
+                prescribed.push(super::prescribed::parse(
+                    &mut p,
+                    name,
+                    motion,
+                    &field("prescribed"),
+                )?);
+                continue;
+            }
+            let required = |v: &Option<Spanned<Value>>, f: &str| {
+                v.clone().ok_or_else(|| {
+                    loc.at(
+                        b.name.span(),
+                        field(f),
+                        "missing; a free body needs mass and inertia (or `prescribed = { kind \
+                         = … }` for a driven body)",
+                    )
+                })
+            };
+            let mass = p.positive(&required(&b.mass, "mass")?, &field("mass"))?;
+            let inertia = p.inertia(&required(&b.inertia, "inertia")?, &field("inertia"))?;
             bodies.push(BodySpec {
                 name,
                 mass,
@@ -429,7 +474,7 @@ impl Scenario {
 
         let mut constraints = Vec::new();
         for (k, c) in raw.constraint.iter().enumerate() {
-            constraints.push(p.constraint(k, c, &bodies)?);
+            constraints.push(p.constraint(k, c, &bodies, &prescribed)?);
         }
 
         let simulation = p.simulation(&raw.simulation)?;
@@ -505,6 +550,7 @@ impl Scenario {
             gravity,
             vars,
             bodies,
+            prescribed,
             constraints,
             simulation,
             record,
@@ -517,17 +563,23 @@ impl Scenario {
     }
 }
 
-struct Parser<'a> {
+/// Checks scenario values, locating every error (shared with `prescribed.rs`).
+pub(super) struct Parser<'a> {
     loc: &'a Located<'a>,
     vars: &'a [String],
 }
 
 impl Parser<'_> {
+    /// An error at `span` naming `field`.
+    pub(super) fn at(&self, span: Range<usize>, field: String, message: String) -> CliError {
+        self.loc.at(span, field, message)
+    }
+
     fn scalar(&mut self, v: &Spanned<Value>, field: &str) -> Result<Scalar, CliError> {
         self.scalar_value(v.get_ref(), v.span(), field)
     }
 
-    fn scalar_value(
+    pub(super) fn scalar_value(
         &mut self,
         v: &Value,
         span: Range<usize>,
@@ -701,20 +753,37 @@ impl Parser<'_> {
         }
     }
 
+    /// A body by name: an index into the free bodies, then (when `plane`) the prescribed ones
+    /// after them; `None` for Ground (when `plane`).
     fn body_ref(
         &self,
         name: &Spanned<String>,
         bodies: &[BodySpec],
+        prescribed: &[PrescribedSpec],
         field: &str,
         ground: bool,
     ) -> Result<Option<usize>, CliError> {
         if ground && name.get_ref() == "ground" {
             return Ok(None);
         }
+        let driven = prescribed.iter().position(|b| &b.name == name.get_ref());
         match bodies.iter().position(|b| &b.name == name.get_ref()) {
             Some(k) => Ok(Some(k)),
+            None if ground && driven.is_some() => Ok(driven.map(|k| bodies.len() + k)),
             None => {
-                let names: Vec<&str> = bodies.iter().map(|b| b.name.as_str()).collect();
+                let mut names: Vec<&str> = bodies.iter().map(|b| b.name.as_str()).collect();
+                if ground {
+                    names.extend(prescribed.iter().map(|b| b.name.as_str()));
+                } else if driven.is_some() {
+                    return Err(self.loc.at(
+                        name.span(),
+                        field,
+                        format!(
+                            "{:?} is a prescribed body; accepted: a free body's name {names:?}                              (a prescribed body can only carry the plane)",
+                            name.get_ref()
+                        ),
+                    ));
+                }
                 Err(self.loc.at(
                     name.span(),
                     field,
@@ -737,6 +806,7 @@ impl Parser<'_> {
         k: usize,
         c: &RawConstraint,
         bodies: &[BodySpec],
+        prescribed: &[PrescribedSpec],
     ) -> Result<ConstraintSpec, CliError> {
         let field = |f: &str| format!("constraint[{k}].{f}");
         let kind = c.kind.get_ref().as_str();
@@ -794,7 +864,7 @@ impl Parser<'_> {
             }
         }
         let body = self
-            .body_ref(&c.body, bodies, &field("body"), false)?
+            .body_ref(&c.body, bodies, prescribed, &field("body"), false)?
             .ok_or_else(|| {
                 self.loc.at(
                     c.body.span(),
@@ -803,7 +873,7 @@ impl Parser<'_> {
                 )
             })?;
         let plane = match &c.plane {
-            Some(p) => self.body_ref(p, bodies, &field("plane"), true)?,
+            Some(p) => self.body_ref(p, bodies, prescribed, &field("plane"), true)?,
             None => None,
         };
         if plane == Some(body) {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::CliError;
+use super::prescribed::PrescribedDraw;
 use super::sample::{Scalar, draw};
 use super::scenario::{BodySpec, ConstraintSpec, Flag, InertiaSpec, MAX_RECORD_SAMPLES, Scenario};
 use crate::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
@@ -81,6 +82,8 @@ pub struct Sampled {
     pub gravity: [f64; 3],
     /// Per body.
     pub bodies: Vec<BodyDraw>,
+    /// Per prescribed body.
+    pub prescribed: Vec<PrescribedDraw>,
     /// Per constraint.
     pub constraints: Vec<ConstraintDraw>,
     /// The random inputs, in [`input_names`] order.
@@ -176,6 +179,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
             }
         })
         .collect();
+    let prescribed = sc.prescribed.iter().map(|p| p.draw(&mut take)).collect();
     let mut constraints = Vec::new();
     for (k, c) in sc.constraints.iter().enumerate() {
         let p = |f: &str| format!("constraint[{k}].{f}");
@@ -244,6 +248,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
     Sampled {
         gravity,
         bodies,
+        prescribed,
         constraints,
         inputs,
     }
@@ -268,7 +273,15 @@ fn template(
         .iter()
         .map(|b| t.add_free_body(b.name.clone()))
         .collect();
-    let body = |k: &Option<usize>| k.map_or(GROUND, |k| bodies[k]);
+    // Constraints index free bodies, then prescribed ones.
+    let mut all = bodies.clone();
+    for p in &sc.prescribed {
+        all.push(match p.law()? {
+            Some(law) => t.add_driven_body_arc(p.name.clone(), law),
+            None => t.add_prescribed_body(p.name.clone()),
+        });
+    }
+    let body = |k: &Option<usize>| k.map_or(GROUND, |k| all[k]);
     let mut ids = Vec::new();
     for (c, rolling) in sc.constraints.iter().zip(rolling) {
         ids.push(match c {
@@ -308,6 +321,21 @@ fn apply(
         batch.set_mass_properties(*id, local, b.mass, b.com, b.inertia)?;
         batch.set_q(*id, local, b.q)?;
         batch.set_u(*id, local, b.u)?;
+    }
+    let driven = batch.template().prescribed_bodies().to_vec();
+    for (id, d) in driven.iter().zip(&s.prescribed) {
+        match d {
+            PrescribedDraw::Constant {
+                pose,
+                velocity,
+                acceleration,
+            } => {
+                batch.set_pose(*id, local, *pose)?;
+                batch.set_velocity(*id, local, *velocity)?;
+                batch.set_acceleration(*id, local, *acceleration)?;
+            }
+            PrescribedDraw::Law(values) => batch.set_motion_params(*id, local, values)?,
+        }
     }
     for (id, c) in ids.iter().zip(&s.constraints) {
         for (name, values) in &c.params {
@@ -349,6 +377,9 @@ fn output_names(sc: &Scenario) -> Vec<String> {
     }
     names.push("energy".into());
     names.push("energy_change".into());
+    names.push("driven_work".into());
+    names.push("applied_work".into());
+    names.push("energy_error".into());
     names.push("max_position_error".into());
     names.push("max_velocity_error".into());
     for (k, c) in sc.constraints.iter().enumerate() {
@@ -695,6 +726,12 @@ fn run_group(
         }
         row.push(energy);
         row.push(energy - energy0[i]);
+        // Work on the free bodies since the start (Batch::work): what the energy change
+        // should be; the rest is integration error.
+        let [driven, applied] = batch.work()[i];
+        row.push(driven);
+        row.push(applied);
+        row.push(energy - energy0[i] - driven - applied);
         let (mut pe, mut ve) = (0.0f64, 0.0f64);
         for ce in &ev.constraints {
             pe = ce

@@ -12,6 +12,7 @@ use crate::batch::{Column, FreeField, PrescribedField};
 use crate::constraints::{MAX_GPU_ROWS, RowLevel};
 use crate::error::{Error, Result};
 use crate::model::{BodyKind, SystemTemplate};
+use crate::motion::MOTION_PARAMS_CAP;
 
 /// Largest number of free bodies per template on the GPU (private-memory budget per thread).
 pub const MAX_FREE_BODIES: usize = 4;
@@ -158,6 +159,10 @@ impl Layout {
                 *prefix += width;
             };
         push(Column::Gravity, 3, &mut inputs, &mut prefix);
+        let time_in = prefix;
+        push(Column::Time, 1, &mut inputs, &mut prefix);
+        let work_in = prefix;
+        push(Column::Work, 2, &mut inputs, &mut prefix);
         let mut body_in = vec![0; template.bodies().len()];
         for (slot, body) in template.free_bodies().iter().enumerate() {
             body_in[body.index()] = prefix;
@@ -170,19 +175,85 @@ impl Layout {
                 );
             }
         }
+        let mut sections: Vec<WgslSection> = vec![WgslSection {
+            name: "motion.wgsl".into(),
+            text: crate::motion::MOTION_WGSL.into(),
+        }];
+        let mut body_driven = vec![0; template.bodies().len()];
+        let mut motion_cases = String::new();
         for (slot, body) in template.prescribed_bodies().iter().enumerate() {
             body_in[body.index()] = prefix;
-            for field in PrescribedField::ALL {
+            let b = &template.bodies()[body.index()];
+            let Some(law) = &b.motion else {
+                for field in PrescribedField::ALL {
+                    push(
+                        Column::Prescribed { slot, field },
+                        field.width(),
+                        &mut inputs,
+                        &mut prefix,
+                    );
+                }
+                continue;
+            };
+            // A driven body: only its law's parameters (its pose, velocity and acceleration
+            // columns are the host's outputs of the law, never read by the kernels).
+            let name = law.kind_name();
+            let wgsl = law.wgsl().ok_or_else(|| {
+                Error::Gpu(format!(
+                    "body {:?} follows the {name} motion law, which has no WGSL (`MotionLaw::wgsl`), so it cannot run on the GPU",
+                    b.name
+                ))
+            })?;
+            let widths: Vec<usize> = law.params().iter().map(|p| p.default.len()).collect();
+            let total: usize = widths.iter().sum();
+            if total > MOTION_PARAMS_CAP {
+                return Err(Error::Gpu(format!(
+                    "body {:?}: the {name} motion law has {total} parameter values; the GPU passes at most {MOTION_PARAMS_CAP}",
+                    b.name
+                )));
+            }
+            if !sections.iter().any(|s| s.name == wgsl.file) {
+                sections.push(WgslSection {
+                    name: wgsl.file.clone(),
+                    text: wgsl.source.clone(),
+                });
+            }
+            body_driven[body.index()] = 1;
+            let mut loads = String::new();
+            let mut at = 0;
+            for (k, w) in widths.iter().enumerate() {
+                for j in 0..*w {
+                    let _ = writeln!(loads, "    p[{at}] = load({prefix}u, {w}u, i, {j}u);");
+                    at += 1;
+                }
                 push(
-                    Column::Prescribed { slot, field },
-                    field.width(),
+                    Column::Motion { slot, param: k },
+                    *w,
                     &mut inputs,
                     &mut prefix,
                 );
             }
+            sections.push(WgslSection {
+                name: format!("generated parameters of the motion of body {:?} ({name})", b.name),
+                text: format!(
+                    "fn motion_params_{slot}(i: u32) -> array<real, MOTION_PARAMS_CAP> {{\n    var p: array<real, MOTION_PARAMS_CAP>;\n{loads}    return p;\n}}\n"
+                ),
+            });
+            let _ = writeln!(
+                motion_cases,
+                "        case {}u: {{\n            let p = motion_params_{slot}(i);\n            return {};\n        }}",
+                body.index(),
+                wgsl.evaluate
+            );
         }
+        sections.push(WgslSection {
+            name: "generated motion dispatch (the `MotionLaw::wgsl` expressions)".into(),
+            text: format!(
+                "// Motion of driven body b of instance i at time t (generated per template).\n\
+                 fn prescribed_motion(b: u32, i: u32, t: real) -> BodyKinematics {{\n    switch b {{\n{motion_cases}        default: {{\n            return ground_kinematics();\n        }}\n    }}\n}}\n"
+            ),
+        });
         let mut c_flags = Vec::new();
-        let mut sections: Vec<WgslSection> = Vec::new();
         let mut dispatch: Vec<(String, String, String)> = Vec::new();
         let mut c_body_a = Vec::new();
         let mut c_body_b = Vec::new();
@@ -323,6 +394,10 @@ impl Layout {
             &bodies.iter().map(|b| b.slot).collect::<Vec<_>>(),
         );
         w += &wgsl_array("BODY_IN", &body_in);
+        w += &wgsl_array("BODY_DRIVEN", &body_driven);
+        let _ = writeln!(w, "const TIME_IN: u32 = {time_in}u;");
+        let _ = writeln!(w, "const WORK_IN: u32 = {work_in}u;");
+        let _ = writeln!(w, "const MOTION_PARAMS_CAP: u32 = {MOTION_PARAMS_CAP}u;");
         w += &wgsl_array(
             "FREE_BODY",
             &template

@@ -23,17 +23,27 @@ pub const SPHERE_ON_PLANE: &str = include_str!("../../shaders/sphere_on_plane.wg
 pub const POINT_ON_PLANE: &str = include_str!("../../shaders/point_on_plane.wgsl");
 /// `shaders/point_to_ground.wgsl`.
 pub const POINT_TO_GROUND: &str = include_str!("../../shaders/point_to_ground.wgsl");
+/// `shaders/motion.wgsl`.
+pub const MOTION: &str = crate::motion::MOTION_WGSL;
+/// `shaders/motion/tilting.wgsl`.
+pub const TILTING_MOTION: &str = include_str!("../../shaders/motion/tilting.wgsl");
+/// `shaders/motion/polynomial.wgsl`.
+pub const POLYNOMIAL_MOTION: &str = include_str!("../../shaders/motion/polynomial.wgsl");
 /// `shaders/evaluate.wgsl`.
 pub const EVALUATE: &str = include_str!("../../shaders/evaluate.wgsl");
 /// `shaders/step.wgsl`.
 pub const STEP: &str = include_str!("../../shaders/step.wgsl");
 
 /// Every shader file with its name, in assembly order (the constraint files are spliced by
-/// the constraints that use them, through `Constraint::wgsl`).
-pub const FILES: [(&str, &str); 8] = [
+/// the constraints that use them, through `Constraint::wgsl`, and the motion laws' files by the
+/// laws, through `MotionLaw::wgsl`).
+pub const FILES: [(&str, &str); 11] = [
     ("common.wgsl", COMMON),
     ("dynamics.wgsl", DYNAMICS),
     ("solver.wgsl", SOLVER),
+    ("motion.wgsl", MOTION),
+    ("motion/tilting.wgsl", TILTING_MOTION),
+    ("motion/polynomial.wgsl", POLYNOMIAL_MOTION),
     ("sphere_on_plane.wgsl", SPHERE_ON_PLANE),
     ("point_on_plane.wgsl", POINT_ON_PLANE),
     ("point_to_ground.wgsl", POINT_TO_GROUND),

@@ -82,6 +82,10 @@ fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
         ));
     }
     for slot in 0..batch.template().prescribed_bodies().len() {
+        if batch.prescribed_columns()[slot].motion.is_some() {
+            // Driven: the host sets its columns from its law.
+            continue;
+        }
         cols.push((
             Column::Prescribed {
                 slot,
@@ -97,6 +101,7 @@ fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
             6,
         ));
     }
+    cols.push((Column::Work, 2));
     cols
 }
 
@@ -549,6 +554,7 @@ impl GpuEvaluator {
         }
 
         let mut states = Vec::with_capacity(batch.len());
+        let mut every_instance_ended = true;
         let mut report = StepReport::default();
         for (chunk, v) in self.chunks.iter().zip(&values) {
             let v = v
@@ -571,11 +577,18 @@ impl GpuEvaluator {
                     at += 6 * count;
                 }
                 for slot in 0..state.pose.len() {
+                    if batch.prescribed_columns()[slot].motion.is_some() {
+                        continue;
+                    }
                     state.pose[slot].copy_from_slice(&v[at + 7 * local..at + 7 * local + 7]);
                     at += 7 * count;
                     state.velocity[slot].copy_from_slice(&v[at + 6 * local..at + 6 * local + 6]);
                     at += 6 * count;
                 }
+                state
+                    .work
+                    .copy_from_slice(&v[at + 2 * local..at + 2 * local + 2]);
+                every_instance_ended &= carry(CARRY_FINISHED) != 0.0 || carry(CARRY_STATUS) != 0.0;
                 let accepted = carry(CARRY_ACCEPTED) as u64;
                 let mut flags = carry(CARRY_STATUS) as u32;
                 if flags == 0 && carry(CARRY_FINISHED) == 0.0 {
@@ -601,10 +614,18 @@ impl GpuEvaluator {
             }
         }
         batch.store_states(&states);
-        // The GPU already holds exactly these values: mark them uploaded.
+        // The GPU already holds exactly these values: mark them uploaded (not a driven body's
+        // pose and velocity, which the host has just set from its law).
+        let driven = |c: &Column| match c {
+            Column::Prescribed { slot, .. } => batch.prescribed_columns()[*slot].motion.is_some(),
+            _ => false,
+        };
         for chunk in &mut self.chunks {
             for (k, col) in self.layout.inputs.iter().enumerate() {
-                if columns.iter().any(|(c, _)| *c == col.column) {
+                // The kernel also writes each instance's time (`step_main`).
+                let written = (col.column == Column::Time && every_instance_ended)
+                    || columns.iter().any(|(c, _)| *c == col.column);
+                if !driven(&col.column) && written {
                     chunk.uploaded[k] = batch.column_version(col.column).unwrap_or(0);
                 }
             }
