@@ -19,7 +19,8 @@ further copy); ``step_into`` reuses arrays the caller owns. ``settings`` changes
 defaults, with the ``simbatch`` command's distribution syntax for per-episode draws
 (``{"uniform": [lo, hi]}``, ``{"normal": [mean, std]}``, ``{"log_uniform": [lo, hi]}``,
 ``{"choice": [...]}``). Parameters and states of every environment are NumPy arrays through
-``get_body`` / ``set_body`` / ``get_param`` / ``set_param`` (Monte Carlo use).
+``get_body`` / ``set_body`` / ``get_param`` / ``set_param`` / ``get_motion`` / ``set_motion`` /
+``get_work`` (Monte Carlo use).
 """
 
 from __future__ import annotations
@@ -243,6 +244,20 @@ class VectorEnv(gym.vector.VectorEnv):
     def set_param(self, constraint: int, name: str, values: np.ndarray) -> None:
         """Sets a constraint parameter column (validated)."""
         self._core.set_param(constraint, name, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+
+    def get_motion(self, body: str, name: str) -> np.ndarray:
+        """A copy of a driven body's motion-law parameter, shape ``(num_envs, width)``."""
+        return self._core.get_motion(body, name)
+
+    def set_motion(self, body: str, name: str, values: np.ndarray) -> None:
+        """Sets a driven body's motion-law parameter (validated); its pose, velocity and
+        acceleration then follow the law at each environment's time."""
+        self._core.set_motion(body, name, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+
+    def get_work(self) -> np.ndarray:
+        """Work on the free bodies, ``(num_envs, 2)``: by the driven bodies (constraint forces)
+        and by the applied loads."""
+        return self._core.get_work()
 
     def get_gravity(self) -> np.ndarray:
         """Gravity per environment, ``(num_envs, 3)``."""

@@ -50,7 +50,9 @@ fn py_err(e: Error) -> PyErr {
         | Error::Dimension { .. }
         | Error::BadChoice { .. }
         | Error::BadHandle { .. }
-        | Error::UnknownParameter { .. } => PyValueError::new_err(message),
+        | Error::UnknownParameter { .. }
+        | Error::UnknownMotionParameter { .. }
+        | Error::DrivenBody { .. } => PyValueError::new_err(message),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
         _ => SimbatchError::new_err(message),
     }
@@ -554,6 +556,38 @@ impl Core {
         env.batch_mut()
             .set_param_column(ConstraintId(constraint), name, flat)
             .map_err(py_err)
+    }
+
+    /// Parameter `name` of driven body `body`'s motion law as an `(num_envs, width)` array (a
+    /// copy).
+    fn get_motion<'py>(
+        &self,
+        py: Python<'py>,
+        body: &str,
+        name: &str,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let env = self.lock()?;
+        let (id, _) = Self::body(&env, body)?;
+        let (column, width) = env.batch().motion_param(id, name).map_err(py_err)?;
+        PyArray1::from_slice(py, column).reshape([env.len(), width])
+    }
+
+    /// Sets parameter `name` of driven body `body`'s motion law from an `(num_envs, width)`
+    /// array (validated; the body's pose, velocity and acceleration follow the law).
+    fn set_motion(&self, body: &str, name: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let mut env = self.lock()?;
+        let (id, _) = Self::body(&env, body)?;
+        let flat = values.as_slice().map_err(|_| contiguous(name))?;
+        env.batch_mut()
+            .set_motion_param_column(id, name, flat)
+            .map_err(py_err)
+    }
+
+    /// Work done on the free bodies since their episode began, `(num_envs, 2)`: by the
+    /// constraint forces (the driven bodies' work) and by the applied loads.
+    fn get_work<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let env = self.lock()?;
+        Ok(rows_to_array(py, env.batch().work()))
     }
 
     /// Gravity per environment, `(num_envs, 3)`.

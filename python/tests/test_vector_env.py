@@ -281,10 +281,18 @@ def test_batch_access_for_monte_carlo_use():
     assert radius.shape == (4, 1) and np.all((radius >= 0.015) & (radius <= 0.03))
     # Hold the plate at a fixed tilt θ about x with the ball at rest at the centre: the ball
     # rolls toward −y at 5/7 g sin θ (closed form), observed through NumPy.
+    # The plate is driven by a motion law: its parameters are set, not its pose.
     theta = 0.08
     pose = np.tile([np.cos(theta / 2), np.sin(theta / 2), 0, 0, 0, 0, 0], (4, 1))
-    env.set_body("plate", "pose", pose)
-    env.set_body("plate", "velocity", np.zeros((4, 6)))
+    with pytest.raises(ValueError, match="motion law"):
+        env.set_body("plate", "pose", pose)
+    assert env.get_motion("plate", "angles").shape == (4, 9)
+    env.set_motion("plate", "base_rotation", pose[:, :4])
+    env.set_motion("plate", "angles", np.zeros((4, 9)))
+    np.testing.assert_allclose(env.get_body("plate", "pose"), pose, atol=1e-15)
+    np.testing.assert_array_equal(env.get_body("plate", "velocity"), np.zeros((4, 6)))
+    with pytest.raises(ValueError, match="base_rotation"):
+        env.set_motion("plate", "base_rotation", np.zeros((4, 4)))
     centre = radius[:, 0, None] * np.array([[0.0, -np.sin(theta), np.cos(theta)]])
     env.set_body("ball", "q", np.hstack([np.tile([1.0, 0, 0, 0], (4, 1)), centre]))
     env.set_body("ball", "u", np.zeros((4, 6)))
@@ -295,6 +303,8 @@ def test_batch_access_for_monte_carlo_use():
     expected = -0.5 * 5.0 / 7.0 * 9.81 * np.sin(theta) * t * t
     np.testing.assert_allclose(obs[:, 1], expected, rtol=1e-6)
     np.testing.assert_allclose(env._core.get_time(), t, rtol=1e-12)
+    # A plate at rest does no work; gravity's is in the energy, no loads are applied.
+    np.testing.assert_allclose(env.get_work(), 0.0, atol=1e-12)
     g = env.get_gravity()
     np.testing.assert_array_equal(g, np.tile([0.0, 0.0, -9.81], (4, 1)))
 

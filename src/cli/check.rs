@@ -1,5 +1,5 @@
 //! `simbatch check`: conformance against a directory of golden files (the format of Simbody's
-//! golden output: `*.jsonl` evaluation records, `trajectories.jsonl`), and CPU-vs-GPU parity on
+//! golden output: `*.jsonl` evaluation records, trajectory records), and CPU-vs-GPU parity on
 //! the same batches. Prints the worst error per quantity; fails when a bound is exceeded.
 
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ pub struct CheckArgs {
 }
 
 /// The golden files shipped inside the binary, so `simbatch check` works from any directory.
-pub const EMBEDDED: [(&str, &str); 4] = [
+pub const EMBEDDED: [(&str, &str); 6] = [
     (
         "brick_on_corners.jsonl",
         include_str!("../../tests/data/golden/brick_on_corners.jsonl"),
@@ -42,6 +42,14 @@ pub const EMBEDDED: [(&str, &str); 4] = [
     (
         "sphere_on_plane.jsonl",
         include_str!("../../tests/data/golden/sphere_on_plane.jsonl"),
+    ),
+    (
+        "tilt_plate.jsonl",
+        include_str!("../../tests/data/golden/tilt_plate.jsonl"),
+    ),
+    (
+        "tilt_trajectories.jsonl",
+        include_str!("../../tests/data/golden/tilt_trajectories.jsonl"),
     ),
     (
         "trajectories.jsonl",

@@ -1,13 +1,15 @@
 //! A ball rolling on a tilting plate: keep it near a target point.
 //!
-//! The plate is a *prescribed* body pivoting about its centre (the Ground origin); the ball is a
-//! free solid sphere held on the plate's top face by a rolling [`SphereOnPlaneContact`]
-//! (bilateral: the ball does not bounce or lift off). The action, in `[−1, 1]²`, is the
-//! commanded tilt rate of the plate about Ground's x and y axes as a fraction of
-//! `max_tilt_rate`: over one control interval the plate's angular velocity ramps linearly from
-//! its current value to the command (a constant prescribed angular
-//! acceleration, so the ball feels finite contact forces and the velocity constraints hold
-//! throughout; RK4 integrates the ramp exactly).
+//! The plate is a *prescribed* body pivoting about its centre (the Ground origin), driven by a
+//! quadratic [`PolynomialMotion`]; the ball is a free solid sphere held on the plate's top face
+//! by a rolling [`SphereOnPlaneContact`] (bilateral: the ball does not bounce or lift off). The
+//! action, in `[−1, 1]²`, is the commanded tilt rate of the plate about Ground's x and y axes as
+//! a fraction of `max_tilt_rate`. Each action sets the plate's law for the coming interval —
+//! gimbal angles `θ(τ) = w τ + ½ (w_cmd − w) τ² / dt` from the current pose and angular
+//! velocity `w` (`τ` = time since the action) — so the angular velocity ramps linearly to the
+//! command over one control interval, pose and velocity stay continuous (finite contact
+//! forces, velocity constraints held throughout), and the integrator evaluates the law at
+//! every stage time.
 //!
 //! | observation | meaning |
 //! |---|---|
@@ -34,6 +36,7 @@ use crate::error::Result;
 use crate::integrate::Stabilization;
 use crate::math::{quaternion_from_rotation_vector, rotation_from_quaternion};
 use crate::model::{BodyId, ConstraintId, SystemTemplate};
+use crate::motion::PolynomialMotion;
 use crate::sample::Scalar;
 
 /// Settings of [`BallOnPlate`]; the [`Scalar`] fields are drawn per environment and episode.
@@ -186,6 +189,18 @@ impl BallOnPlateConfig {
     }
 }
 
+/// The plate's quadratic law from time `t0`: base rotation `base` (the pose at `t0`), gimbal
+/// angles about x, y, z with rates `w` and accelerations `b` at `t0` (the chain starts at the
+/// identity, so these are Ground components there), origin fixed at the Ground origin.
+fn plate_law(t0: f64, base: &[f64], w: [f64; 3], b: [f64; 3]) -> Vec<f64> {
+    let mut law = vec![t0, base[0], base[1], base[2], base[3]];
+    law.extend([0.0; 9]);
+    for k in 0..3 {
+        law.extend([0.0, w[k], 0.5 * b[k]]);
+    }
+    law
+}
+
 /// The ball-on-a-tilting-plate task (`BallOnPlate-v0`).
 #[derive(Debug, Clone)]
 pub struct BallOnPlate {
@@ -200,7 +215,7 @@ pub struct BallOnPlate {
 /// [`BallOnPlate::template`] creates them.
 fn build_template() -> Result<(SystemTemplate, BodyId, BodyId, ConstraintId)> {
     let mut t = SystemTemplate::new();
-    let plate = t.add_prescribed_body("plate");
+    let plate = t.add_driven_body("plate", PolynomialMotion::new(2)?);
     let ball = t.add_free_body("ball");
     let contact = t.add_constraint(SphereOnPlaneContact::new(plate, ball, true))?;
     Ok((t, plate, ball, contact))
@@ -331,10 +346,9 @@ impl Task for BallOnPlate {
             value: format!("{tilt:?}"),
             accepted: "finite tilt angles (rad)".into(),
         })?;
-        // The plate at rest, pivoting about the Ground origin.
-        batch.set_pose(self.plate, env, [e[0], e[1], e[2], e[3], 0.0, 0.0, 0.0])?;
-        batch.set_velocity(self.plate, env, [0.0; 6])?;
-        batch.set_acceleration(self.plate, env, [0.0; 6])?;
+        // The plate at rest at its initial tilt, pivoting about the Ground origin.
+        let t0 = batch.time()[env];
+        batch.set_motion_params(self.plate, env, &plate_law(t0, &e, [0.0; 3], [0.0; 3]))?;
         // The ball at rest on the plate: centre one radius above the face; this state satisfies
         // the contact's position and (rolling) velocity conditions exactly.
         let centre = rotation * Vector3::new(start[0], start[1], radius);
@@ -375,6 +389,7 @@ impl Task for BallOnPlate {
         _task: &[f64],
     ) -> Result<()> {
         let w = batch.velocity(self.plate)?[env];
+        let pose = batch.pose(self.plate)?[env];
         let dt = self.config.control_dt;
         let rate = self.config.max_tilt_rate;
         // Ramp the angular velocity to the command over the interval; no spin about z.
@@ -383,7 +398,9 @@ impl Task for BallOnPlate {
             (rate * f64::from(action[1]) - w[1]) / dt,
             -w[2] / dt,
         ];
-        batch.set_acceleration(self.plate, env, [b[0], b[1], b[2], 0.0, 0.0, 0.0])
+        let t0 = batch.time()[env];
+        let law = plate_law(t0, &pose[..4], [w[0], w[1], w[2]], b);
+        batch.set_motion_params(self.plate, env, &law)
     }
 
     fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]) {

@@ -7,7 +7,7 @@
 //! R_GF(t)    = Rot(x, θ1) · Rot(y, θ2) · Rot(z, θ3) · R0,   θj(t) = Σ_k angles[j][k] τ^k
 //! ```
 //! The rotations are body-fixed X-Y-Z (a gimbal: each axis in the frame the previous ones
-//! reached); velocity and acceleration follow from [`RotationChain`](super::RotationChain).
+//! reached); velocity and acceleration follow from `motion::RotationChain`.
 //! Degrees 0 to [`MAX_DEGREE`] (a quintic covers minimum-jerk moves). Twin:
 //! `shaders/motion/polynomial.wgsl`.
 
@@ -20,8 +20,8 @@ use crate::math::{Vec3, rotation_from_quaternion};
 pub const MAX_DEGREE: usize = 5;
 
 /// A polynomial law of degree `degree` (see the module documentation). Parameters, in order:
-/// `t0` [1] (s), `base_rotation` [4] (quaternion `R0`), `position` [3 (degree + 1)]
-/// (coefficients of x, then y, then z, each from τ⁰ up), `angles` [3 (degree + 1)] (rad,
+/// `t0` (×1) (s), `base_rotation` (×4) (quaternion `R0`), `position` (×3 (degree + 1))
+/// (coefficients of x, then y, then z, each from τ⁰ up), `angles` (×3 (degree + 1)) (rad,
 /// likewise for θ1, θ2, θ3). Defaults: at rest at the origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PolynomialMotion {

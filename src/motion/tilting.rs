@@ -14,10 +14,10 @@ use crate::constraints::{BodyKinematics, Check, ParamSpec, Params};
 use crate::math::{Vec3, rotation_from_quaternion};
 
 /// The sum-of-sines tilt and translation law (see the module documentation). Parameters, in
-/// order (28 values): `axis1` [3], `axis2` [3] (directions, normalised), `angle_amplitude` [2]
-/// (rad), `angle_rate` [2] (rad/s), `angle_phase` [2] (rad), `base_rotation` [4] (quaternion
-/// `R0`), `origin_offset` [3], `origin_amplitude` [3] (m), `origin_rate` [3] (rad/s),
-/// `origin_phase` [3] (rad). Defaults: axes x and y, every amplitude 0 (a plate at rest at the
+/// order (28 values): `axis1` (×3), `axis2` (×3) (directions, normalised), `angle_amplitude` (×2)
+/// (rad), `angle_rate` (×2) (rad/s), `angle_phase` (×2) (rad), `base_rotation` (×4) (quaternion
+/// `R0`), `origin_offset` (×3), `origin_amplitude` (×3) (m), `origin_rate` (×3) (rad/s),
+/// `origin_phase` (×3) (rad). Defaults: axes x and y, every amplitude 0 (a plate at rest at the
 /// origin).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TiltingMotion;
