@@ -19,7 +19,7 @@
 //! slower (`tests/gpu.rs`: 45 s to 9 min), and its gain on a hardware GPU is not
 //! measured yet. Both routes give the same λ up to rounding where the certificate holds.
 //!
-//! The solve works on caller buffers ([`solve_into`]), so the integrators, which solve at every
+//! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every
 //! stage of every instance, reuse one scratch allocation per instance.
 
 use nalgebra::{DMatrix, DVector, Matrix6, SymmetricEigen};

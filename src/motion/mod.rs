@@ -3,11 +3,11 @@
 //! A prescribed body has no equations of motion: its pose, spatial velocity and spatial
 //! acceleration are given. They may be given two ways:
 //!
-//! * **constant** (no law, [`SystemTemplate::add_prescribed_body`]): pose, velocity and
+//! * **constant** (no law, `SystemTemplate::add_prescribed_body`): pose, velocity and
 //!   acceleration are per-instance inputs; a stepping call holds the acceleration constant and
 //!   integrates pose and velocity from it. Exact for constant-acceleration motion (a turntable
 //!   spinning steadily about a fixed axis), first order in the call interval otherwise.
-//! * **a law of time** ([`MotionLaw`], [`SystemTemplate::add_driven_body`]): a function
+//! * **a law of time** ([`MotionLaw`], `SystemTemplate::add_driven_body`): a function
 //!   `t ↦ (R_GF, p_GFo, w_F, v_F, b_F, a_F)` in closed form, with per-instance parameters held
 //!   in SoA columns of the batch like a constraint's. The integrators evaluate it at every stage
 //!   time, on the CPU and in the GPU kernel (Simbody evaluates a `Motion` at every stage), so a
@@ -21,9 +21,6 @@
 //!
 //! Every law returns [`BodyKinematics`]: `lin_acc` is the acceleration of the origin,
 //! `d²p_GFo/dt²` (Simbody's `getBodyAcceleration`), not the spatial-algebra `a − w × v`.
-//!
-//! [`SystemTemplate::add_prescribed_body`]: crate::model::SystemTemplate::add_prescribed_body
-//! [`SystemTemplate::add_driven_body`]: crate::model::SystemTemplate::add_driven_body
 
 pub mod polynomial;
 pub mod tilting;
