@@ -72,7 +72,7 @@ impl Batch {
         let slot = self.prescribed_slot(body)?;
         self.check_instance(instance)?;
         self.law_kinematics(slot, instance, t)
-            .ok_or_else(|| self.no_parameter(slot, "(any)"))
+            .ok_or_else(|| self.no_law(slot))
     }
 
     pub(super) fn check_not_driven(&self, slot: usize, field: &str) -> Result<()> {
@@ -90,6 +90,18 @@ impl Batch {
     fn prescribed_name(&self, slot: usize) -> &str {
         let id = self.template.prescribed_bodies()[slot];
         &self.template.bodies()[id.index()].name
+    }
+
+    fn no_law(&self, slot: usize) -> Error {
+        Error::BadHandle {
+            what: "body",
+            index: self.template.prescribed_bodies()[slot].index(),
+            reason: format!(
+                "{:?} follows the constant law (no law of time): its pose, velocity and \
+                 acceleration are set directly",
+                self.prescribed_name(slot)
+            ),
+        }
     }
 
     fn no_parameter(&self, slot: usize, name: &str) -> Error {
@@ -201,7 +213,7 @@ impl Batch {
         self.check_instance(instance)?;
         let widths = match self.prescribed[slot].motion.as_ref() {
             Some(m) => m.widths.clone(),
-            None => return Err(self.no_parameter(slot, "(any)")),
+            None => return Err(self.no_law(slot)),
         };
         let total: usize = widths.iter().sum();
         if values.len() != total {
@@ -240,7 +252,7 @@ impl Batch {
         let m = self.prescribed[slot]
             .motion
             .as_ref()
-            .ok_or_else(|| self.no_parameter(slot, "(any)"))?;
+            .ok_or_else(|| self.no_law(slot))?;
         let (spec, w) = (&m.specs[k], m.widths[k]);
         let body = self.template.prescribed_bodies()[slot];
         let field = format!("body[{}].motion.{}", body.index(), spec.name);
