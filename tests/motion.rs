@@ -273,6 +273,8 @@ fn driven_columns_follow_the_law_and_refuse_writes() {
             .to_string()
             .contains("constant")
     );
+    let err = b.motion_at(table, 0, 0.0).unwrap_err().to_string();
+    assert!(err.contains("constant law"), "{err}");
 }
 
 #[test]
