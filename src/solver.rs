@@ -16,7 +16,7 @@
 //!
 //! The kernels (`shaders/solver.wgsl`) keep the Jacobi eigen route for every instance: the same
 //! certified Cholesky spliced in front of it made lavapipe's shader compilation about ten times
-//! slower (`tests/gpu.rs`: 45 s to 9 min), and its gain on a hardware GPU is not
+//! slower (`tests/gpu/evaluation.rs`: 45 s to 9 min), and its gain on a hardware GPU is not
 //! measured yet. Both routes give the same λ up to rounding where the certificate holds.
 //!
 //! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every

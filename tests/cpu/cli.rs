@@ -3,7 +3,7 @@
 //! equal the unsharded run bit for bit on the CPU), an end-to-end `run` checked against the
 //! closed form of balls on inclines, atomic outputs, and `check` on the golden files.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-mod common;
+use crate::common;
 use common::{device, golden_dir};
 
 use simbatch::golden::{self, Report, compare_evaluations};

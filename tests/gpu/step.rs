@@ -5,11 +5,11 @@
 //!
 //! The f64 stepping comparison runs on hardware adapters only: lavapipe's LLVM takes minutes to
 //! compile the f64 stepping kernel (four inlined solves per RK4 step), which CI cannot afford;
-//! the f64 evaluation kernel, its building block, is checked on lavapipe in `tests/gpu.rs`.
+//! the f64 evaluation kernel, its building block, is checked on lavapipe in `tests/gpu/evaluation.rs`.
 
 use std::sync::Arc;
 
-mod common;
+use crate::common;
 use common::device;
 
 use simbatch::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};

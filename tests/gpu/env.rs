@@ -1,7 +1,7 @@
 //! Vector environments on the GPU (f32) against the f64 CPU path: the same draws bit for bit,
 //! the same trajectories within the f32 bound, the same autoreset bookkeeping.
 
-mod common;
+use crate::common;
 
 use simbatch::env::ball_on_plate::{BallOnPlate, BallOnPlateConfig};
 use simbatch::env::brick_push::{BrickPush, BrickPushConfig};

@@ -4,7 +4,7 @@
 //! drop as the integrator tolerance is lowered. GPU vs CPU parity on random instances, and a
 //! WGSL mistake in a user's source reported against that source's own line.
 
-mod common;
+use crate::common;
 use common::device;
 
 use simbatch::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};

@@ -3,7 +3,7 @@
 //! batch keeps a driven body's columns equal to its law, writes to them are refused, and a user
 //! law with a WGSL twin runs on the GPU as on the CPU (evaluation and RK4 stepping).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 //! errors are the slip of the ball's material point at the contact against the plane's
 //! (`v_B(C) − v_F(C)`), where the built-in differentiates the sphere centre's motion seen from F.
 
-mod common;
+use crate::common;
 use common::{device, golden_dir};
 
 use std::collections::BTreeMap;

@@ -1,0 +1,12 @@
+//! The GPU test suite, one binary: evaluation against the CPU and Simbody's golden files, the
+//! fused stepping kernels, and the environments on the GPU. With `CI=true` a missing adapter
+//! fails every test (CI installs lavapipe); elsewhere they say so and pass.
+//!
+//! Run one module with `cargo test --release --test gpu step::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod env;
+mod evaluation;
+mod step;
