@@ -6,6 +6,9 @@
 //   ROWS_NU_CAP, ROWS_ROWS_CAP, MASS_CAP (each ≥ 1);
 //   BODY_KIND (0 Ground, 1 free, 2 prescribed), BODY_SLOT, BODY_IN (input prefix), FREE_BODY;
 //   BODY_DRIVEN (1: a prescribed body that follows a motion law); GRAVITY_IN, TIME_IN, WORK_IN;
+//   the offsets of each body field from its body's prefix (FREE_Q_AT, PRESCRIBED_POSE_AT, …)
+//   and of a constraint's columns from its prefix (CONSTRAINT_ENABLED_AT, …), generated from
+//   the host's field order so host and kernel cannot disagree;
 //   MOTION_PARAMS_CAP; C_FLAGS (bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
 //   C_OUT, C_JAC; ROW_LEVEL (per row: 0 position, 1 velocity, 2 acceleration, as `RowLevel`);
 //   OUT_STATUS, OUT_UDOT, OUT_UDOT0; PARAMS_CAP.
@@ -90,18 +93,18 @@ fn load_state(i: u32) -> State {
     for (var b = 0u; b < NB; b++) {
         let p = body_in[b];
         if body_kind[b] == 1u {
-            s.quaternion[b] = load4(p + 16u, 7u, i, 0u);
-            s.origin[b] = load3(p + 16u, 7u, i, 4u);
-            s.ang_vel[b] = load3(p + 23u, 6u, i, 0u);
-            s.lin_vel[b] = load3(p + 23u, 6u, i, 3u);
+            s.quaternion[b] = load4(p + FREE_Q_AT, 7u, i, 0u);
+            s.origin[b] = load3(p + FREE_Q_AT, 7u, i, 4u);
+            s.ang_vel[b] = load3(p + FREE_U_AT, 6u, i, 0u);
+            s.lin_vel[b] = load3(p + FREE_U_AT, 6u, i, 3u);
         } else if body_kind[b] == 2u && BODY_DRIVEN[b] != 0u {
             // Driven: its law gives its motion at every stage; the state's entries are unused.
             s.quaternion[b] = vec4<real>(1.0, 0.0, 0.0, 0.0);
         } else if body_kind[b] == 2u {
-            s.quaternion[b] = load4(p, 7u, i, 0u);
-            s.origin[b] = load3(p, 7u, i, 4u);
-            s.ang_vel[b] = load3(p + 7u, 6u, i, 0u);
-            s.lin_vel[b] = load3(p + 7u, 6u, i, 3u);
+            s.quaternion[b] = load4(p + PRESCRIBED_POSE_AT, 7u, i, 0u);
+            s.origin[b] = load3(p + PRESCRIBED_POSE_AT, 7u, i, 4u);
+            s.ang_vel[b] = load3(p + PRESCRIBED_VELOCITY_AT, 6u, i, 0u);
+            s.lin_vel[b] = load3(p + PRESCRIBED_VELOCITY_AT, 6u, i, 3u);
         }
     }
     return s;
@@ -161,9 +164,9 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
             }
             kin[b] = BodyKinematics(rotation_from_quaternion(q), origin, w, v, zero, zero);
             let s = body_slot[b];
-            props[s] = MassProperties(load(p, 1u, i, 0u), load3(p + 1u, 3u, i, 0u), inertia_matrix(load3(p + 4u, 6u, i, 0u), load3(p + 4u, 6u, i, 3u)));
-            force[s] = load3(p + 10u, 3u, i, 0u);
-            torque[s] = load3(p + 13u, 3u, i, 0u);
+            props[s] = MassProperties(load(p + FREE_MASS_AT, 1u, i, 0u), load3(p + FREE_COM_AT, 3u, i, 0u), inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u)));
+            force[s] = load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u);
+            torque[s] = load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u);
         } else if body_driven[b] != 0u {
             // A driven body follows its law at the state's time (every stage time when
             // stepping); twin of the law branch of `kinematics_into` (src/evaluate.rs).
@@ -178,8 +181,8 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
             let origin = state.origin[b];
             let w = state.ang_vel[b];
             let v = state.lin_vel[b];
-            let bb = load3(p + 13u, 6u, i, 0u);
-            let a = load3(p + 13u, 6u, i, 3u);
+            let bb = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 0u);
+            let a = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 3u);
             if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v) && finite3(bb) && finite3(a)) {
                 status |= NONFINITE_STATE;
             }
@@ -214,10 +217,10 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
         let bb = c_body_b[c];
         let n_rows = c_rows[c];
         let rows = evaluate_constraint(c, i, kin[a], kin[bb]);
-        let enabled = load(c_in[c], 1u, i, 0u) != 0.0;
+        let enabled = load(c_in[c] + CONSTRAINT_ENABLED_AT, 1u, i, 0u) != 0.0;
         var inv_t: real = 0.0;
         if baumgarte == BAUMGARTE_ALL || (baumgarte == BAUMGARTE_TEMPLATE && (c_flags[c] & 2u) != 0u) {
-            inv_t = 1.0 / load(c_in[c] + 1u, 1u, i, 0u);
+            inv_t = 1.0 / load(c_in[c] + CONSTRAINT_BAUMGARTE_AT, 1u, i, 0u);
         }
         for (var r = 0u; r < n_rows; r++) {
             let at = c_row_offset[c] + r;

@@ -75,8 +75,8 @@ fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
             d.ang_vel[b] = vec3<real>(udot[k], udot[k + 1u], udot[k + 2u]);
             d.lin_vel[b] = vec3<real>(udot[k + 3u], udot[k + 4u], udot[k + 5u]);
         } else {
-            d.ang_vel[b] = load3(body_in[b] + 13u, 6u, i, 0u);
-            d.lin_vel[b] = load3(body_in[b] + 13u, 6u, i, 3u);
+            d.ang_vel[b] = load3(body_in[b] + PRESCRIBED_ACCELERATION_AT, 6u, i, 0u);
+            d.lin_vel[b] = load3(body_in[b] + PRESCRIBED_ACCELERATION_AT, 6u, i, 3u);
         }
         d.ok = d.ok && finite3(d.ang_vel[b]) && finite3(d.lin_vel[b]);
     }
@@ -101,8 +101,8 @@ fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
         if body_kind[b] == 1u {
             let p = body_in[b];
             let w = s.ang_vel[b];
-            let v_com = s.lin_vel[b] + cross(w, solved.kin[b].rotation * load3(p + 1u, 3u, i, 0u));
-            applied += dot(load3(p + 10u, 3u, i, 0u), v_com) + dot(load3(p + 13u, 3u, i, 0u), w);
+            let v_com = s.lin_vel[b] + cross(w, solved.kin[b].rotation * load3(p + FREE_COM_AT, 3u, i, 0u));
+            applied += dot(load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), v_com) + dot(load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u), w);
         }
     }
     d.power = vec2<real>(driven, applied);
@@ -369,14 +369,14 @@ fn store_state(i: u32, s: State) {
     input[WORK_IN * launch.capacity + i * 2u + 1u] = s.work.y;
     for (var b = 0u; b < NB; b++) {
         let p = body_in[b];
-        var qp = p + 16u;
-        var up = p + 23u;
+        var qp = p + FREE_Q_AT;
+        var up = p + FREE_U_AT;
         if body_kind[b] == 0u || BODY_DRIVEN[b] != 0u {
             // Driven bodies: the host writes the law's motion at the new time.
             continue;
         } else if body_kind[b] == 2u {
-            qp = p;
-            up = p + 7u;
+            qp = p + PRESCRIBED_POSE_AT;
+            up = p + PRESCRIBED_VELOCITY_AT;
         }
         let o = qp * launch.capacity + i * 7u;
         let q = s.quaternion[b];

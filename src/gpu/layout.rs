@@ -124,6 +124,56 @@ pub struct Layout {
     pub constraint_sections: Vec<WgslSection>,
 }
 
+/// Offsets of a constraint's columns from its prefix: enabled flag, Baumgarte time constant,
+/// then its parameters (`CONSTRAINT_*_AT` in the kernels).
+const CONSTRAINT_ENABLED_AT: usize = 0;
+const CONSTRAINT_BAUMGARTE_AT: usize = 1;
+const CONSTRAINT_PARAMS_AT: usize = 2;
+
+/// WGSL constants `{PREFIX}_{FIELD}_AT`: the offset (in widths) of each field's column from its
+/// body's prefix, in the order [`Layout::new`] pushes them, so the kernels never spell an
+/// offset themselves.
+fn field_offsets(prefix: &str, fields: &[(&str, usize)]) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    for (name, width) in fields {
+        let _ = writeln!(out, "const {prefix}_{name}_AT: u32 = {at}u;");
+        at += width;
+    }
+    out
+}
+
+/// The body fields' offset constants (free and prescribed bodies).
+fn body_field_offsets() -> String {
+    let free: Vec<(&str, usize)> = FreeField::ALL
+        .iter()
+        .map(|f| {
+            let name = match f {
+                FreeField::Mass => "MASS",
+                FreeField::Com => "COM",
+                FreeField::Inertia => "INERTIA",
+                FreeField::AppliedForce => "APPLIED_FORCE",
+                FreeField::AppliedTorque => "APPLIED_TORQUE",
+                FreeField::Q => "Q",
+                FreeField::U => "U",
+            };
+            (name, f.width())
+        })
+        .collect();
+    let prescribed: Vec<(&str, usize)> = PrescribedField::ALL
+        .iter()
+        .map(|f| {
+            let name = match f {
+                PrescribedField::Pose => "POSE",
+                PrescribedField::Velocity => "VELOCITY",
+                PrescribedField::Acceleration => "ACCELERATION",
+            };
+            (name, f.width())
+        })
+        .collect();
+    field_offsets("FREE", &free) + &field_offsets("PRESCRIBED", &prescribed)
+}
+
 fn wgsl_array(name: &str, values: &[usize]) -> String {
     let items: Vec<String> = if values.is_empty() {
         vec!["0u".into()]
@@ -290,9 +340,10 @@ impl Layout {
                     text: wgsl.source.clone(),
                 });
             }
-            // Loads of the flattened parameters: column k starts at prefix + 2 + (widths before).
+            // Loads of the flattened parameters: column k starts at the parameters' offset plus
+            // the widths before it.
             let mut loads = String::new();
-            let (mut q, mut at) = (prefix + 2, 0);
+            let (mut q, mut at) = (prefix + CONSTRAINT_PARAMS_AT, 0);
             for w in &widths {
                 for j in 0..*w {
                     let _ = writeln!(loads, "    p[{at}] = load({q}u, {w}u, i, {j}u);");
@@ -322,8 +373,11 @@ impl Layout {
             c_row_offset.push(rows_total);
             c_in.push(prefix);
             rows_total += rows;
+            // In the order of the CONSTRAINT_*_AT offsets.
+            debug_assert_eq!((CONSTRAINT_ENABLED_AT, CONSTRAINT_BAUMGARTE_AT), (0, 1));
             push(Column::Enabled(index), 1, &mut inputs, &mut prefix);
             push(Column::Baumgarte(index), 1, &mut inputs, &mut prefix);
+            debug_assert_eq!(prefix - c_in[c_in.len() - 1], CONSTRAINT_PARAMS_AT);
             for (k, spec) in c.params().iter().enumerate() {
                 push(
                     Column::Param(index, k),
@@ -396,6 +450,15 @@ impl Layout {
         w += &wgsl_array("BODY_IN", &body_in);
         w += &wgsl_array("BODY_DRIVEN", &body_driven);
         let _ = writeln!(w, "const TIME_IN: u32 = {time_in}u;");
+        w += &body_field_offsets();
+        let _ = writeln!(
+            w,
+            "const CONSTRAINT_ENABLED_AT: u32 = {CONSTRAINT_ENABLED_AT}u;"
+        );
+        let _ = writeln!(
+            w,
+            "const CONSTRAINT_BAUMGARTE_AT: u32 = {CONSTRAINT_BAUMGARTE_AT}u;"
+        );
         let _ = writeln!(w, "const WORK_IN: u32 = {work_in}u;");
         let _ = writeln!(w, "const MOTION_PARAMS_CAP: u32 = {MOTION_PARAMS_CAP}u;");
         w += &wgsl_array(

@@ -152,3 +152,83 @@ fn a_broken_shader_is_reported_against_its_own_file_and_line() {
         other => panic!("expected a WGSL error in sphere_on_plane.wgsl, got {other:?}"),
     }
 }
+
+/// Host↔kernel offsets come from one description: every `*_AT` constant the layout generates
+/// equals the distance of that field's column from its body's (or constraint's) first column,
+/// and no shader spells an offset from a prefix itself (`p + 16u`, `c_in[c] + 1u`).
+#[test]
+fn buffer_offsets_are_generated_never_written_in_wgsl() {
+    use simbatch::batch::{Column, FreeField, PrescribedField};
+    let (_, t) = templates().remove(2); // a point on a prescribed (constant-law) plane
+    let layout = Layout::new(&t).unwrap();
+    let constant = |name: &str| -> usize {
+        let line = layout
+            .wgsl_constants
+            .lines()
+            .find(|l| l.starts_with(&format!("const {name}: u32 = ")))
+            .unwrap_or_else(|| panic!("{name} not generated"));
+        line.trim_end_matches("u;")
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let prefix = |c: Column| layout.inputs.iter().find(|i| i.column == c).unwrap().prefix;
+    let free = |field| Column::Free { slot: 0, field };
+    let prescribed = |field| Column::Prescribed { slot: 0, field };
+    for (name, field) in [
+        ("FREE_MASS_AT", FreeField::Mass),
+        ("FREE_COM_AT", FreeField::Com),
+        ("FREE_INERTIA_AT", FreeField::Inertia),
+        ("FREE_APPLIED_FORCE_AT", FreeField::AppliedForce),
+        ("FREE_APPLIED_TORQUE_AT", FreeField::AppliedTorque),
+        ("FREE_Q_AT", FreeField::Q),
+        ("FREE_U_AT", FreeField::U),
+    ] {
+        assert_eq!(
+            constant(name),
+            prefix(free(field)) - prefix(free(FreeField::Mass)),
+            "{name}"
+        );
+    }
+    for (name, field) in [
+        ("PRESCRIBED_POSE_AT", PrescribedField::Pose),
+        ("PRESCRIBED_VELOCITY_AT", PrescribedField::Velocity),
+        ("PRESCRIBED_ACCELERATION_AT", PrescribedField::Acceleration),
+    ] {
+        let first = prescribed(PrescribedField::Pose);
+        assert_eq!(
+            constant(name),
+            prefix(prescribed(field)) - prefix(first),
+            "{name}"
+        );
+    }
+    let enabled = prefix(Column::Enabled(0));
+    assert_eq!(constant("CONSTRAINT_ENABLED_AT"), 0);
+    assert_eq!(
+        constant("CONSTRAINT_BAUMGARTE_AT"),
+        prefix(Column::Baumgarte(0)) - enabled
+    );
+    for (name, text) in FILES {
+        for (k, line) in text.lines().enumerate() {
+            for pattern in [
+                "(p + ",
+                "qp = p + ",
+                "up = p + ",
+                "body_in[b] + ",
+                "c_in[c] + ",
+            ] {
+                if let Some(at) = line.find(pattern) {
+                    let rest = &line[at + pattern.len()..];
+                    assert!(
+                        !rest.starts_with(|c: char| c.is_ascii_digit()),
+                        "{name}:{}: an offset written in WGSL: {}",
+                        k + 1,
+                        line.trim()
+                    );
+                }
+            }
+        }
+    }
+}
