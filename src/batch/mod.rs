@@ -7,6 +7,9 @@
 //! accepted range; a bulk setter validates the whole column before writing any of it.
 
 mod motion;
+mod state;
+
+pub use state::InstanceState;
 
 use std::sync::Arc;
 
@@ -1275,7 +1278,7 @@ impl Batch {
     /// Writes integrated states back (q, u, prescribed poses and velocities, time) and ORs each
     /// instance's `flags` (see [`status`]) into its status; a failed instance is given its last
     /// good state.
-    pub(crate) fn store_states(&mut self, states: &[(crate::evaluate::InstanceState, u32)]) {
+    pub(crate) fn store_states(&mut self, states: &[(InstanceState, u32)]) {
         for (i, (state, flags)) in states.iter().enumerate() {
             self.time[i] = state.time;
             self.work[i] = state.work;

@@ -12,6 +12,10 @@ use crate::constraints::{
 use crate::math::Vec3;
 use crate::model::BodyId;
 
+/// The WGSL twin of this file (`shaders/point_on_plane.wgsl`), spliced into the kernels through
+/// [`Constraint::wgsl`].
+pub const WGSL: &str = include_str!("../../shaders/point_on_plane.wgsl");
+
 /// Index of the `plane_frame` parameter: `X_SP` as `[e0, e1, e2, e3, x, y, z]` in S.
 pub const PLANE_FRAME: usize = 0;
 /// Index of the `follower_point` parameter: `p_BF` in B.
@@ -89,7 +93,7 @@ impl Constraint for PointOnPlaneContact {
     fn wgsl(&self) -> Option<WgslConstraint> {
         Some(WgslConstraint {
             file: "point_on_plane.wgsl".into(),
-            source: crate::gpu::shader::POINT_ON_PLANE.into(),
+            source: WGSL.into(),
             evaluate: "point_on_plane_rows(p, a, b)".into(),
             report: Some("point_on_plane_report_params(p, a, b, multipliers)".into()),
         })

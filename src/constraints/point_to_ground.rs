@@ -18,6 +18,10 @@ use crate::error::{Error, Result};
 use crate::math::{Mat3, Vec3};
 use crate::model::BodyId;
 
+/// The WGSL twin of this file (`shaders/point_to_ground.wgsl`), spliced into the kernels through
+/// [`Constraint::wgsl`].
+pub const WGSL: &str = include_str!("../../shaders/point_to_ground.wgsl");
+
 /// Index of the `point` parameter: `p_b` in the body frame.
 pub const POINT: usize = 0;
 /// Index of the `normals` parameter: `3 × k` numbers, unit, mutually orthogonal, in Ground.
@@ -120,7 +124,7 @@ impl Constraint for PointToGround {
     fn wgsl(&self) -> Option<WgslConstraint> {
         Some(WgslConstraint {
             file: "point_to_ground.wgsl".into(),
-            source: crate::gpu::shader::POINT_TO_GROUND.into(),
+            source: WGSL.into(),
             evaluate: format!(
                 "point_to_ground_rows(p, {}u, {}, a)",
                 self.normal_count, self.position_level

@@ -15,6 +15,10 @@ use crate::constraints::{
 use crate::math::Vec3;
 use crate::model::BodyId;
 
+/// The WGSL twin of this file (`shaders/sphere_on_plane.wgsl`), spliced into the kernels through
+/// [`Constraint::wgsl`].
+pub const WGSL: &str = include_str!("../../shaders/sphere_on_plane.wgsl");
+
 /// Index of the `plane_frame` parameter: `X_FP` as `[e0, e1, e2, e3, x, y, z]` in F.
 pub const PLANE_FRAME: usize = 0;
 /// Index of the `sphere_center` parameter: `p_BO` in B.
@@ -154,7 +158,7 @@ impl Constraint for SphereOnPlaneContact {
     fn wgsl(&self) -> Option<WgslConstraint> {
         Some(WgslConstraint {
             file: "sphere_on_plane.wgsl".into(),
-            source: crate::gpu::shader::SPHERE_ON_PLANE.into(),
+            source: WGSL.into(),
             evaluate: format!("sphere_on_plane_rows(p, {}, a, b)", self.enforce_rolling),
             report: Some(format!(
                 "sphere_on_plane_report_params(p, {}, a, b, multipliers)",

@@ -18,11 +18,11 @@ pub const DYNAMICS: &str = include_str!("../../shaders/dynamics.wgsl");
 /// `shaders/solver.wgsl`.
 pub const SOLVER: &str = include_str!("../../shaders/solver.wgsl");
 /// `shaders/sphere_on_plane.wgsl`.
-pub const SPHERE_ON_PLANE: &str = include_str!("../../shaders/sphere_on_plane.wgsl");
+pub const SPHERE_ON_PLANE: &str = crate::constraints::sphere_on_plane::WGSL;
 /// `shaders/point_on_plane.wgsl`.
-pub const POINT_ON_PLANE: &str = include_str!("../../shaders/point_on_plane.wgsl");
+pub const POINT_ON_PLANE: &str = crate::constraints::point_on_plane::WGSL;
 /// `shaders/point_to_ground.wgsl`.
-pub const POINT_TO_GROUND: &str = include_str!("../../shaders/point_to_ground.wgsl");
+pub const POINT_TO_GROUND: &str = crate::constraints::point_to_ground::WGSL;
 /// `shaders/motion.wgsl`.
 pub const MOTION: &str = crate::motion::MOTION_WGSL;
 /// `shaders/motion/tilting.wgsl`.
