@@ -50,6 +50,7 @@ pub mod resources;
 pub mod sample;
 pub mod scenarios;
 pub mod solver;
+pub mod step;
 
 pub use error::{Error, Result};
 

@@ -31,15 +31,14 @@ pub mod status {
     /// A free body's mass matrix could not be factored (not positive definite).
     pub const SINGULAR_MASS: u32 = 4;
     /// The integrator could not advance the instance: its adaptive step fell below the minimum
-    /// step ([`MIN_STEP`](crate::integrate::MIN_STEP), relative to the instance's time), e.g.
-    /// because the constraint error on entry is beyond what projection may correct
+    /// step (`step::MIN_STEP`, relative to the instance's time), e.g. because the constraint
+    /// error on entry is beyond what projection may correct
     /// (`max(2·tol, √tol)`) or the dynamics are too stiff for the accuracy asked. The instance
     /// keeps its last good state and is not stepped again until the user resets it (and calls
     /// [`Batch::refresh_status_of`](crate::batch::Batch::refresh_status_of)).
     pub const STEP_FAILED: u32 = 8;
     /// After the last step of a call, a constraint error (position or velocity, enabled rows)
-    /// exceeds the stepper's violation tolerance
-    /// ([`Stepper::violation_tolerance`](crate::integrate::Stepper::violation_tolerance)): the
+    /// exceeds the stepper's violation tolerance (`Stepper::violation_tolerance`): the
     /// instance left its constraints and its results are not to be trusted. It is still
     /// stepped; the flag stays until the user clears it.
     pub const CONSTRAINT_VIOLATED: u32 = 16;

@@ -107,7 +107,7 @@ pub struct GpuEvaluator {
     /// The stepping pipelines, built on first use.
     pub(crate) step_pipeline: Option<crate::gpu::step::StepPipeline>,
     /// RKM step sizes of [`step`](Self::step) and [`advance`](Self::advance) (a
-    /// [`Stepper`](crate::integrate::Stepper) on the GPU keeps its own).
+    /// `Stepper` on the GPU keeps its own).
     pub(crate) step_sizes: Vec<f64>,
 }
 

@@ -3,7 +3,7 @@
 //! columns (q, u, prescribed poses and velocities) and each instance's progress come back at the
 //! end of a call.
 //!
-//! Every integrator and drift control of the CPU [`Stepper`](crate::integrate::Stepper) runs
+//! Every integrator and drift control of the CPU `Stepper` runs
 //! here: semi-implicit Euler, RK4 and RKM with per-instance step control; Baumgarte, Simbody
 //! projection, or none. One pipeline per (integrator, projection) pair, built on first use from
 //! constants prepended to the source, so each carries only the code it runs.
@@ -12,7 +12,7 @@ use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::evaluate::{GpuEvaluator, WORKGROUP, layout_entry, map_read};
-use crate::integrate::{
+use crate::step::{
     Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, Stabilization, StepOptions, StepReport,
 };
 
@@ -206,7 +206,7 @@ impl GpuEvaluator {
 
     /// Advances every instance by `n` steps on the GPU: `n · h` with the fixed-step
     /// integrators, `n` accepted adaptive steps with RKM (each instance keeps its own step size
-    /// between calls). The same semantics as [`Stepper::step`](crate::integrate::Stepper::step),
+    /// between calls). The same semantics as `Stepper::step`,
     /// which is also the way to step on either backend through one API.
     ///
     /// All steps run in as few submits as the goal allows, the state stays on the GPU, and only
@@ -233,14 +233,14 @@ impl GpuEvaluator {
 
     /// Advances every instance by `duration` seconds of its own time on the GPU, landing on
     /// `t + duration` (the last step shortened when needed); as
-    /// [`Stepper::advance`](crate::integrate::Stepper::advance).
+    /// `Stepper::advance`.
     pub fn advance(
         &mut self,
         batch: &mut Batch,
         options: &StepOptions,
         duration: f64,
     ) -> Result<StepReport> {
-        crate::integrate::check_duration(duration, options)?;
+        crate::step::check_duration(duration, options)?;
         let mut sizes = std::mem::take(&mut self.step_sizes);
         let out = self.run_goal(
             batch,
@@ -316,7 +316,7 @@ impl GpuEvaluator {
         // elapsed times), and the violation tolerance no finer than the precision resolves
         // (projection stops at 16 ε: `projection_target`).
         let latest = batch.time().iter().fold(0.0f64, |m, t| m.max(t.abs()));
-        let min_step = crate::integrate::min_step(latest);
+        let min_step = crate::step::min_step(latest);
         let gpu_violation = violation.max(160.0 * self.precision.epsilon());
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
