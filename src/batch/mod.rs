@@ -386,6 +386,72 @@ fn pose(mut p: [f64; 7]) -> Result<[f64; 7], Accepted> {
     Ok(p)
 }
 
+/// Parameter columns for `len` instances of the parameters `specs` (a constraint's or a motion
+/// law's), every value at its checked default; `owner` names them in errors.
+pub(crate) fn default_columns(
+    specs: &[ParamSpec],
+    owner: &str,
+    len: usize,
+    filled: &dyn Fn(&str) -> String,
+) -> Result<(Vec<Vec<f64>>, Vec<usize>)> {
+    let mut params = Vec::with_capacity(specs.len());
+    let mut widths = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let mut default = spec.default.clone();
+        if default.is_empty() || !spec.check.accept(&mut default) {
+            return Err(Error::Template(format!(
+                "{owner}: default {} = {:?} not accepted; accepted: {}",
+                spec.name,
+                spec.default,
+                spec.check.accepted()
+            )));
+        }
+        let mut column = Vec::new();
+        column
+            .try_reserve_exact(default.len() * len)
+            .map_err(|_| Error::OutOfMemory {
+                what: filled(spec.name),
+                count: len.to_string(),
+                bytes: (default.len() * 8) as u128 * len as u128,
+                where_: "host",
+            })?;
+        for _ in 0..len {
+            column.extend_from_slice(&default);
+        }
+        widths.push(default.len());
+        params.push(column);
+    }
+    Ok((params, widths))
+}
+
+/// One instance's value of a parameter (`width` values), checked by `spec` (and normalised
+/// where the check says so); errors name `field`.
+pub(crate) fn checked_param(
+    spec: &ParamSpec,
+    width: usize,
+    field: String,
+    instance: usize,
+    value: &[f64],
+) -> Result<Vec<f64>> {
+    if value.len() != width {
+        return Err(Error::ColumnLength {
+            field,
+            got: value.len(),
+            expected: width,
+        });
+    }
+    let mut v = value.to_vec();
+    if !spec.check.accept(&mut v) {
+        return Err(invalid(
+            field,
+            instance,
+            format!("{value:?}"),
+            spec.check.accepted(),
+        ));
+    }
+    Ok(v)
+}
+
 fn invalid(field: String, instance: usize, value: String, accepted: &str) -> Error {
     Error::InvalidValue {
         field,
@@ -589,34 +655,8 @@ impl Batch {
         let mut constraints = Vec::with_capacity(template.constraints().len());
         for (index, slot) in template.constraints().iter().enumerate() {
             let specs = slot.constraint.params();
-            let mut params = Vec::with_capacity(specs.len());
-            let mut widths = Vec::with_capacity(specs.len());
-            for spec in &specs {
-                let mut default = spec.default.clone();
-                if default.is_empty() || !spec.check.accept(&mut default) {
-                    return Err(Error::Template(format!(
-                        "constraint {index} ({}): default {} = {:?} not accepted; accepted: {}",
-                        slot.constraint.kind_name(),
-                        spec.name,
-                        spec.default,
-                        spec.check.accepted()
-                    )));
-                }
-                widths.push(default.len());
-                let mut column = Vec::new();
-                column
-                    .try_reserve_exact(default.len() * len)
-                    .map_err(|_| Error::OutOfMemory {
-                        what: filled(spec.name),
-                        count: len.to_string(),
-                        bytes: (default.len() * 8) as u128 * len as u128,
-                        where_: "host",
-                    })?;
-                for _ in 0..len {
-                    column.extend_from_slice(&default);
-                }
-                params.push(column);
-            }
+            let owner = format!("constraint {index} ({})", slot.constraint.kind_name());
+            let (params, widths) = default_columns(&specs, &owner, len, &filled)?;
             let t = slot.baumgarte.unwrap_or_default().time_constant;
             constraints.push(ConstraintColumns {
                 enabled: try_filled(1, len, &filled("enabled"))?,
@@ -1123,24 +1163,9 @@ impl Batch {
         let k = self.param_index(c, name)?;
         self.check_instance(instance)?;
         let cols = &self.constraints[c.0];
-        let (w, check) = (cols.widths[k], cols.specs[k].check);
+        let w = cols.widths[k];
         let field = format!("constraint[{}].{name}", c.0);
-        if value.len() != w {
-            return Err(Error::ColumnLength {
-                field,
-                got: value.len(),
-                expected: w,
-            });
-        }
-        let mut v = value.to_vec();
-        if !check.accept(&mut v) {
-            return Err(invalid(
-                field,
-                instance,
-                format!("{value:?}"),
-                check.accepted(),
-            ));
-        }
+        let v = checked_param(&cols.specs[k], w, field, instance, value)?;
         self.constraints[c.0].params[k][instance * w..(instance + 1) * w].copy_from_slice(&v);
         self.touch(Column::Param(c.0, k));
         Ok(())

@@ -2,7 +2,9 @@
 //! and the pose, velocity and acceleration columns kept equal to the law at each instance's
 //! time.
 
-use super::{Batch, Column, MotionColumns, PrescribedField, invalid};
+use super::{
+    Batch, Column, MotionColumns, PrescribedField, checked_param, default_columns, invalid,
+};
 use crate::constraints::{BodyKinematics, Params};
 use crate::error::{Error, Result};
 use crate::model::BodyId;
@@ -16,34 +18,8 @@ pub(super) fn law_columns(
     filled: &dyn Fn(&str) -> String,
 ) -> Result<MotionColumns> {
     let specs = law.params();
-    let mut params = Vec::with_capacity(specs.len());
-    let mut widths = Vec::with_capacity(specs.len());
-    for spec in &specs {
-        let mut default = spec.default.clone();
-        if default.is_empty() || !spec.check.accept(&mut default) {
-            return Err(Error::Template(format!(
-                "body {body:?} ({} motion): default {} = {:?} not accepted; accepted: {}",
-                law.kind_name(),
-                spec.name,
-                spec.default,
-                spec.check.accepted()
-            )));
-        }
-        let mut column = Vec::new();
-        column
-            .try_reserve_exact(default.len() * len)
-            .map_err(|_| Error::OutOfMemory {
-                what: filled(spec.name),
-                count: len.to_string(),
-                bytes: (default.len() * 8) as u128 * len as u128,
-                where_: "host",
-            })?;
-        for _ in 0..len {
-            column.extend_from_slice(&default);
-        }
-        widths.push(default.len());
-        params.push(column);
-    }
+    let owner = format!("body {body:?} ({} motion)", law.kind_name());
+    let (params, widths) = default_columns(&specs, &owner, len, filled)?;
     Ok(MotionColumns {
         specs,
         params,
@@ -189,9 +165,17 @@ impl Batch {
                 expected: w * self.len,
             });
         }
-        let mut column = Vec::with_capacity(values.len());
-        for (i, chunk) in values.chunks(w.max(1)).enumerate() {
-            column.extend(self.checked_motion_value(slot, k, i, chunk)?);
+        // Checked in place, one copy of the column (as `set_param_column`).
+        let mut column = values.to_vec();
+        if let Some(m) = self.prescribed[slot].motion.as_ref() {
+            let check = m.specs[k].check;
+            for (i, chunk) in column.chunks_mut(w.max(1)).enumerate() {
+                if !check.accept(chunk) {
+                    let field = format!("body[{}].motion.{name}", body.index());
+                    let value = format!("{:?}", &values[i * w..(i + 1) * w]);
+                    return Err(invalid(field, i, value, check.accepted()));
+                }
+            }
         }
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
             m.params[k] = column;
@@ -256,23 +240,7 @@ impl Batch {
         let (spec, w) = (&m.specs[k], m.widths[k]);
         let body = self.template.prescribed_bodies()[slot];
         let field = format!("body[{}].motion.{}", body.index(), spec.name);
-        if value.len() != w {
-            return Err(Error::ColumnLength {
-                field,
-                got: value.len(),
-                expected: w,
-            });
-        }
-        let mut v = value.to_vec();
-        if !spec.check.accept(&mut v) {
-            return Err(invalid(
-                field,
-                instance,
-                format!("{value:?}"),
-                spec.check.accepted(),
-            ));
-        }
-        Ok(v)
+        checked_param(spec, w, field, instance, value)
     }
 
     /// Writes the law's motion at instance `i`'s time into every driven body's pose, velocity
