@@ -82,17 +82,12 @@ fn main() {
                 }
                 let Some(device) = &device else { continue };
                 let mut batch = make(n).expect("batch");
-                let mut gpu = GpuEvaluator::new(
-                    device.clone(),
-                    &batch,
-                    Precision::F32,
-                    GpuOptions::default(),
-                )
-                .expect("kernel");
-                gpu.step(&mut batch, &options, 1).expect("warm-up");
+                let mut gpu =
+                    Stepper::on_gpu(options, device.clone(), Precision::F32).expect("kernel");
+                gpu.step(&mut batch, 1).expect("warm-up");
                 for substeps in [16, 256, 1024] {
                     let start = Instant::now();
-                    gpu.step(&mut batch, &options, substeps).expect("step");
+                    gpu.step(&mut batch, substeps).expect("step");
                     let r = rate(n, substeps, start.elapsed().as_secs_f64());
                     println!("| {name} | {iname} | {n} | GPU f32 | {substeps} | {r:.3e} |");
                 }

@@ -71,7 +71,7 @@ fn measure(
         "gpu f32, kernel only",
         time(|| gpu.dispatch(batch).expect("dispatch"), budget),
     );
-    let mut out = simbatch::evaluate::Evaluation::default();
+    let mut out = simbatch::evaluation::Evaluation::default();
     push(
         "gpu f32, kernel + readback",
         time(

@@ -37,6 +37,13 @@ fn rotation_chain_then(chain: RotationChain, axis: vec3<real>, angle: real, rate
     return out;
 }
 
+// The kinematics of a body rotated by `chain` after `base`, whose origin coordinate k moves as
+// `coordinates[k]` = (x, ẋ, ẍ) (Ground axes): twin of `RotationChain::body_kinematics`.
+fn rotation_chain_body_kinematics(chain: RotationChain, base: mat3x3<real>, coordinates: mat3x3<real>) -> BodyKinematics {
+    let motion = transpose(coordinates);
+    return BodyKinematics(chain.rotation * base, motion[0], chain.ang_vel, motion[1], chain.ang_acc, motion[2]);
+}
+
 // (value, d/dt, d²/dt²) of amplitude · sin(rate · t + phase).
 fn sine(amplitude: real, rate: real, phase: real, t: real) -> vec3<real> {
     let s = sin(rate * t + phase);

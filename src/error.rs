@@ -166,7 +166,7 @@ pub enum Error {
         /// The names it has.
         available: String,
     },
-    /// The instance's state or result is not finite (see [`crate::batch::status`]).
+    /// The instance's state or result is not finite (see `batch::status`).
     #[error("instance {instance} is not finite (status bits {status:#x})")]
     NonFinite {
         /// Instance index.

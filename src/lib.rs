@@ -29,27 +29,25 @@
 // Library code returns typed errors; `unwrap`/`expect` are for tests only.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod assembly;
 pub mod backend;
 pub mod batch;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod constraints;
+pub mod cpu;
 pub mod custom;
-pub mod dynamics;
 pub mod env;
 pub mod error;
-pub mod evaluate;
+pub mod evaluation;
+#[cfg(feature = "golden")]
 pub mod golden;
 pub mod gpu;
-pub mod integrate;
 pub mod math;
 pub mod model;
 pub mod motion;
 pub mod resources;
 pub mod sample;
 pub mod scenarios;
-pub mod solver;
 pub mod step;
 
 pub use error::{Error, Result};
@@ -61,14 +59,16 @@ pub struct ReadmeDoctests;
 
 /// The names most programs need.
 pub mod prelude {
-    pub use crate::backend::{Backend, Evaluator};
+    pub use crate::backend::{Backend, Evaluator, Stepper};
+    pub use crate::batch::InstanceState;
     pub use crate::batch::{Batch, status};
     pub use crate::constraints::{
         Constraint, PointOnPlaneContact, PointToGround, RowLevel, SphereOnPlaneContact,
     };
+    pub use crate::cpu::evaluate::InstanceSystem;
     pub use crate::error::{Error, Result};
-    pub use crate::evaluate::{ConstraintEvaluation, Evaluation, InstanceState, InstanceSystem};
-    pub use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, Precision};
-    pub use crate::integrate::{Integrator, Stabilization, StepOptions, StepReport, Stepper};
+    pub use crate::evaluation::{ConstraintEvaluation, Evaluation};
+    pub use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, GpuStepper, Precision};
     pub use crate::model::{Baumgarte, BodyId, BodyKind, ConstraintId, GROUND, SystemTemplate};
+    pub use crate::step::{Integrator, Stabilization, StepOptions, StepReport};
 }

@@ -7,7 +7,6 @@
 //! or on which other fields the scenario declares.
 
 use crate::error::{Error, Result};
-use crate::scenarios::Rng;
 
 /// One scalar field of a scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +23,62 @@ pub enum Scalar {
     Choice(Vec<f64>),
     /// The per-instance value of a `[vars]` entry (its index).
     Var(usize),
+}
+
+/// Names of the distributions [`Scalar::distribution`] accepts.
+pub const DISTRIBUTIONS: [&str; 4] = ["uniform", "normal", "log_uniform", "choice"];
+
+impl Scalar {
+    /// The distribution `kind` with its numbers, as scenario files (`{uniform = [lo, hi]}`) and
+    /// the Python settings (`{"uniform": [lo, hi]}`) write it — the one parser of that syntax:
+    /// `uniform = [lo, hi]` (lo ≤ hi), `normal = [mean, std]` (std ≥ 0), `log_uniform = [lo,
+    /// hi]` (0 < lo ≤ hi), `choice = [v, ...]` (at least one value); every number finite. The
+    /// error message shows the value and ends with what is accepted.
+    pub fn distribution(kind: &str, numbers: &[f64]) -> std::result::Result<Scalar, String> {
+        if !numbers.iter().all(|x| x.is_finite()) {
+            return Err(format!("{kind} = {numbers:?}; accepted: finite numbers"));
+        }
+        let pair = |what: &str| -> std::result::Result<(f64, f64), String> {
+            match numbers {
+                [a, b] => Ok((*a, *b)),
+                _ => Err(format!(
+                    "{kind} takes [{what}], got {} values; accepted: two numbers",
+                    numbers.len()
+                )),
+            }
+        };
+        match kind {
+            "uniform" => {
+                let (lo, hi) = pair("lo, hi")?;
+                if lo > hi {
+                    return Err(format!("uniform = [{lo}, {hi}]; accepted: lo ≤ hi"));
+                }
+                Ok(Scalar::Uniform(lo, hi))
+            }
+            "normal" => {
+                let (mean, std) = pair("mean, std")?;
+                if std < 0.0 {
+                    return Err(format!("normal = [{mean}, {std}]; accepted: std ≥ 0"));
+                }
+                Ok(Scalar::Normal(mean, std))
+            }
+            "log_uniform" => {
+                let (lo, hi) = pair("lo, hi")?;
+                if !(lo > 0.0 && lo <= hi) {
+                    return Err(format!("log_uniform = [{lo}, {hi}]; accepted: 0 < lo ≤ hi"));
+                }
+                Ok(Scalar::LogUniform(lo, hi))
+            }
+            "choice" if numbers.is_empty() => {
+                Err("choice = []; accepted: at least one value".into())
+            }
+            "choice" => Ok(Scalar::Choice(numbers.to_vec())),
+            other => Err(format!(
+                "unknown distribution {other:?}; accepted: {}",
+                DISTRIBUTIONS.join(", ")
+            )),
+        }
+    }
 }
 
 impl Scalar {
@@ -94,6 +149,88 @@ impl Scalar {
                 ),
             })
         }
+    }
+}
+
+/// SplitMix64's increment (the golden ratio in 64 bits).
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// SplitMix64's output function (Stafford's mix 13): a bijection of 64-bit words in which
+/// neighbouring inputs give unrelated outputs.
+pub fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seed `seed` mixed so that neighbouring seeds (`s + i`) give unrelated streams.
+pub fn mixed_seed(seed: u64) -> u64 {
+    mix64(seed.wrapping_add(GOLDEN_GAMMA))
+}
+
+/// SplitMix64 keyed by `(seed, instance)`: a small counter-based generator, the one random
+/// source of the crate (studies, environments, random test systems).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// The stream of instance `instance` under `seed`.
+    pub fn for_instance(seed: u64, instance: usize) -> Self {
+        let mut r = Rng(seed ^ (instance as u64).wrapping_mul(0xD1B54A32D192ED03));
+        r.next_u64();
+        r
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(GOLDEN_GAMMA);
+        mix64(self.0)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+
+    /// A vector with components uniform in `[−s, s)`.
+    pub fn vec3(&mut self, s: f64) -> [f64; 3] {
+        [
+            self.uniform(-s, s),
+            self.uniform(-s, s),
+            self.uniform(-s, s),
+        ]
+    }
+
+    /// A random pose `[e0, e1, e2, e3, x, y, z]` with the origin within `s` of zero.
+    pub fn pose(&mut self, s: f64) -> [f64; 7] {
+        let p = self.vec3(s);
+        let mut q = [0.0; 4];
+        while q.iter().map(|x| x * x).sum::<f64>() < 1e-3 {
+            q = [
+                self.uniform(-1.0, 1.0),
+                self.uniform(-1.0, 1.0),
+                self.uniform(-1.0, 1.0),
+                self.uniform(-1.0, 1.0),
+            ];
+        }
+        [q[0], q[1], q[2], q[3], p[0], p[1], p[2]]
+    }
+
+    /// A valid inertia: diagonal in [0.2, 0.3], products within ±0.02 (triangle inequality holds).
+    pub fn inertia(&mut self) -> [f64; 6] {
+        [
+            self.uniform(0.2, 0.3),
+            self.uniform(0.2, 0.3),
+            self.uniform(0.2, 0.3),
+            self.uniform(-0.02, 0.02),
+            self.uniform(-0.02, 0.02),
+            self.uniform(-0.02, 0.02),
+        ]
     }
 }
 

@@ -15,73 +15,7 @@ use crate::math::rotation_from_quaternion;
 use crate::model::{Baumgarte, BodyId, ConstraintId, GROUND, SystemTemplate};
 use crate::motion::{PolynomialMotion, TiltingMotion};
 
-/// SplitMix64 keyed by `(seed, instance)`: a small counter-based generator.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// The stream of instance `instance` under `seed`.
-    pub fn for_instance(seed: u64, instance: usize) -> Self {
-        let mut r = Rng(seed ^ (instance as u64).wrapping_mul(0xD1B54A32D192ED03));
-        r.next_u64();
-        r
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[lo, hi)`.
-    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    /// A vector with components uniform in `[−s, s)`.
-    pub fn vec3(&mut self, s: f64) -> [f64; 3] {
-        [
-            self.uniform(-s, s),
-            self.uniform(-s, s),
-            self.uniform(-s, s),
-        ]
-    }
-
-    /// A random pose `[e0, e1, e2, e3, x, y, z]` with the origin within `s` of zero.
-    pub fn pose(&mut self, s: f64) -> [f64; 7] {
-        let p = self.vec3(s);
-        let mut q = [0.0; 4];
-        while q.iter().map(|x| x * x).sum::<f64>() < 1e-3 {
-            q = [
-                self.uniform(-1.0, 1.0),
-                self.uniform(-1.0, 1.0),
-                self.uniform(-1.0, 1.0),
-                self.uniform(-1.0, 1.0),
-            ];
-        }
-        [q[0], q[1], q[2], q[3], p[0], p[1], p[2]]
-    }
-
-    /// A valid inertia: diagonal in [0.2, 0.3], products within ±0.02 (triangle inequality holds).
-    pub fn inertia(&mut self) -> [f64; 6] {
-        [
-            self.uniform(0.2, 0.3),
-            self.uniform(0.2, 0.3),
-            self.uniform(0.2, 0.3),
-            self.uniform(-0.02, 0.02),
-            self.uniform(-0.02, 0.02),
-            self.uniform(-0.02, 0.02),
-        ]
-    }
-}
+pub use crate::sample::Rng;
 
 /// What carries the plane of a contact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -82,29 +82,9 @@ fn scalar(field: &str, value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     let (kind, args) = dict.iter().next().ok_or_else(bad)?;
     let kind: String = kind.extract().map_err(|_| bad())?;
     let numbers: Vec<f64> = args.extract().map_err(|_| bad())?;
-    let pair = || {
-        if numbers.len() == 2 {
-            Ok((numbers[0], numbers[1]))
-        } else {
-            Err(bad())
-        }
-    };
-    Ok(match kind.as_str() {
-        "uniform" => {
-            let (a, b) = pair()?;
-            Scalar::Uniform(a, b)
-        }
-        "normal" => {
-            let (a, b) = pair()?;
-            Scalar::Normal(a, b)
-        }
-        "log_uniform" => {
-            let (a, b) = pair()?;
-            Scalar::LogUniform(a, b)
-        }
-        "choice" => Scalar::Choice(numbers),
-        _ => return Err(bad()),
-    })
+    // The one parser of the distribution syntax, shared with the `simbatch` command.
+    Scalar::distribution(&kind, &numbers)
+        .map_err(|e| PyValueError::new_err(format!("setting {field}: {e}")))
 }
 
 /// Seeds, episode numbers and elapsed steps, one array each.

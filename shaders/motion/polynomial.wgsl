@@ -26,14 +26,9 @@ fn polynomial_motion(p: array<real, MOTION_PARAMS_CAP>, t: real, degree: u32) ->
         chain = rotation_chain_then(chain, axes[j], angle.x, angle.y, angle.z);
     }
     let base = rotation_from_quaternion(vec4<real>(p[1], p[2], p[3], p[4]));
-    var origin: vec3<real>;
-    var lin_vel: vec3<real>;
-    var lin_acc: vec3<real>;
+    var coordinates: mat3x3<real>;
     for (var i = 0u; i < 3u; i++) {
-        let x = polynomial_eval(p, 5u + i * w, w, tau);
-        origin[i] = x.x;
-        lin_vel[i] = x.y;
-        lin_acc[i] = x.z;
+        coordinates[i] = polynomial_eval(p, 5u + i * w, w, tau);
     }
-    return BodyKinematics(chain.rotation * base, origin, chain.ang_vel, lin_vel, chain.ang_acc, lin_acc);
+    return rotation_chain_body_kinematics(chain, base, coordinates);
 }

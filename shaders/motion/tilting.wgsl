@@ -12,14 +12,10 @@ fn tilting_motion(p: array<real, MOTION_PARAMS_CAP>, t: real) -> BodyKinematics 
     let second = sine(p[7], p[9], p[11], t);
     chain = rotation_chain_then(chain, axis2, second.x, second.y, second.z);
     let base = rotation_from_quaternion(vec4<real>(p[12], p[13], p[14], p[15]));
-    var origin: vec3<real>;
-    var lin_vel: vec3<real>;
-    var lin_acc: vec3<real>;
+    var coordinates: mat3x3<real>;
     for (var i = 0u; i < 3u; i++) {
         let x = sine(p[19u + i], p[22u + i], p[25u + i], t);
-        origin[i] = p[16u + i] + x.x;
-        lin_vel[i] = x.y;
-        lin_acc[i] = x.z;
+        coordinates[i] = vec3<real>(p[16u + i] + x.x, x.y, x.z);
     }
-    return BodyKinematics(chain.rotation * base, origin, chain.ang_vel, lin_vel, chain.ang_acc, lin_acc);
+    return rotation_chain_body_kinematics(chain, base, coordinates);
 }

@@ -1,14 +1,14 @@
-//! The motion-law columns of driven prescribed bodies (`crate::motion`): parameter accessors,
+//! The motion-law columns of driven prescribed bodies (see the `motion` room): parameter accessors,
 //! and the pose, velocity and acceleration columns kept equal to the law at each instance's
 //! time.
 
-use super::{
-    Batch, Column, MotionColumns, PrescribedField, checked_param, default_columns, invalid,
-};
-use crate::constraints::{BodyKinematics, Params};
+use super::checks::invalid;
+use super::{Batch, Column, MotionColumns, PrescribedField, checked_param, default_columns};
 use crate::error::{Error, Result};
 use crate::model::BodyId;
-use crate::motion::{MotionLaw, motion_columns};
+use crate::model::MotionLaw;
+use crate::model::motion::motion_columns;
+use crate::model::{BodyKinematics, Params};
 
 /// Parameter columns of a law for `len` instances, every value at its (checked) default.
 pub(super) fn law_columns(

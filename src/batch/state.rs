@@ -1,6 +1,8 @@
 //! The state of one instance held apart from the batch's columns: what the integrators advance
 //! and write back into the batch.
 
+use super::Batch;
+use crate::error::{Error, Result};
 use crate::math::all_finite;
 
 /// The state of one instance, apart from the batch: what integrators advance.
@@ -72,5 +74,37 @@ impl InstanceState {
             && self.q.iter().chain(&self.pose).all(|x| all_finite(x))
             && self.u.iter().chain(&self.velocity).all(|x| all_finite(x))
             && all_finite(&self.work)
+    }
+}
+
+impl Batch {
+    /// The state of instance `i` as held in the columns.
+    pub fn instance_state(&self, i: usize) -> Result<InstanceState> {
+        if i >= self.len() {
+            return Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len(),
+            });
+        }
+        Ok(self.state_of(i))
+    }
+
+    pub(crate) fn state_of(&self, i: usize) -> InstanceState {
+        InstanceState {
+            time: self.time()[i],
+            q: self.free_columns().iter().map(|c| c.q[i]).collect(),
+            u: self.free_columns().iter().map(|c| c.u[i]).collect(),
+            pose: self
+                .prescribed_columns()
+                .iter()
+                .map(|c| c.pose[i])
+                .collect(),
+            velocity: self
+                .prescribed_columns()
+                .iter()
+                .map(|c| c.velocity[i])
+                .collect(),
+            work: self.work()[i],
+        }
     }
 }

@@ -7,13 +7,14 @@ use serde_json::json;
 
 use super::CliError;
 use crate::backend::Evaluator;
+use crate::backend::Stepper;
 use crate::batch::Batch;
-use crate::evaluate::Evaluation;
+use crate::evaluation::Evaluation;
 use crate::gpu::{GpuOptions, Precision};
-use crate::integrate::{Integrator, Stabilization, StepOptions, Stepper};
 use crate::scenarios::{
     ContactKind, PlaneBody, contact_batch, point_to_ground_batch, rolling_balls, standing_sticks,
 };
+use crate::step::{Integrator, Stabilization, StepOptions};
 
 /// Arguments of `simbatch bench`.
 #[derive(Debug, clap::Args)]

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::CliError;
+use crate::backend::Stepper;
 use crate::golden::{self, Record, Report};
 use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, Precision};
-use crate::integrate::{Integrator, Stabilization, StepOptions, Stepper};
+use crate::step::{Integrator, Stabilization, StepOptions};
 
 /// Arguments of `simbatch check`.
 #[derive(Debug, clap::Args)]

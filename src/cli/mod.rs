@@ -10,6 +10,8 @@
 
 pub mod bench;
 pub mod check;
+pub mod instances;
+pub mod outdir;
 pub mod output;
 #[cfg(feature = "parquet")]
 pub mod parquet;

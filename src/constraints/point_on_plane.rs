@@ -140,11 +140,7 @@ impl Constraint for PointOnPlaneContact {
     }
 
     fn reported_extras(&self) -> ReportedExtras {
-        ReportedExtras {
-            contact_point: true,
-            separation: true,
-            contact_force: true,
-        }
+        ReportedExtras::ALL
     }
 
     /// `contact_point` = the follower point in Ground; `separation` = its signed height above the

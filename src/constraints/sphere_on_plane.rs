@@ -231,11 +231,7 @@ impl Constraint for SphereOnPlaneContact {
     }
 
     fn reported_extras(&self) -> ReportedExtras {
-        ReportedExtras {
-            contact_point: true,
-            separation: true,
-            contact_force: true,
-        }
+        ReportedExtras::ALL
     }
 
     /// `contact_force` = `force_on_sphere_in_ground` = `R_GP (−λ)`.

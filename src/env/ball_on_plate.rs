@@ -27,17 +27,17 @@
 use nalgebra::Vector3;
 
 use super::{
-    BoxSpace, Draws, EnvSpec, Task, check_common_settings, check_setting, fixed_setting,
-    integer_setting, unknown_setting,
+    BoxSpace, CommonSettings, Draws, EnvSpec, Task, check_common_settings, check_setting,
+    fixed_setting, unknown_setting,
 };
 use crate::batch::Batch;
 use crate::constraints::SphereOnPlaneContact;
 use crate::error::Result;
-use crate::integrate::Stabilization;
 use crate::math::{quaternion_from_rotation_vector, rotation_from_quaternion};
 use crate::model::{BodyId, ConstraintId, SystemTemplate};
 use crate::motion::PolynomialMotion;
 use crate::sample::Scalar;
+use crate::step::Stabilization;
 
 /// Settings of [`BallOnPlate`]; the [`Scalar`] fields are drawn per environment and episode.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +102,17 @@ impl Default for BallOnPlateConfig {
 }
 
 impl BallOnPlateConfig {
+    /// The settings every task has, as one group.
+    fn common(&mut self) -> CommonSettings<'_> {
+        CommonSettings {
+            control_dt: &mut self.control_dt,
+            substeps: &mut self.substeps,
+            max_episode_steps: &mut self.max_episode_steps,
+            gravity: &mut self.gravity,
+            action_cost: &mut self.action_cost,
+        }
+    }
+
     /// The names [`set`](Self::set) takes.
     pub const SETTINGS: [&'static str; 16] = [
         "half_size",
@@ -125,19 +136,14 @@ impl BallOnPlateConfig {
     /// Sets the field named `field`: a distribution for the per-episode fields, a number
     /// (`Scalar::Fixed`) for the others. Values are checked by [`validate`](Self::validate).
     pub fn set(&mut self, field: &str, value: Scalar) -> Result<()> {
+        if self.common().set(field, &value)? {
+            return Ok(());
+        }
         let fixed = |v: &Scalar| fixed_setting(field, v);
         match field {
             "half_size" => self.half_size = fixed(&value)?,
             "max_tilt_rate" => self.max_tilt_rate = fixed(&value)?,
             "max_tilt" => self.max_tilt = fixed(&value)?,
-            "control_dt" => self.control_dt = fixed(&value)?,
-            "substeps" => self.substeps = integer_setting(field, &value, 1, 10_000)? as usize,
-            "max_episode_steps" => {
-                self.max_episode_steps =
-                    integer_setting(field, &value, 1, u64::from(u32::MAX))? as u32
-            }
-            "gravity" => self.gravity = fixed(&value)?,
-            "action_cost" => self.action_cost = fixed(&value)?,
             "ball_radius" => self.ball_radius = value,
             "ball_mass" => self.ball_mass = value,
             "start_x" => self.start_x = value,

@@ -29,16 +29,16 @@ use std::f64::consts::PI;
 use nalgebra::Vector3;
 
 use super::{
-    BoxSpace, Draws, EnvSpec, Task, check_common_settings, check_setting, fixed_setting,
-    integer_setting, unknown_setting,
+    BoxSpace, CommonSettings, Draws, EnvSpec, Task, check_common_settings, check_setting,
+    fixed_setting, unknown_setting,
 };
 use crate::batch::Batch;
 use crate::constraints::PointToGround;
 use crate::error::Result;
-use crate::integrate::Stabilization;
 use crate::math::rotation_from_quaternion;
 use crate::model::{BodyId, ConstraintId, SystemTemplate};
 use crate::sample::Scalar;
+use crate::step::Stabilization;
 
 /// Settings of [`BrickPush`]; the [`Scalar`] fields are drawn per environment and episode.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +132,17 @@ impl Default for BrickPushConfig {
 }
 
 impl BrickPushConfig {
+    /// The settings every task has, as one group.
+    fn common(&mut self) -> CommonSettings<'_> {
+        CommonSettings {
+            control_dt: &mut self.control_dt,
+            substeps: &mut self.substeps,
+            max_episode_steps: &mut self.max_episode_steps,
+            gravity: &mut self.gravity,
+            action_cost: &mut self.action_cost,
+        }
+    }
+
     /// The names [`set`](Self::set) takes.
     pub const SETTINGS: [&'static str; 26] = [
         "arena_half_size",
@@ -165,23 +176,18 @@ impl BrickPushConfig {
     /// Sets the field named `field`: a distribution for the per-episode fields, a number
     /// (`Scalar::Fixed`) for the others. Values are checked by [`validate`](Self::validate).
     pub fn set(&mut self, field: &str, value: Scalar) -> Result<()> {
+        if self.common().set(field, &value)? {
+            return Ok(());
+        }
         let fixed = |v: &Scalar| fixed_setting(field, v);
         match field {
             "arena_half_size" => self.arena_half_size = fixed(&value)?,
             "max_force" => self.max_force = fixed(&value)?,
             "max_torque" => self.max_torque = fixed(&value)?,
-            "control_dt" => self.control_dt = fixed(&value)?,
-            "gravity" => self.gravity = fixed(&value)?,
-            "action_cost" => self.action_cost = fixed(&value)?,
             "success_distance" => self.success_distance = fixed(&value)?,
             "success_angle" => self.success_angle = fixed(&value)?,
             "success_speed" => self.success_speed = fixed(&value)?,
             "success_bonus" => self.success_bonus = fixed(&value)?,
-            "substeps" => self.substeps = integer_setting(field, &value, 1, 10_000)? as usize,
-            "max_episode_steps" => {
-                self.max_episode_steps =
-                    integer_setting(field, &value, 1, u64::from(u32::MAX))? as u32
-            }
             "mass" => self.mass = value,
             "half_x" => self.half_x = value,
             "half_y" => self.half_y = value,

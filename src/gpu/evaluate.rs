@@ -10,59 +10,12 @@ use std::sync::Arc;
 
 use crate::batch::{Batch, ColumnData, status};
 use crate::error::{Error, Result};
-use crate::evaluate::{ConstraintEvaluation, Evaluation};
+use crate::evaluation::Evaluation;
+use crate::gpu::buffers::{WORKGROUP, gpu_allocation_error, layout_entry, map_read};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
 use crate::gpu::{GpuOptions, Precision};
-
-pub(crate) const WORKGROUP: usize = 64;
-
-/// Maps the first `size` bytes of a staging buffer, waits for the GPU, hands them to `f` while
-/// mapped, and unmaps.
-pub(crate) fn map_read<R>(
-    device: &GpuDevice,
-    buffer: &wgpu::Buffer,
-    size: u64,
-    f: impl FnOnce(&[u8]) -> R,
-) -> Result<R> {
-    let slice = buffer.slice(0..size);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    device
-        .device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
-    rx.recv()
-        .map_err(|e| Error::Gpu(format!("readback lost: {e}")))?
-        .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-    let view = slice
-        .get_mapped_range()
-        .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
-    let out = f(&view);
-    drop(view);
-    buffer.unmap();
-    Ok(out)
-}
-
-/// A compute-stage buffer binding of a bind group layout.
-pub(crate) fn layout_entry(
-    binding: u32,
-    ty: wgpu::BufferBindingType,
-) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
 
 /// Jacobians and biases read back from the GPU (on request).
 #[derive(Debug, Clone, PartialEq)]
@@ -88,8 +41,6 @@ pub(crate) struct Chunk {
     staging: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
     pub(crate) uploaded: Vec<u64>,
-    /// The stepping kernel's buffers, made on first use (src/gpu/step.rs).
-    pub(crate) step: Option<crate::gpu::step::ChunkStep>,
 }
 
 /// Evaluates batches of one template on the GPU.
@@ -104,11 +55,9 @@ pub struct GpuEvaluator {
     batch_uid: Option<u64>,
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) last_upload_bytes: u64,
-    /// The stepping pipelines, built on first use.
-    pub(crate) step_pipeline: Option<crate::gpu::step::StepPipeline>,
-    /// RKM step sizes of [`step`](Self::step) and [`advance`](Self::advance) (a
-    /// `Stepper` on the GPU keeps its own).
-    pub(crate) step_sizes: Vec<f64>,
+    /// Counts rebuilds of the chunks: buffers bound to a chunk's input (the stepping kernel's)
+    /// are remade when it changes.
+    pub(crate) generation: u64,
 }
 
 impl std::fmt::Debug for GpuEvaluator {
@@ -197,8 +146,7 @@ impl GpuEvaluator {
             batch_uid: None,
             chunks: Vec::new(),
             last_upload_bytes: 0,
-            step_pipeline: None,
-            step_sizes: Vec::new(),
+            generation: 0,
         })
     }
 
@@ -232,21 +180,33 @@ impl GpuEvaluator {
         &self.layout
     }
 
-    pub(crate) fn prepare(&mut self, batch: &Batch) -> Result<()> {
-        if Layout::new(batch.template())? != self.layout {
-            return Err(Error::Gpu(
-                "this evaluator was built for another template layout".into(),
-            ));
+    /// Whether this evaluator's kernel serves `batch` (same layout).
+    pub(crate) fn fits(&self, batch: &Batch) -> Result<bool> {
+        // The batch the buffers were made for fits by construction (a batch's template never
+        // changes): its layout is built once, not on every call.
+        if self.batch_uid == Some(batch.uid()) {
+            return Ok(true);
         }
+        Ok(Layout::new(batch.template())? == self.layout)
+    }
+
+    /// Makes the chunks' buffers for `batch` (kept while the same batch of the same size comes).
+    pub(crate) fn prepare(&mut self, batch: &Batch) -> Result<()> {
         if self.batch_uid == Some(batch.uid())
             && self.chunks.iter().map(|c| c.count).sum::<usize>() == batch.len()
         {
             return Ok(());
         }
+        if Layout::new(batch.template())? != self.layout {
+            return Err(Error::Gpu(
+                "this evaluator was built for another template layout".into(),
+            ));
+        }
         let d = &self.device.device;
         let bytes = self.precision.bytes() as u64;
         self.chunks.clear();
         self.batch_uid = None;
+        self.generation += 1;
         // Sizes come from the user: a buffer the GPU cannot allocate is a typed error, not the
         // uncaptured-error panic.
         let total = (self.layout.input_width + 2 * self.layout.output_width) as u128
@@ -319,7 +279,6 @@ impl GpuEvaluator {
                 staging,
                 bind_group,
                 uploaded: vec![0; self.layout.inputs.len()],
-                step: None,
             });
             start += count;
         }
@@ -481,7 +440,7 @@ impl GpuEvaluator {
             .device
             .push_error_scope(wgpu::ErrorFilter::Validation);
         self.submit(batch, width)?;
-        self.begin_evaluation(batch, out);
+        out.reset_for(batch.template(), batch.len());
         self.read(width, |chunk, raw| match raw {
             RawRef::F32(v) => self.append_chunk(batch, out, v, chunk.count),
             RawRef::F64(v) => self.append_chunk(batch, out, v, chunk.count),
@@ -499,7 +458,7 @@ impl GpuEvaluator {
         let nu = self.layout.nu;
         self.submit(batch, width)?;
         let mut ev = Evaluation::default();
-        self.begin_evaluation(batch, &mut ev);
+        ev.reset_for(batch.template(), batch.len());
         let n_c = self.layout.constraints.len();
         let mut jac = GpuJacobians {
             jacobian: vec![Vec::new(); n_c],
@@ -520,60 +479,6 @@ impl GpuEvaluator {
         })?;
         self.finish_evaluation(batch, &mut ev);
         Ok((ev, jac))
-    }
-
-    /// Empties `ev` for this batch, keeping its allocations.
-    fn begin_evaluation(&self, batch: &Batch, ev: &mut Evaluation) {
-        let template = batch.template();
-        let (len, nu) = (batch.len(), self.layout.nu);
-        ev.len = len;
-        ev.nu = nu;
-        ev.status.clear();
-        ev.udot.clear();
-        ev.udot_unconstrained.clear();
-        ev.status.reserve(len);
-        ev.udot.reserve(len * nu);
-        ev.udot_unconstrained.reserve(len * nu);
-        ev.constraints
-            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
-        for (out, slot) in ev.constraints.iter_mut().zip(template.constraints()) {
-            let c = &slot.constraint;
-            let extras = c.reported_extras();
-            let width = c.report_slots().len();
-            out.width = width;
-            out.body_count = c.bodies().len();
-            for v in [
-                &mut out.position_errors,
-                &mut out.velocity_errors,
-                &mut out.acceleration_errors,
-                &mut out.multipliers,
-            ] {
-                v.clear();
-                v.reserve(len * width);
-            }
-            out.body_forces.clear();
-            out.body_forces.reserve(len * out.body_count);
-            out.power.clear();
-            out.power.reserve(len);
-            let reset3 = |keep: bool, v: &mut Option<Vec<[f64; 3]>>| {
-                if keep {
-                    let v = v.get_or_insert_with(Vec::new);
-                    v.clear();
-                    v.reserve(len);
-                } else {
-                    *v = None;
-                }
-            };
-            reset3(extras.contact_point, &mut out.contact_point);
-            reset3(extras.contact_force, &mut out.contact_force);
-            if extras.separation {
-                let v = out.separation.get_or_insert_with(Vec::new);
-                v.clear();
-                v.reserve(len);
-            } else {
-                out.separation = None;
-            }
-        }
     }
 
     /// Appends one chunk's outputs. In a chunk of `n` instances, the column with prefix p and
@@ -669,27 +574,5 @@ impl GpuEvaluator {
                 }
             }
         }
-    }
-}
-
-/// The typed error for GPU buffers of `instances` instances (`bytes` in all) that could not be
-/// made: out of memory, or past a limit of the adapter.
-pub(crate) fn gpu_allocation_error(
-    device: &crate::gpu::GpuDevice,
-    instances: usize,
-    bytes: u128,
-    error: Option<wgpu::Error>,
-) -> Error {
-    match error {
-        Some(wgpu::Error::OutOfMemory { .. }) | None => Error::OutOfMemory {
-            what: format!("GPU buffers on {}", device.info.name),
-            count: format!("{instances} instances"),
-            bytes,
-            where_: "GPU",
-        },
-        Some(e) => Error::Gpu(format!(
-            "buffers for {instances} instances could not be made on {}: {e}",
-            device.info.name
-        )),
     }
 }

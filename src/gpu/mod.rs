@@ -1,10 +1,11 @@
 //! The GPU path: WGSL compute kernels (`shaders/`) run through wgpu, reading the same SoA
-//! columns as the CPU path and producing the same [`Evaluation`](crate::evaluate::Evaluation).
+//! columns as the CPU path and producing the same [`Evaluation`](crate::evaluation::Evaluation).
 //!
 //! Rooms: [`device`] opens an adapter with its own limits; [`layout`] places a template's
 //! columns in buffers and emits the kernel's constants; [`shader`] assembles the WGSL files;
 //! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback).
 
+pub mod buffers;
 pub mod device;
 pub mod evaluate;
 pub mod layout;
@@ -13,6 +14,7 @@ pub mod step;
 
 pub use device::GpuDevice;
 pub use evaluate::{GpuEvaluator, GpuJacobians};
+pub use step::GpuStepper;
 
 use crate::error::{Error, Result};
 

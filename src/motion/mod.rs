@@ -25,61 +25,16 @@
 pub mod polynomial;
 pub mod tilting;
 
-use std::fmt::Debug;
+use crate::math::{Mat3, Vec3, axis_rotation};
+use crate::model::BodyKinematics;
 
-use crate::constraints::{BodyKinematics, ParamSpec, Params};
-use crate::math::{Mat3, Vec3, axis_rotation, quaternion_from_rotation};
+pub use crate::model::motion::{MOTION_PARAMS_CAP, MotionLaw, WgslMotion, motion_columns};
 
 pub use polynomial::PolynomialMotion;
 pub use tilting::TiltingMotion;
 
-/// Most parameter values (summed over its parameters) a law may have on the GPU
-/// (`MOTION_PARAMS_CAP` in the kernels).
-pub const MOTION_PARAMS_CAP: usize = 48;
-
 /// `shaders/motion.wgsl`: the WGSL twin of [`RotationChain`], spliced into every kernel.
 pub const MOTION_WGSL: &str = include_str!("../../shaders/motion.wgsl");
-
-/// A law of time for a prescribed body: its pose, velocity and acceleration at any `t`, from
-/// per-instance parameters.
-///
-/// Implementations must be pure functions of `(params, t)` and consistent: the velocity the
-/// time derivative of the pose, the acceleration that of the velocity (the library's tests
-/// check the built-in laws by finite differences; do the same for yours).
-pub trait MotionLaw: Send + Sync + Debug {
-    /// Short name of the law, e.g. `tilting`.
-    fn kind_name(&self) -> &'static str;
-
-    /// Per-instance parameters (columns of the batch, checked when written).
-    fn params(&self) -> Vec<ParamSpec>;
-
-    /// The body's motion at time `t`, all in Ground: `rotation` = `R_GF`, `origin` = `p_GFo`,
-    /// `ang_vel` = `w_F`, `lin_vel` = `ṗ_GFo`, `ang_acc` = `b_F`, `lin_acc` = `p̈_GFo`.
-    fn evaluate(&self, params: &Params<'_>, t: f64) -> BodyKinematics;
-
-    /// The WGSL twin of [`evaluate`](Self::evaluate); `None`: the law runs on the CPU only and
-    /// building a GPU kernel for its template is an error naming it.
-    fn wgsl(&self) -> Option<WgslMotion> {
-        None
-    }
-}
-
-/// A law's GPU code: a WGSL source and an expression of type `BodyKinematics`.
-///
-/// In the expression, `p` is an `array<real, MOTION_PARAMS_CAP>` holding this instance's
-/// parameters flattened in [`MotionLaw::params`] order and `t` the time (`real`). Besides the
-/// types of [`WgslConstraint`](crate::constraints::WgslConstraint), the source may use
-/// `shaders/motion.wgsl`: `axis_rotation(a, θ) -> mat3x3<real>`, `struct RotationChain`,
-/// `rotation_chain() -> RotationChain` and `rotation_chain_then(chain, axis, θ, θ̇, θ̈)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WgslMotion {
-    /// Name of the source in error messages; sources with the same name are spliced once.
-    pub file: String,
-    /// WGSL declarations the expression uses (names should carry the law's prefix).
-    pub source: String,
-    /// Expression of type `BodyKinematics`.
-    pub evaluate: String,
-}
 
 /// A rotation built as a chain of rotations about axes, each fixed in the frame the chain has
 /// reached (a gimbal, or the tilting plate's two pins), with its angular velocity and
@@ -123,32 +78,29 @@ impl RotationChain {
         self.ang_vel += rate * axis_in_ground;
         self.rotation *= axis_rotation(axis, angle);
     }
-}
 
-/// A law's motion at one time as batch columns: pose `[e0, e1, e2, e3, x, y, z]` (e0 ≥ 0),
-/// velocity `[w, v]`, acceleration `[b, a]`.
-pub fn motion_columns(k: &BodyKinematics) -> ([f64; 7], [f64; 6], [f64; 6]) {
-    let q = quaternion_from_rotation(&k.rotation);
-    let o = &k.origin;
-    (
-        [q[0], q[1], q[2], q[3], o.x, o.y, o.z],
-        [
-            k.ang_vel.x,
-            k.ang_vel.y,
-            k.ang_vel.z,
-            k.lin_vel.x,
-            k.lin_vel.y,
-            k.lin_vel.z,
-        ],
-        [
-            k.ang_acc.x,
-            k.ang_acc.y,
-            k.ang_acc.z,
-            k.lin_acc.x,
-            k.lin_acc.y,
-            k.lin_acc.z,
-        ],
-    )
+    /// The kinematics of a body rotated by this chain after `base` (`R = R_chain · base`),
+    /// whose origin moves along `coordinate(k) -> (x, ẋ, ẍ)` for k = 0, 1, 2 (Ground axes).
+    pub fn body_kinematics(
+        &self,
+        base: &Mat3,
+        mut coordinate: impl FnMut(usize) -> (f64, f64, f64),
+    ) -> BodyKinematics {
+        let mut origin = Vec3::zeros();
+        let mut lin_vel = Vec3::zeros();
+        let mut lin_acc = Vec3::zeros();
+        for k in 0..3 {
+            (origin[k], lin_vel[k], lin_acc[k]) = coordinate(k);
+        }
+        BodyKinematics {
+            rotation: self.rotation * base,
+            origin,
+            ang_vel: self.ang_vel,
+            lin_vel,
+            ang_acc: self.ang_acc,
+            lin_acc,
+        }
+    }
 }
 
 /// `(sin, d/dt, d²/dt²)` of `amplitude · sin(rate · t + phase)`.
@@ -165,7 +117,7 @@ pub fn sine(amplitude: f64, rate: f64, phase: f64, t: f64) -> (f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::math::rotation_from_quaternion;
+    use crate::math::{quaternion_from_rotation, rotation_from_quaternion};
 
     #[test]
     fn quaternion_round_trip() {

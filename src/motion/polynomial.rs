@@ -12,9 +12,9 @@
 //! `shaders/motion/polynomial.wgsl`.
 
 use super::{MotionLaw, RotationChain, WgslMotion};
-use crate::constraints::{BodyKinematics, Check, ParamSpec, Params};
 use crate::error::{Error, Result};
 use crate::math::{Vec3, rotation_from_quaternion};
+use crate::model::{BodyKinematics, Check, ParamSpec, Params};
 
 /// Highest degree of [`PolynomialMotion`].
 pub const MAX_DEGREE: usize = 5;
@@ -100,23 +100,7 @@ impl MotionLaw for PolynomialMotion {
             chain.then(axis, angle, rate, accel);
         }
         let base = rotation_from_quaternion(p.get(1)).unwrap_or_default();
-        let mut origin = Vec3::zeros();
-        let mut lin_vel = Vec3::zeros();
-        let mut lin_acc = Vec3::zeros();
-        for i in 0..3 {
-            let (x, v, a) = polynomial(&position[i * w..(i + 1) * w], tau);
-            origin[i] = x;
-            lin_vel[i] = v;
-            lin_acc[i] = a;
-        }
-        BodyKinematics {
-            rotation: chain.rotation * base,
-            origin,
-            ang_vel: chain.ang_vel,
-            lin_vel,
-            ang_acc: chain.ang_acc,
-            lin_acc,
-        }
+        chain.body_kinematics(&base, |i| polynomial(&position[i * w..(i + 1) * w], tau))
     }
 
     fn wgsl(&self) -> Option<WgslMotion> {

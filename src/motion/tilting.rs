@@ -10,8 +10,8 @@
 //! derivatives). `t` is the instance's own time. Twin: `shaders/motion/tilting.wgsl`.
 
 use super::{MotionLaw, RotationChain, WgslMotion, sine};
-use crate::constraints::{BodyKinematics, Check, ParamSpec, Params};
-use crate::math::{Vec3, rotation_from_quaternion};
+use crate::math::rotation_from_quaternion;
+use crate::model::{BodyKinematics, Check, ParamSpec, Params};
 
 /// The sum-of-sines tilt and translation law (see the module documentation). Parameters, in
 /// order (28 values): `axis1` (×3), `axis2` (×3) (directions, normalised), `angle_amplitude` (×2)
@@ -70,23 +70,10 @@ impl MotionLaw for TiltingMotion {
         }
         let base = rotation_from_quaternion(p.get(5)).unwrap_or_default();
         let (offset, o_amp, o_rate, o_phase) = (p.get(6), p.get(7), p.get(8), p.get(9));
-        let mut origin = Vec3::zeros();
-        let mut lin_vel = Vec3::zeros();
-        let mut lin_acc = Vec3::zeros();
-        for i in 0..3 {
+        chain.body_kinematics(&base, |i| {
             let (x, v, a) = sine(o_amp[i], o_rate[i], o_phase[i], t);
-            origin[i] = offset[i] + x;
-            lin_vel[i] = v;
-            lin_acc[i] = a;
-        }
-        BodyKinematics {
-            rotation: chain.rotation * base,
-            origin,
-            ang_vel: chain.ang_vel,
-            lin_vel,
-            ang_acc: chain.ang_acc,
-            lin_acc,
-        }
+            (offset[i] + x, v, a)
+        })
     }
 
     fn wgsl(&self) -> Option<WgslMotion> {

@@ -3,7 +3,7 @@
 //! failures reported (not looped on), impulses against closed forms.
 
 use nalgebra::{DMatrix, DVector};
-use simbatch::assembly::{
+use simbatch::cpu::assembly::{
     AssemblyOptions, apply_plastic_impacts, assemble_positions, assemble_velocities,
 };
 use simbatch::prelude::*;

@@ -1354,9 +1354,9 @@ fn mutated_scenarios_never_panic_or_hang() {
         }
         scenario.simulation.duration = scenario.simulation.duration.min(0.05);
         let step = match scenario.simulation.options.integrator {
-            simbatch::integrate::Integrator::SemiImplicitEuler { step }
-            | simbatch::integrate::Integrator::Rk4 { step } => step,
-            simbatch::integrate::Integrator::RungeKuttaMerson { max_step, .. } => max_step,
+            simbatch::step::Integrator::SemiImplicitEuler { step }
+            | simbatch::step::Integrator::Rk4 { step } => step,
+            simbatch::step::Integrator::RungeKuttaMerson { max_step, .. } => max_step,
         };
         if scenario.simulation.duration / step > 1e5 {
             continue;

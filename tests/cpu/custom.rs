@@ -7,8 +7,8 @@
 use crate::common;
 use common::device;
 
-use simbatch::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::constraints::{Constraint, WgslConstraint};
+use simbatch::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::custom::{DistanceRod, KnifeEdge};
 use simbatch::golden::{Report, compare_evaluations};
 use simbatch::prelude::*;

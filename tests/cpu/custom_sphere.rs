@@ -14,11 +14,11 @@ use common::{device, golden_dir};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use simbatch::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::constraints::{
     BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
     RowLevel, WgslConstraint, plane_frame, point_row,
 };
+use simbatch::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::golden::{
     self, ContactStructure, Record, Report, builtin_contact, compare_contact, compare_evaluations,
     contact_batch, contact_batch_with,

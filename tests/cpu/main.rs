@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod architecture;
 mod assembly;
 mod cli;
 mod custom;

@@ -198,7 +198,7 @@ fn ball_on(law: Arc<dyn MotionLaw>, n: usize, values: impl Fn(&mut Rng) -> Vec<f
             .set_q(ball, i, [1.0, 0.0, 0.0, 0.0, centre.x, centre.y, centre.z])
             .unwrap();
     }
-    simbatch::assembly::assemble_velocities(&mut batch, None).unwrap();
+    simbatch::cpu::assembly::assemble_velocities(&mut batch, None).unwrap();
     batch
 }
 
@@ -309,7 +309,10 @@ fn a_user_law_runs_on_the_gpu_as_on_the_cpu() {
     let mut cpu = batch.clone();
     Stepper::new(options).unwrap().step(&mut cpu, 50).unwrap();
     let mut on_gpu = batch.clone();
-    gpu.step(&mut on_gpu, &options, 50).unwrap();
+    Stepper::on_gpu(options, device.clone(), Precision::F32)
+        .unwrap()
+        .step(&mut on_gpu, 50)
+        .unwrap();
     let ball = batch.template().free_bodies()[0];
     let mut worst: f64 = 0.0;
     for i in 0..batch.len() {

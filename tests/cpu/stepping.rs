@@ -654,8 +654,9 @@ fn work_done_by_a_driven_plate_accounts_for_the_energy_change() {
     use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch};
     let (mut batch, _, _) =
         contact_batch(ContactKind::RollingSphere, PlaneBody::Tilting, 64, 3).expect("batch");
-    simbatch::assembly::assemble_positions(&mut batch, &Default::default()).expect("assembles");
-    simbatch::assembly::assemble_velocities(&mut batch, None).expect("velocities assemble");
+    simbatch::cpu::assembly::assemble_positions(&mut batch, &Default::default())
+        .expect("assembles");
+    simbatch::cpu::assembly::assemble_velocities(&mut batch, None).expect("velocities assemble");
     let residual = |h: f64| {
         let mut b = batch.clone();
         let e0: Vec<f64> = (0..b.len()).map(|i| b.energy(i).unwrap()).collect();
@@ -697,8 +698,9 @@ fn constraint_forces_between_free_bodies_do_no_work() {
     use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch};
     let (mut batch, _, _) =
         contact_batch(ContactKind::Point, PlaneBody::Free, 32, 8).expect("batch");
-    simbatch::assembly::assemble_positions(&mut batch, &Default::default()).expect("assembles");
-    simbatch::assembly::assemble_velocities(&mut batch, None).expect("velocities assemble");
+    simbatch::cpu::assembly::assemble_positions(&mut batch, &Default::default())
+        .expect("assembles");
+    simbatch::cpu::assembly::assemble_velocities(&mut batch, None).expect("velocities assemble");
     let e0: Vec<f64> = (0..batch.len()).map(|i| batch.energy(i).unwrap()).collect();
     let mut stepper = Stepper::new(rk4(5e-4)).unwrap();
     stepper.advance(&mut batch, 0.2).unwrap();

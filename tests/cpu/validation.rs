@@ -470,7 +470,7 @@ fn api_edges_are_typed_errors() {
     // Non-finite impact targets.
     let mut targets = vec![vec![0.0; 3 * 3]];
     targets[0][4] = f64::NAN;
-    let e = simbatch::assembly::apply_plastic_impacts(&mut b, Some(&targets)).unwrap_err();
+    let e = simbatch::cpu::assembly::apply_plastic_impacts(&mut b, Some(&targets)).unwrap_err();
     match e {
         Error::InvalidValue {
             field, instance, ..

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::common;
 use common::device;
 
-use simbatch::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
+use simbatch::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::golden::Report;
 use simbatch::prelude::*;
 use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
@@ -108,12 +108,12 @@ fn run(
         .step(&mut cpu, steps)
         .unwrap();
     let mut gpu = batch.clone();
-    let mut e = GpuEvaluator::new(device.clone(), &gpu, precision, GpuOptions::default()).unwrap();
+    let mut e = Stepper::on_gpu(options, device.clone(), precision).unwrap();
     // Two calls: the state stays on the GPU between them and only changed columns move.
-    e.step(&mut gpu, &options, steps / 2).unwrap();
-    e.step(&mut gpu, &options, steps - steps / 2).unwrap();
+    e.step(&mut gpu, steps / 2).unwrap();
+    e.step(&mut gpu, steps - steps / 2).unwrap();
     assert_eq!(
-        e.last_upload_bytes(),
+        e.evaluator().gpu_evaluator().unwrap().last_upload_bytes(),
         0,
         "nothing changed between the calls: nothing uploaded"
     );
@@ -218,29 +218,18 @@ fn gpu_stepping_flags_a_diverging_instance_and_keeps_the_others() {
         integrator: Integrator::Rk4 { step: 1e-3 },
         stabilization: Stabilization::None,
     };
-    let mut e = GpuEvaluator::new(
-        device.clone(),
-        &batch,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
-    let report = e.step(&mut batch, &options, 20).unwrap();
+    let mut e = Stepper::on_gpu(options, device.clone(), Precision::F32).unwrap();
+    let report = e.step(&mut batch, 20).unwrap();
     assert_eq!(report.flagged, 1);
     assert_ne!(batch.status()[42] & status::NONFINITE_STATE, 0);
     // The flagged instance keeps a finite state (its last finite one), never ∞ or NaN.
     let state = batch.instance_state(42).unwrap();
     assert!(state.is_finite(), "{state:?}");
     let mut clean_gpu = clean.clone();
-    GpuEvaluator::new(
-        device.clone(),
-        &clean_gpu,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap()
-    .step(&mut clean_gpu, &options, 20)
-    .unwrap();
+    Stepper::on_gpu(options, device.clone(), Precision::F32)
+        .unwrap()
+        .step(&mut clean_gpu, 20)
+        .unwrap();
     for i in (0..300).filter(|i| *i != 42) {
         assert_eq!(
             batch.q(BodyId::new(1)).unwrap()[i],
@@ -253,25 +242,19 @@ fn gpu_stepping_flags_a_diverging_instance_and_keeps_the_others() {
 fn gpu_stepping_then_evaluation_uses_the_gpu_state() {
     let Some(device) = device() else { return };
     let mut batch = assembled(ContactKind::RollingSphere, PlaneBody::Ground, 2000, 12);
-    let mut e = GpuEvaluator::new(
-        device.clone(),
-        &batch,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
     let options = StepOptions {
         integrator: Integrator::Rk4 { step: 1e-3 },
         stabilization: Stabilization::None,
     };
-    e.step(&mut batch, &options, 50).unwrap();
+    let mut e = Stepper::on_gpu(options, device.clone(), Precision::F32).unwrap();
+    e.step(&mut batch, 50).unwrap();
     // Zero steps change nothing (not even time).
     let before = batch.time().to_vec();
-    assert_eq!(e.step(&mut batch, &options, 0).unwrap().steps, 0);
+    assert_eq!(e.step(&mut batch, 0).unwrap().steps, 0);
     assert_eq!(batch.time(), &before[..]);
-    let ev = e.evaluate(&batch).unwrap();
+    let ev = e.evaluator_mut().evaluate(&batch).unwrap();
     assert_eq!(
-        e.last_upload_bytes(),
+        e.evaluator().gpu_evaluator().unwrap().last_upload_bytes(),
         0,
         "the stepped state is already on the GPU"
     );

@@ -7,13 +7,14 @@
 use nalgebra::{DMatrix, DVector, Matrix6};
 use rayon::prelude::*;
 
-use crate::batch::{Batch, ConstraintColumns, status};
+use crate::batch::{Batch, ConstraintColumns, InstanceState, status};
 use crate::constraints::{BodyKinematics, ContactReport, Params, Row, RowLevel};
-use crate::dynamics::{Loads, MassProperties, applied_minus_coriolis, energy, mass_matrix};
+use crate::cpu::dynamics::{Loads, MassProperties, applied_minus_coriolis, energy, mass_matrix};
+use crate::cpu::solver::{MassFactor, Solution, solve};
 use crate::error::{Error, Result};
-use crate::math::{Vec3, all_finite, rotation_from_quaternion, vec3};
-use crate::model::{BodyKind, ConstraintId, ConstraintSlot};
-use crate::solver::{MassFactor, Solution, solve};
+use crate::evaluation::Evaluation;
+use crate::math::{Vec3, all_finite};
+use crate::model::{BodyKind, ConstraintSlot};
 
 /// Rows of one constraint in one instance.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -113,135 +114,6 @@ impl InstanceSystem {
     }
 }
 
-/// Outputs of one constraint for every instance, in reported order (`report_slots`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ConstraintEvaluation {
-    /// Values per instance in the reported vectors (3 for plane contacts, the normal count for
-    /// point-to-ground contacts).
-    pub width: usize,
-    /// Number of bodies of the constraint (entries per instance of `body_forces`).
-    pub body_count: usize,
-    /// Position errors, reported order (plane contacts: `(0, 0, perr)`).
-    pub position_errors: Vec<f64>,
-    /// Velocity errors, reported order.
-    pub velocity_errors: Vec<f64>,
-    /// Acceleration errors at the constrained u̇ (≈ 0), reported order.
-    pub acceleration_errors: Vec<f64>,
-    /// Multipliers (Simbody's sign), reported order; 0 when disabled.
-    pub multipliers: Vec<f64>,
-    /// Constraint force on each of the constraint's bodies, `(torque about the body origin,
-    /// force)` in Ground with Simbody's sign (= minus the force applied), Ground included.
-    pub body_forces: Vec<[f64; 6]>,
-    /// `−λ · verr`.
-    pub power: Vec<f64>,
-    /// Contact point in Ground, where the kind reports one.
-    pub contact_point: Option<Vec<[f64; 3]>>,
-    /// Separation (valid when disabled), where the kind reports one.
-    pub separation: Option<Vec<f64>>,
-    /// The kind's force accessor (sphere: force on sphere in Ground; point on plane: force on
-    /// follower point in the plane frame; point to ground: physical force in Ground).
-    pub contact_force: Option<Vec<[f64; 3]>>,
-}
-
-/// `v[i·w .. (i+1)·w]`, or the typed error naming the instance and the count.
-fn instance_slice<T>(v: &[T], w: usize, i: usize) -> Result<&[T]> {
-    let len = v.len().checked_div(w).unwrap_or(0);
-    i.checked_mul(w)
-        .and_then(|start| v.get(start..start + w))
-        .filter(|_| w > 0 || i < len)
-        .ok_or(Error::InstanceOutOfRange { instance: i, len })
-}
-
-impl ConstraintEvaluation {
-    fn slice(v: &[f64], w: usize, i: usize) -> Result<&[f64]> {
-        instance_slice(v, w, i)
-    }
-
-    /// Position errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn position_errors_of(&self, i: usize) -> Result<&[f64]> {
-        Self::slice(&self.position_errors, self.width, i)
-    }
-
-    /// Velocity errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn velocity_errors_of(&self, i: usize) -> Result<&[f64]> {
-        Self::slice(&self.velocity_errors, self.width, i)
-    }
-
-    /// Acceleration errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn acceleration_errors_of(&self, i: usize) -> Result<&[f64]> {
-        Self::slice(&self.acceleration_errors, self.width, i)
-    }
-
-    /// Multipliers of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn multipliers_of(&self, i: usize) -> Result<&[f64]> {
-        Self::slice(&self.multipliers, self.width, i)
-    }
-
-    /// Constraint forces on the bodies of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn body_forces_of(&self, i: usize) -> Result<&[[f64; 6]]> {
-        instance_slice(&self.body_forces, self.body_count, i)
-    }
-}
-
-/// Results of evaluating every instance of a batch.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Evaluation {
-    /// Number of instances.
-    pub len: usize,
-    /// Mobilities per instance.
-    pub nu: usize,
-    /// Status bits per instance ([`status`]); outputs of a flagged instance are NaN.
-    pub status: Vec<u32>,
-    /// Constrained u̇, `nu` per instance.
-    pub udot: Vec<f64>,
-    /// Unconstrained u̇ = M⁻¹ (f − c), `nu` per instance.
-    pub udot_unconstrained: Vec<f64>,
-    /// Per constraint, in template order.
-    pub constraints: Vec<ConstraintEvaluation>,
-}
-
-impl Evaluation {
-    /// Constrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn udot_of(&self, i: usize) -> Result<&[f64]> {
-        self.check_instance(i)?;
-        instance_slice(&self.udot, self.nu, i)
-    }
-
-    /// Unconstrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
-    pub fn udot_unconstrained_of(&self, i: usize) -> Result<&[f64]> {
-        self.check_instance(i)?;
-        instance_slice(&self.udot_unconstrained, self.nu, i)
-    }
-
-    fn check_instance(&self, i: usize) -> Result<()> {
-        if i < self.len {
-            Ok(())
-        } else {
-            Err(Error::InstanceOutOfRange {
-                instance: i,
-                len: self.len,
-            })
-        }
-    }
-
-    /// Outputs of one constraint.
-    pub fn constraint(&self, c: ConstraintId) -> Result<&ConstraintEvaluation> {
-        self.constraints.get(c.0).ok_or_else(|| Error::BadHandle {
-            what: "constraint",
-            index: c.0,
-            reason: format!(
-                "the evaluation holds {} constraints",
-                self.constraints.len()
-            ),
-        })
-    }
-
-    /// Number of instances whose status is not OK.
-    pub fn flagged(&self) -> usize {
-        self.status.iter().filter(|s| **s != status::OK).count()
-    }
-}
-
 /// One constraint's outputs for one instance, before scattering into columns.
 struct ConstraintInstanceOutput {
     position_errors: [f64; crate::constraints::MAX_ROWS],
@@ -259,8 +131,6 @@ struct InstanceOutput {
     udot_unconstrained: Vec<f64>,
     constraints: Vec<ConstraintInstanceOutput>,
 }
-
-pub use crate::batch::InstanceState;
 
 /// Which constraints get Baumgarte terms in the bias.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,118 +163,6 @@ pub(crate) fn scatter_jacobian(
 }
 
 impl Batch {
-    /// The state of instance `i` as held in the columns.
-    pub fn instance_state(&self, i: usize) -> Result<InstanceState> {
-        if i >= self.len() {
-            return Err(Error::InstanceOutOfRange {
-                instance: i,
-                len: self.len(),
-            });
-        }
-        Ok(self.state_of(i))
-    }
-
-    pub(crate) fn state_of(&self, i: usize) -> InstanceState {
-        InstanceState {
-            time: self.time()[i],
-            q: self.free_columns().iter().map(|c| c.q[i]).collect(),
-            u: self.free_columns().iter().map(|c| c.u[i]).collect(),
-            pose: self
-                .prescribed_columns()
-                .iter()
-                .map(|c| c.pose[i])
-                .collect(),
-            velocity: self
-                .prescribed_columns()
-                .iter()
-                .map(|c| c.velocity[i])
-                .collect(),
-            work: self.work()[i],
-        }
-    }
-
-    /// Kinematics of every body of instance `i`, with the given free-body accelerations
-    /// (`None`: zero). Also returns status bits for non-finite state.
-    fn kinematics(&self, i: usize, udot: Option<&[f64]>) -> (Vec<BodyKinematics>, u32) {
-        self.kinematics_of(i, &self.state_of(i), udot)
-    }
-
-    /// As [`kinematics`](Self::kinematics), for a state held apart from the columns.
-    pub(crate) fn kinematics_of(
-        &self,
-        i: usize,
-        state: &InstanceState,
-        udot: Option<&[f64]>,
-    ) -> (Vec<BodyKinematics>, u32) {
-        let mut kin = Vec::with_capacity(self.template().bodies().len());
-        let st = self.kinematics_into(i, state, udot, &mut kin);
-        (kin, st)
-    }
-
-    /// As [`kinematics_of`](Self::kinematics_of), into `kin` (cleared; its allocation reused).
-    fn kinematics_into(
-        &self,
-        i: usize,
-        state: &InstanceState,
-        udot: Option<&[f64]>,
-        kin: &mut Vec<BodyKinematics>,
-    ) -> u32 {
-        let template = self.template();
-        let mut st = status::OK;
-        let gravity = self.gravity()[i];
-        if !all_finite(&gravity) || !state.time.is_finite() {
-            st |= status::NONFINITE_STATE;
-        }
-        kin.clear();
-        kin.extend(template.bodies().iter().map(|body| match body.kind {
-            BodyKind::Ground => BodyKinematics::ground(),
-            BodyKind::Free => {
-                let (q, u) = (&state.q[body.slot], &state.u[body.slot]);
-                let rotation = rotation_from_quaternion(&q[..4]);
-                if rotation.is_none() || !all_finite(q) || !all_finite(u) {
-                    st |= status::NONFINITE_STATE;
-                }
-                let acc = udot.map(|a| &a[6 * body.slot..6 * body.slot + 6]);
-                BodyKinematics {
-                    rotation: rotation.unwrap_or_default(),
-                    origin: vec3(&q[4..7]),
-                    ang_vel: vec3(&u[0..3]),
-                    lin_vel: vec3(&u[3..6]),
-                    ang_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[0..3])),
-                    lin_acc: acc.map_or_else(Vec3::zeros, |a| vec3(&a[3..6])),
-                }
-            }
-            BodyKind::Prescribed => {
-                // A driven body follows its law at the state's own time (every stage time of
-                // an integrator); the state's pose and velocity of it are not used.
-                if let Some(k) = self.law_kinematics(body.slot, i, state.time) {
-                    let values = [k.origin, k.ang_vel, k.lin_vel, k.ang_acc, k.lin_acc];
-                    if !values.iter().all(|v| v.iter().all(|x| x.is_finite()))
-                        || !k.rotation.iter().all(|x| x.is_finite())
-                    {
-                        st |= status::NONFINITE_STATE;
-                    }
-                    return k;
-                }
-                let acc = &self.prescribed_columns()[body.slot].acceleration[i];
-                let (pose, vel) = (&state.pose[body.slot], &state.velocity[body.slot]);
-                let rotation = rotation_from_quaternion(&pose[..4]);
-                if rotation.is_none() || !all_finite(pose) || !all_finite(vel) || !all_finite(acc) {
-                    st |= status::NONFINITE_STATE;
-                }
-                BodyKinematics {
-                    rotation: rotation.unwrap_or_default(),
-                    origin: vec3(&pose[4..7]),
-                    ang_vel: vec3(&vel[0..3]),
-                    lin_vel: vec3(&vel[3..6]),
-                    ang_acc: vec3(&acc[0..3]),
-                    lin_acc: vec3(&acc[3..6]),
-                }
-            }
-        }));
-        st
-    }
-
     /// Evaluates constraint `slot` of instance `i` into `rows` (resized to its row count) with
     /// the given kinematics of every body, with the generic row-level rules applied: no position
     /// error on non-holonomic rows, no velocity error on acceleration-level rows. `body_kin` is
@@ -756,38 +514,9 @@ impl Batch {
     }
 
     fn scatter(&self, outputs: Vec<InstanceOutput>) -> Evaluation {
-        let template = self.template();
-        let (len, nu) = (self.len(), template.nu());
-        let mut constraints: Vec<ConstraintEvaluation> = template
-            .constraints()
-            .iter()
-            .map(|slot| {
-                let c = &slot.constraint;
-                let width = c.report_slots().len();
-                let extras = c.reported_extras();
-                ConstraintEvaluation {
-                    width,
-                    body_count: c.bodies().len(),
-                    position_errors: Vec::with_capacity(len * width),
-                    velocity_errors: Vec::with_capacity(len * width),
-                    acceleration_errors: Vec::with_capacity(len * width),
-                    multipliers: Vec::with_capacity(len * width),
-                    body_forces: Vec::with_capacity(len * c.bodies().len()),
-                    power: Vec::with_capacity(len),
-                    contact_point: extras.contact_point.then(|| Vec::with_capacity(len)),
-                    separation: extras.separation.then(|| Vec::with_capacity(len)),
-                    contact_force: extras.contact_force.then(|| Vec::with_capacity(len)),
-                }
-            })
-            .collect();
-        let mut ev = Evaluation {
-            len,
-            nu,
-            status: Vec::with_capacity(len),
-            udot: Vec::with_capacity(len * nu),
-            udot_unconstrained: Vec::with_capacity(len * nu),
-            constraints: Vec::new(),
-        };
+        let mut ev = Evaluation::default();
+        ev.reset_for(self.template(), self.len());
+        let mut constraints = std::mem::take(&mut ev.constraints);
         for out in outputs {
             ev.status.push(out.status);
             ev.udot.extend_from_slice(&out.udot);

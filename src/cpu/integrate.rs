@@ -14,217 +14,66 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use crate::assembly::mass_weighted_correction;
-use crate::backend::{Backend, Evaluator};
+use crate::batch::InstanceState;
 use crate::batch::{Batch, status};
 use crate::constraints::BodyKinematics;
-use crate::error::{Error, Result};
-use crate::evaluate::{BaumgarteMode, InstanceState, InstanceSystem};
-use crate::gpu::{GpuOptions, Precision};
+use crate::cpu::assembly::mass_weighted_correction;
+use crate::cpu::evaluate::{BaumgarteMode, InstanceSystem};
+use crate::cpu::solver::{MassFactor, solve_into, solve_scratch_len};
+use crate::error::Result;
 use crate::math::{quaternion_rate, vec3};
-use crate::solver::{MassFactor, solve_into, solve_scratch_len};
 
-pub use crate::step::{
-    DEFAULT_VIOLATION_TOLERANCE, Integrator, MAX_ADAPTIVE_ATTEMPTS, MAX_FIXED_STEPS_PER_CALL,
-    MIN_STEP, Stabilization, StepOptions, StepReport,
+use crate::step::{
+    Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, Stabilization, StepOptions, StepReport,
+    duration_left_negligible, min_step,
 };
-pub(crate) use crate::step::{Goal, check_duration, duration_left_negligible, min_step};
 
-/// Advances batches in time on the CPU or the GPU through one API; keeps each instance's RKM
-/// step size between calls.
-pub struct Stepper {
-    options: StepOptions,
-    step_sizes: Vec<f64>,
-    /// The GPU evaluator when stepping on the GPU (`None`: the f64 CPU path).
-    gpu: Option<Evaluator>,
-    note: Option<String>,
-    violation_tolerance: Option<f64>,
-}
-
-impl std::fmt::Debug for Stepper {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stepper")
-            .field("options", &self.options)
-            .field("backend", &self.backend())
-            .finish()
-    }
-}
-
-impl Stepper {
-    /// A stepper on the f64 CPU path, with validated options.
-    pub fn new(options: StepOptions) -> Result<Self> {
-        options.validate()?;
-        Ok(Self {
-            options,
-            step_sizes: Vec::new(),
-            gpu: None,
-            note: None,
-            violation_tolerance: None,
-        })
-    }
-
-    /// A stepper on `backend` (after `SIMBATCH_BACKEND`; `Auto` falls back to the CPU with a
-    /// note when no adapter opens), in `precision` on the GPU. Every option runs on both paths
-    /// with the same semantics; the GPU keeps the state resident between steps of a call.
-    pub fn with_backend(
-        options: StepOptions,
-        backend: Backend,
-        precision: Precision,
-    ) -> Result<Self> {
-        options.validate()?;
-        let evaluator = Evaluator::with_options(backend, precision, GpuOptions::default())?;
-        let note = evaluator.note().map(str::to_string);
-        let gpu = (evaluator.backend() == Backend::Gpu).then_some(evaluator);
-        Ok(Self {
-            options,
-            step_sizes: Vec::new(),
-            gpu,
-            note,
-            violation_tolerance: None,
-        })
-    }
-
-    /// A stepper on a GPU device already open, in `precision`.
-    pub fn on_gpu(
-        options: StepOptions,
-        device: std::sync::Arc<crate::gpu::GpuDevice>,
-        precision: Precision,
-    ) -> Result<Self> {
-        options.validate()?;
-        Ok(Self {
-            options,
-            step_sizes: Vec::new(),
-            gpu: Some(Evaluator::on_device(
-                device,
-                precision,
-                GpuOptions::default(),
-            )?),
-            note: None,
-            violation_tolerance: None,
-        })
-    }
-
-    /// The backend in use (`Cpu` or `Gpu`).
-    pub fn backend(&self) -> Backend {
-        if self.gpu.is_some() {
-            Backend::Gpu
-        } else {
-            Backend::Cpu
-        }
-    }
-
-    /// Why `Auto` fell back to the CPU, if it did.
-    pub fn note(&self) -> Option<&str> {
-        self.note.as_deref()
-    }
-
-    /// The options in force.
-    pub fn options(&self) -> &StepOptions {
-        &self.options
-    }
-
-    /// The largest constraint error (position or velocity, enabled rows) an instance may show
-    /// after a call before it is flagged [`status::CONSTRAINT_VIOLATED`]: the one set with
-    /// [`set_violation_tolerance`](Self::set_violation_tolerance), else the projection
-    /// tolerance, else [`DEFAULT_VIOLATION_TOLERANCE`].
-    pub fn violation_tolerance(&self) -> f64 {
-        self.violation_tolerance
-            .unwrap_or_else(|| self.options.violation_tolerance())
-    }
-
-    /// Sets the violation tolerance (a finite number > 0; `f64::INFINITY` turns the check off).
-    pub fn set_violation_tolerance(&mut self, tolerance: f64) -> Result<()> {
-        if tolerance.is_nan() || tolerance <= 0.0 {
-            return Err(Error::InvalidValue {
-                field: "violation_tolerance".into(),
-                instance: 0,
-                value: format!("{tolerance:?}"),
-                accepted: "a number > 0 (infinity: no check)".into(),
-            });
-        }
-        self.violation_tolerance = Some(tolerance);
-        Ok(())
-    }
-
-    /// Forgets the RKM step size of instance `i` (after the user resets it).
-    pub fn reset_step_size(&mut self, i: usize) {
-        if let Some(h) = self.step_sizes.get_mut(i) {
-            *h = 0.0;
-        }
-    }
-
-    /// Advances every instance by `n` steps (fixed-step integrators: `n · h`; RKM: `n` accepted
-    /// adaptive steps).
-    pub fn step(&mut self, batch: &mut Batch, n: usize) -> Result<StepReport> {
-        if n as f64 > MAX_FIXED_STEPS_PER_CALL {
-            return Err(Error::InvalidValue {
-                field: "n (steps)".into(),
-                instance: 0,
-                value: n.to_string(),
-                accepted: format!("at most {MAX_FIXED_STEPS_PER_CALL:e} steps per call"),
-            });
-        }
-        self.run(batch, Goal::Steps(n))
-    }
-
-    /// Advances every instance by `duration` seconds of its own time, landing exactly on
-    /// `t + duration` (the last fixed step is shortened when needed).
-    pub fn advance(&mut self, batch: &mut Batch, duration: f64) -> Result<StepReport> {
-        check_duration(duration, &self.options)?;
-        self.run(batch, Goal::Duration(duration))
-    }
-
-    fn run(&mut self, batch: &mut Batch, goal: Goal) -> Result<StepReport> {
-        if self.step_sizes.len() != batch.len() {
-            self.step_sizes.resize(batch.len(), 0.0);
-        }
-        let violation = self.violation_tolerance();
-        if let Some(evaluator) = &mut self.gpu {
-            let options = self.options;
-            return evaluator.gpu_for(batch)?.run_goal(
-                batch,
-                &options,
-                goal,
-                &mut self.step_sizes,
-                violation,
-            );
-        }
-        let options = self.options;
-        let b: &Batch = batch;
-        let results: Vec<Option<Advanced>> = (0..b.len())
-            .into_par_iter()
-            .map(|i| {
-                if b.status()[i] & status::HALTED != 0 {
-                    return None;
-                }
-                Some(advance_instance(
-                    b,
-                    i,
-                    &options,
-                    goal,
-                    self.step_sizes[i],
-                    violation,
-                ))
-            })
-            .collect();
-        let mut report = StepReport::default();
-        let mut states = Vec::with_capacity(results.len());
-        for (i, r) in results.into_iter().enumerate() {
-            match r {
-                Some(a) => {
-                    report.add(&a.report);
-                    self.step_sizes[i] = a.step_size;
-                    if a.flags != 0 {
-                        report.flagged += 1;
-                    }
-                    states.push((a.state, a.flags));
-                }
-                None => states.push((batch.state_of(i), 0)),
+/// Runs `goal` on every instance of `batch` on the CPU (rayon over instances); `step_sizes`
+/// holds each instance's RKM step size (0: not chosen yet; one per instance) and is updated.
+/// Instances already
+/// halted are left alone; the others' states, times, work and flags are stored in the batch.
+/// The backend's `Stepper` is the public way in; this is its CPU half.
+pub(crate) fn run_goal(
+    batch: &mut Batch,
+    options: &StepOptions,
+    goal: Goal,
+    step_sizes: &mut [f64],
+    violation: f64,
+) -> Result<StepReport> {
+    let b: &Batch = batch;
+    let results: Vec<Option<Advanced>> = (0..b.len())
+        .into_par_iter()
+        .map(|i| {
+            if b.status()[i] & status::HALTED != 0 {
+                return None;
             }
+            Some(advance_instance(
+                b,
+                i,
+                options,
+                goal,
+                step_sizes[i],
+                violation,
+            ))
+        })
+        .collect();
+    let mut report = StepReport::default();
+    let mut states = Vec::with_capacity(results.len());
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Some(a) => {
+                report.add(&a.report);
+                step_sizes[i] = a.step_size;
+                if a.flags != 0 {
+                    report.flagged += 1;
+                }
+                states.push((a.state, a.flags));
+            }
+            None => states.push((batch.state_of(i), 0)),
         }
-        batch.store_states(&states);
-        Ok(report)
     }
+    batch.store_states(&states);
+    Ok(report)
 }
 
 /// Outcome of advancing one instance.
@@ -514,7 +363,9 @@ fn rows_of(
     if !work.factor.refactor(&work.sys.mass_blocks) {
         return None;
     }
-    Some(crate::assembly::select_rows(batch, &work.sys, position))
+    Some(crate::cpu::assembly::select_rows(
+        batch, &work.sys, position,
+    ))
 }
 
 /// Moves the free bodies' q by a velocity-space displacement δu (first order), renormalised.

@@ -25,12 +25,13 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
+use crate::batch::InstanceState;
 use crate::batch::{Batch, status};
 use crate::constraints::{BodyKinematics, Params, Row, RowLevel};
+use crate::cpu::evaluate::{BaumgarteMode, InstanceSystem, scatter_jacobian};
+use crate::cpu::solver::{MassFactor, solve_min_norm_spd};
 use crate::error::{Error, Result};
-use crate::evaluate::{BaumgarteMode, InstanceState, InstanceSystem, scatter_jacobian};
 use crate::math::{quaternion_rate, vec3};
-use crate::solver::{MassFactor, solve_min_norm_spd};
 
 /// Settings of position assembly.
 #[derive(Debug, Clone, PartialEq)]
@@ -360,7 +361,7 @@ pub fn assemble_velocities(batch: &mut Batch, weights: Option<&[f64]>) -> Result
 
 /// RBDL's `ComputeConstraintImpulses` on every instance. `targets`, when given, holds per
 /// constraint the desired post-impact velocity of each reported slot (`width` values per
-/// instance, as [`ConstraintEvaluation`](crate::evaluate::ConstraintEvaluation) lays them out);
+/// instance, as [`ConstraintEvaluation`](crate::evaluation::ConstraintEvaluation) lays them out);
 /// absent: 0 (a plastic impact). Updates u and returns the physical impulses.
 pub fn apply_plastic_impacts(
     batch: &mut Batch,

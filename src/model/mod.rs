@@ -1,15 +1,26 @@
-//! What a system is: a template of bodies and constraints, instantiated N times by a
-//! [`Batch`](crate::batch::Batch).
+//! What a system is: a template of bodies and constraints, instantiated N times by a batch.
+//!
+//! The lowest room of the crate: it names only `math` and `error`. The interfaces a template
+//! holds — [`Constraint`] and [`MotionLaw`] — are defined here ([`constraint`], [`motion`]); the
+//! kinds that implement them (the `constraints` and `motion` rooms, user code) depend on the
+//! model, never the reverse.
 //!
 //! Body 0 of every template is Ground. Free bodies own 6 mobilities each, stacked in the order
 //! they were added (`physics.md` §1, column order); prescribed bodies move as the user drives them
 //! and own no columns.
 
+pub mod constraint;
+pub mod motion;
+
 use std::sync::Arc;
 
-use crate::constraints::Constraint;
 use crate::error::{Error, Result};
-use crate::motion::MotionLaw;
+
+pub use constraint::{
+    BodyKinematics, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS, ParamSpec, Params,
+    ReportedExtras, Row, RowLevel, WgslConstraint,
+};
+pub use motion::{MOTION_PARAMS_CAP, MotionLaw, WgslMotion};
 
 /// Handle of a body in a template.
 ///
@@ -195,9 +206,9 @@ impl SystemTemplate {
         self.push_prescribed(name.into(), None)
     }
 
-    /// Adds a prescribed body that follows a law of time (`crate::motion`), evaluated at every
+    /// Adds a prescribed body that follows a law of time (see the `motion` room), evaluated at every
     /// stage time of the integrators; its parameters are per-instance columns of the batch
-    /// ([`Batch::set_motion_param`](crate::batch::Batch::set_motion_param)).
+    /// (`Batch::set_motion_param`).
     pub fn add_driven_body(
         &mut self,
         name: impl Into<String>,
@@ -287,22 +298,22 @@ impl SystemTemplate {
             )));
         }
         let rows = constraint.row_levels().len();
-        if rows == 0 || rows > crate::constraints::MAX_ROWS {
+        if rows == 0 || rows > MAX_ROWS {
             return Err(Error::Template(format!(
                 "constraint {index} ({}) declares {rows} rows; accepted 1..={}",
                 constraint.kind_name(),
-                crate::constraints::MAX_ROWS
+                MAX_ROWS
             )));
         }
         for (what, n) in [
             ("position", constraint.assembly_position_rows()),
             ("velocity", constraint.assembly_velocity_rows()),
         ] {
-            if n > crate::constraints::MAX_ROWS {
+            if n > MAX_ROWS {
                 return Err(Error::Template(format!(
                     "constraint {index} ({}) declares {n} {what} assembly rows; accepted 0..={}",
                     constraint.kind_name(),
-                    crate::constraints::MAX_ROWS
+                    MAX_ROWS
                 )));
             }
         }

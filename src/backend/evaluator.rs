@@ -1,0 +1,177 @@
+//! The [`Evaluator`] façade: evaluates a batch on the backend [`resolve`](super::resolve) chose,
+//! keeping the GPU kernel and buffers between calls.
+
+use std::sync::Arc;
+
+use super::{Backend, choose, resolve};
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::evaluation::Evaluation;
+use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, GpuStepper, Precision};
+
+enum Resolved {
+    Cpu,
+    Gpu {
+        device: Arc<GpuDevice>,
+        precision: Precision,
+        options: GpuOptions,
+        /// Built for the first batch, rebuilt for a batch of another layout. A [`GpuStepper`]
+        /// is the evaluation kernel plus the stepping kernels, made on first step.
+        gpu: Option<Box<GpuStepper>>,
+    },
+}
+
+/// Evaluates batches on the chosen backend; keeps GPU buffers between calls.
+pub struct Evaluator {
+    resolved: Resolved,
+    note: Option<String>,
+}
+
+impl std::fmt::Debug for Evaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator")
+            .field("backend", &self.backend())
+            .field("note", &self.note)
+            .finish()
+    }
+}
+
+impl Evaluator {
+    /// An evaluator on the f64 CPU path, whatever `SIMBATCH_BACKEND` says.
+    pub fn cpu() -> Self {
+        Self {
+            resolved: Resolved::Cpu,
+            note: None,
+        }
+    }
+
+    /// An evaluator on `backend` (after `SIMBATCH_BACKEND`), f32 on the GPU.
+    pub fn new(backend: Backend) -> Result<Self> {
+        Self::with_options(backend, Precision::F32, GpuOptions::default())
+    }
+
+    /// An evaluator with a GPU precision and options, through [`choose`] and [`resolve`]: asking
+    /// for f64 on an adapter without `SHADER_F64` is an error with `Gpu`, and falls back to the
+    /// CPU (which is f64) with `Auto`; `Auto` passes over software adapters.
+    pub fn with_options(
+        backend: Backend,
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        let resolution = resolve(choose(None, backend)?, precision)?;
+        let resolved = match resolution.device {
+            None => Resolved::Cpu,
+            Some(device) => Resolved::Gpu {
+                device,
+                precision,
+                options,
+                gpu: None,
+            },
+        };
+        Ok(Self {
+            resolved,
+            note: resolution.note,
+        })
+    }
+
+    /// A GPU evaluator on a device already open (shared between evaluators and steppers).
+    pub fn on_device(
+        device: Arc<GpuDevice>,
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        if precision == Precision::F64 && !device.supports_f64 {
+            return Err(Error::Gpu(format!(
+                "{} has no SHADER_F64 for f64 kernels",
+                device.info.name
+            )));
+        }
+        Ok(Self {
+            resolved: Resolved::Gpu {
+                device,
+                precision,
+                options,
+                gpu: None,
+            },
+            note: None,
+        })
+    }
+
+    /// The backend in use (`Cpu` or `Gpu`, never `Auto`).
+    pub fn backend(&self) -> Backend {
+        match self.resolved {
+            Resolved::Cpu => Backend::Cpu,
+            Resolved::Gpu { .. } => Backend::Gpu,
+        }
+    }
+
+    /// Why `Auto` fell back to the CPU, or that the GPU chosen is a software adapter.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The GPU device, when the backend is the GPU.
+    pub fn gpu_device(&self) -> Option<&GpuDevice> {
+        match &self.resolved {
+            Resolved::Gpu { device, .. } => Some(device),
+            Resolved::Cpu => None,
+        }
+    }
+
+    /// The GPU kernels built so far (`None` on the CPU, or before the first batch).
+    pub fn gpu_evaluator(&self) -> Option<&GpuEvaluator> {
+        match &self.resolved {
+            Resolved::Gpu { gpu: Some(g), .. } => Some(g.evaluator()),
+            _ => None,
+        }
+    }
+
+    /// As [`evaluate`](Self::evaluate), writing into `out` (on the GPU its allocations are reused).
+    pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
+        match &mut self.resolved {
+            Resolved::Cpu => {
+                *out = batch.evaluate();
+                Ok(())
+            }
+            Resolved::Gpu { .. } => self
+                .gpu_for(batch)?
+                .evaluator_mut()
+                .evaluate_into(batch, out),
+        }
+    }
+
+    /// The GPU kernels for `batch`'s template: built on first use, rebuilt when a batch of
+    /// another layout comes.
+    pub(crate) fn gpu_for(&mut self, batch: &Batch) -> Result<&mut GpuStepper> {
+        match &mut self.resolved {
+            Resolved::Cpu => Err(Error::Gpu("the CPU backend has no GPU kernels".into())),
+            Resolved::Gpu {
+                device,
+                precision,
+                options,
+                gpu,
+            } => {
+                let fits = match gpu {
+                    Some(g) => g.fits(batch)?,
+                    None => false,
+                };
+                if !fits {
+                    let built = GpuStepper::new(device.clone(), batch, *precision, *options)?;
+                    *gpu = Some(Box::new(built));
+                }
+                gpu.as_deref_mut()
+                    .ok_or_else(|| Error::Gpu("no GPU kernels".into()))
+            }
+        }
+    }
+
+    /// Evaluates every instance of `batch`. On the GPU the kernel is built on first use and
+    /// rebuilt when a batch of another template layout comes; buffers are kept and only changed
+    /// columns are uploaded.
+    pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
+        match self.resolved {
+            Resolved::Cpu => Ok(batch.evaluate()),
+            Resolved::Gpu { .. } => self.gpu_for(batch)?.evaluator_mut().evaluate(batch),
+        }
+    }
+}

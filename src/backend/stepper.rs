@@ -1,0 +1,168 @@
+//! The [`Stepper`] façade: advances a batch in time on the backend [`resolve`](super::resolve)
+//! chose, with the same options and semantics on both; callers never name a backend's types.
+
+use std::sync::Arc;
+
+use super::{Backend, Evaluator};
+use crate::batch::Batch;
+use crate::cpu::integrate;
+use crate::error::{Error, Result};
+use crate::gpu::{GpuDevice, GpuOptions, Precision};
+use crate::step::{Goal, MAX_FIXED_STEPS_PER_CALL, StepOptions, StepReport, check_duration};
+
+/// Advances batches in time on the CPU or the GPU through one API; keeps each instance's RKM
+/// step size between calls. The one public way to step, on either backend.
+pub struct Stepper {
+    options: StepOptions,
+    step_sizes: Vec<f64>,
+    /// The backend, and on the GPU the kernels and the buffers the state stays resident in.
+    evaluator: Evaluator,
+    violation_tolerance: Option<f64>,
+}
+
+impl std::fmt::Debug for Stepper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stepper")
+            .field("options", &self.options)
+            .field("backend", &self.backend())
+            .finish()
+    }
+}
+
+impl Stepper {
+    /// A stepper on the f64 CPU path, with validated options.
+    pub fn new(options: StepOptions) -> Result<Self> {
+        Self::with_evaluator(options, Evaluator::cpu())
+    }
+
+    /// A stepper on `backend` (after `SIMBATCH_BACKEND`; `Auto` falls back to the CPU with a
+    /// note when no adapter opens), in `precision` on the GPU. Every option runs on both paths
+    /// with the same semantics; the GPU keeps the state resident between steps of a call.
+    pub fn with_backend(
+        options: StepOptions,
+        backend: Backend,
+        precision: Precision,
+    ) -> Result<Self> {
+        options.validate()?;
+        let evaluator = Evaluator::with_options(backend, precision, GpuOptions::default())?;
+        Self::with_evaluator(options, evaluator)
+    }
+
+    /// A stepper on a GPU device already open, in `precision`.
+    pub fn on_gpu(
+        options: StepOptions,
+        device: Arc<GpuDevice>,
+        precision: Precision,
+    ) -> Result<Self> {
+        options.validate()?;
+        let evaluator = Evaluator::on_device(device, precision, GpuOptions::default())?;
+        Self::with_evaluator(options, evaluator)
+    }
+
+    /// A stepper on the backend of `evaluator` (which it keeps: evaluations through
+    /// [`evaluator_mut`](Self::evaluator_mut) read the state the GPU already holds).
+    pub fn with_evaluator(options: StepOptions, evaluator: Evaluator) -> Result<Self> {
+        options.validate()?;
+        Ok(Self {
+            options,
+            step_sizes: Vec::new(),
+            evaluator,
+            violation_tolerance: None,
+        })
+    }
+
+    /// The backend in use (`Cpu` or `Gpu`).
+    pub fn backend(&self) -> Backend {
+        self.evaluator.backend()
+    }
+
+    /// Why `Auto` fell back to the CPU, or that the GPU chosen is a software adapter.
+    pub fn note(&self) -> Option<&str> {
+        self.evaluator.note()
+    }
+
+    /// The evaluator on the stepper's backend.
+    pub fn evaluator(&self) -> &Evaluator {
+        &self.evaluator
+    }
+
+    /// The evaluator on the stepper's backend; on the GPU it shares the stepper's buffers, so
+    /// evaluating after a step uploads nothing.
+    pub fn evaluator_mut(&mut self) -> &mut Evaluator {
+        &mut self.evaluator
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &StepOptions {
+        &self.options
+    }
+
+    /// The largest constraint error (position or velocity, enabled rows) an instance may show
+    /// after a call before it is flagged [`status::CONSTRAINT_VIOLATED`](crate::batch::status::CONSTRAINT_VIOLATED): the one set with
+    /// [`set_violation_tolerance`](Self::set_violation_tolerance), else the projection
+    /// tolerance, else [`DEFAULT_VIOLATION_TOLERANCE`](crate::step::DEFAULT_VIOLATION_TOLERANCE).
+    pub fn violation_tolerance(&self) -> f64 {
+        self.violation_tolerance
+            .unwrap_or_else(|| self.options.violation_tolerance())
+    }
+
+    /// Sets the violation tolerance (a finite number > 0; `f64::INFINITY` turns the check off).
+    pub fn set_violation_tolerance(&mut self, tolerance: f64) -> Result<()> {
+        if tolerance.is_nan() || tolerance <= 0.0 {
+            return Err(Error::InvalidValue {
+                field: "violation_tolerance".into(),
+                instance: 0,
+                value: format!("{tolerance:?}"),
+                accepted: "a number > 0 (infinity: no check)".into(),
+            });
+        }
+        self.violation_tolerance = Some(tolerance);
+        Ok(())
+    }
+
+    /// Forgets the RKM step size of instance `i` (after the user resets it).
+    pub fn reset_step_size(&mut self, i: usize) {
+        if let Some(h) = self.step_sizes.get_mut(i) {
+            *h = 0.0;
+        }
+    }
+
+    /// Advances every instance by `n` steps (fixed-step integrators: `n · h`; RKM: `n` accepted
+    /// adaptive steps).
+    pub fn step(&mut self, batch: &mut Batch, n: usize) -> Result<StepReport> {
+        if n as f64 > MAX_FIXED_STEPS_PER_CALL {
+            return Err(Error::InvalidValue {
+                field: "n (steps)".into(),
+                instance: 0,
+                value: n.to_string(),
+                accepted: format!("at most {MAX_FIXED_STEPS_PER_CALL:e} steps per call"),
+            });
+        }
+        self.run(batch, Goal::Steps(n))
+    }
+
+    /// Advances every instance by `duration` seconds of its own time, landing exactly on
+    /// `t + duration` (the last fixed step is shortened when needed).
+    pub fn advance(&mut self, batch: &mut Batch, duration: f64) -> Result<StepReport> {
+        check_duration(duration, &self.options)?;
+        self.run(batch, Goal::Duration(duration))
+    }
+
+    fn run(&mut self, batch: &mut Batch, goal: Goal) -> Result<StepReport> {
+        let violation = self.violation_tolerance();
+        let options = self.options;
+        // Options were validated when the stepper was made; instances added since start with
+        // no step size.
+        self.step_sizes.resize(batch.len(), 0.0);
+        match self.evaluator.backend() {
+            Backend::Gpu => self.evaluator.gpu_for(batch)?.run_goal(
+                batch,
+                &options,
+                goal,
+                &mut self.step_sizes,
+                violation,
+            ),
+            _ => integrate::run_goal(batch, &options, goal, &mut self.step_sizes, violation),
+        }
+    }
+}

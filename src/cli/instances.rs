@@ -1,0 +1,310 @@
+//! Each instance of a study: its inputs drawn from the scenario's distributions (reproducibly,
+//! from the seed and the instance index), the template they call for, and their application
+//! to a batch.
+
+use super::CliError;
+use super::prescribed::PrescribedDraw;
+use super::sample::{Scalar, draw};
+use super::scenario::{BodySpec, ConstraintSpec, Flag, InertiaSpec, Scenario};
+use crate::batch::Batch;
+use crate::constraints::{PointOnPlaneContact, PointToGround, SphereOnPlaneContact};
+use crate::math::quaternion_from_rotation_vector;
+use crate::model::{Baumgarte, BodyId, ConstraintId, GROUND, SystemTemplate};
+
+/// One body's draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BodyDraw {
+    /// Mass.
+    pub mass: f64,
+    /// COM offset.
+    pub com: [f64; 3],
+    /// Central inertia `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]`.
+    pub inertia: [f64; 6],
+    /// `[e0, e1, e2, e3, x, y, z]`.
+    pub q: [f64; 7],
+    /// `[w, v]` in Ground.
+    pub u: [f64; 6],
+}
+
+/// One constraint's draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConstraintDraw {
+    /// The structural flag (rolling rows).
+    pub rolling: bool,
+    /// Parameter values by name (`baumgarte_time`: the Baumgarte time constant).
+    pub params: Vec<(&'static str, Vec<f64>)>,
+}
+
+/// One instance's draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampled {
+    /// Gravity.
+    pub gravity: [f64; 3],
+    /// Per body.
+    pub bodies: Vec<BodyDraw>,
+    /// Per prescribed body.
+    pub prescribed: Vec<PrescribedDraw>,
+    /// Per constraint.
+    pub constraints: Vec<ConstraintDraw>,
+    /// The random inputs, in [`input_names`] order.
+    pub inputs: Vec<f64>,
+}
+
+/// Draws instance `index`; `names` collects the recorded input names when given.
+pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) -> Sampled {
+    let seed = sc.seed;
+    let mut inputs = Vec::new();
+    let vars: Vec<f64> = sc
+        .vars
+        .iter()
+        .map(|(name, s)| draw(s, seed, &format!("vars.{name}"), index, &[]))
+        .collect();
+    for ((name, s), v) in sc.vars.iter().zip(&vars) {
+        if s.is_random() {
+            inputs.push(*v);
+            if let Some(n) = names.as_deref_mut() {
+                n.push(name.clone());
+            }
+        }
+    }
+    let mut take = |s: &Scalar, path: String| -> f64 {
+        let v = draw(s, seed, &path, index, &vars);
+        if matches!(
+            s,
+            Scalar::Uniform(..) | Scalar::Normal(..) | Scalar::LogUniform(..) | Scalar::Choice(_)
+        ) {
+            inputs.push(v);
+            if let Some(n) = names.as_deref_mut() {
+                n.push(path);
+            }
+        }
+        v
+    };
+    let take3 =
+        |take: &mut dyn FnMut(&Scalar, String) -> f64, s: &[Scalar; 3], path: &str| -> [f64; 3] {
+            [0, 1, 2].map(|k| take(&s[k], format!("{path}.{}", ["x", "y", "z"][k])))
+        };
+    let gravity = take3(&mut take, &sc.gravity, "gravity");
+    let bodies = sc
+        .bodies
+        .iter()
+        .map(|b: &BodySpec| {
+            let p = |f: &str| format!("{}.{f}", b.name);
+            let mass = take(&b.mass, p("mass"));
+            let com = take3(&mut take, &b.com, &p("com"));
+            let inertia = match &b.inertia {
+                InertiaSpec::Full(i) => {
+                    let names = ["ixx", "iyy", "izz", "ixy", "ixz", "iyz"];
+                    [0, 1, 2, 3, 4, 5].map(|k| take(&i[k], p(&format!("inertia.{}", names[k]))))
+                }
+                InertiaSpec::Gyration(k) => {
+                    let k = take(k, p("inertia.gyration"));
+                    let m = mass * k * k;
+                    [m, m, m, 0.0, 0.0, 0.0]
+                }
+                InertiaSpec::SolidSphere(r) => {
+                    let r = take(r, p("inertia.solid_sphere"));
+                    let m = 0.4 * mass * r * r;
+                    [m, m, m, 0.0, 0.0, 0.0]
+                }
+            };
+            let position = take3(&mut take, &b.position, &p("position"));
+            let rotation = take3(&mut take, &b.rotation, &p("rotation"));
+            let velocity = take3(&mut take, &b.velocity, &p("velocity"));
+            let angular = take3(&mut take, &b.angular_velocity, &p("angular_velocity"));
+            let e = quaternion_from_rotation_vector(rotation);
+            let q = [
+                e[0],
+                e[1],
+                e[2],
+                e[3],
+                position[0],
+                position[1],
+                position[2],
+            ];
+            let u = [
+                angular[0],
+                angular[1],
+                angular[2],
+                velocity[0],
+                velocity[1],
+                velocity[2],
+            ];
+            BodyDraw {
+                mass,
+                com,
+                inertia,
+                q,
+                u,
+            }
+        })
+        .collect();
+    let prescribed = sc.prescribed.iter().map(|p| p.draw(&mut take)).collect();
+    let mut constraints = Vec::new();
+    for (k, c) in sc.constraints.iter().enumerate() {
+        let p = |f: &str| format!("constraint[{k}].{f}");
+        let plane_frame = |take: &mut dyn FnMut(&Scalar, String) -> f64,
+                           incline: &Scalar,
+                           origin: &[Scalar; 3]| {
+            let a = take(incline, p("incline_deg")).to_radians();
+            let o = take3(take, origin, &p("plane_origin"));
+            vec![(0.5 * a).cos(), (0.5 * a).sin(), 0.0, 0.0, o[0], o[1], o[2]]
+        };
+        constraints.push(match c {
+            ConstraintSpec::SphereOnPlane {
+                rolling,
+                radius,
+                sphere_center,
+                incline_deg,
+                plane_origin,
+                ..
+            } => {
+                let rolling = match rolling {
+                    Flag::Fixed(b) => *b,
+                    Flag::Either => take(&Scalar::Choice(vec![0.0, 1.0]), p("rolling")) == 1.0,
+                };
+                let r = take(radius, p("radius"));
+                let center = take3(&mut take, sphere_center, &p("sphere_center"));
+                let frame = plane_frame(&mut take, incline_deg, plane_origin);
+                ConstraintDraw {
+                    rolling,
+                    params: vec![
+                        ("plane_frame", frame),
+                        ("sphere_center", center.to_vec()),
+                        ("radius", vec![r]),
+                    ],
+                }
+            }
+            ConstraintSpec::PointOnPlane {
+                follower_point,
+                incline_deg,
+                plane_origin,
+                ..
+            } => {
+                let point = take3(&mut take, follower_point, &p("follower_point"));
+                let frame = plane_frame(&mut take, incline_deg, plane_origin);
+                ConstraintDraw {
+                    rolling: false,
+                    params: vec![("plane_frame", frame), ("follower_point", point.to_vec())],
+                }
+            }
+            ConstraintSpec::PointToGround {
+                point,
+                baumgarte_time,
+                ..
+            } => {
+                let point = take3(&mut take, point, &p("point"));
+                let mut params = vec![("point", point.to_vec())];
+                if let Some(t) = baumgarte_time {
+                    params.push(("baumgarte_time", vec![take(t, p("baumgarte_time"))]));
+                }
+                ConstraintDraw {
+                    rolling: false,
+                    params,
+                }
+            }
+        });
+    }
+    Sampled {
+        gravity,
+        bodies,
+        prescribed,
+        constraints,
+        inputs,
+    }
+}
+
+/// Names of the recorded random inputs, in [`Sampled::inputs`] order (the same for every
+/// instance: draws vary, structure does not).
+pub fn input_names(sc: &Scenario) -> Vec<String> {
+    let mut names = Vec::new();
+    sample(sc, 0, Some(&mut names));
+    names
+}
+
+/// Builds the template of one structural variant (`rolling[k]` per constraint).
+pub(super) fn template(
+    sc: &Scenario,
+    rolling: &[bool],
+) -> Result<(SystemTemplate, Vec<BodyId>, Vec<ConstraintId>), CliError> {
+    let mut t = SystemTemplate::new();
+    let bodies: Vec<BodyId> = sc
+        .bodies
+        .iter()
+        .map(|b| t.add_free_body(b.name.clone()))
+        .collect();
+    // Constraints index free bodies, then prescribed ones.
+    let mut all = bodies.clone();
+    for p in &sc.prescribed {
+        all.push(match p.law()? {
+            Some(law) => t.add_driven_body_arc(p.name.clone(), law),
+            None => t.add_prescribed_body(p.name.clone()),
+        });
+    }
+    let body = |k: &Option<usize>| k.map_or(GROUND, |k| all[k]);
+    let mut ids = Vec::new();
+    for (c, rolling) in sc.constraints.iter().zip(rolling) {
+        ids.push(match c {
+            ConstraintSpec::SphereOnPlane { plane, body: b, .. } => {
+                t.add_constraint(SphereOnPlaneContact::new(body(plane), bodies[*b], *rolling))?
+            }
+            ConstraintSpec::PointOnPlane { plane, body: b, .. } => {
+                t.add_constraint(PointOnPlaneContact::new(body(plane), bodies[*b]))?
+            }
+            ConstraintSpec::PointToGround {
+                body: b,
+                normals,
+                baumgarte_time,
+                ..
+            } => {
+                let id = t.add_constraint(PointToGround::new(bodies[*b], [0.0; 3], normals)?)?;
+                if baumgarte_time.is_some() {
+                    t.set_baumgarte(id, Some(Baumgarte::default()))?;
+                }
+                id
+            }
+        });
+    }
+    Ok((t, bodies, ids))
+}
+
+/// Writes instance draws into a batch (`local` = position in the batch).
+pub(super) fn apply(
+    batch: &mut Batch,
+    bodies: &[BodyId],
+    ids: &[ConstraintId],
+    local: usize,
+    s: &Sampled,
+) -> crate::Result<()> {
+    batch.set_gravity(local, s.gravity)?;
+    for (id, b) in bodies.iter().zip(&s.bodies) {
+        batch.set_mass_properties(*id, local, b.mass, b.com, b.inertia)?;
+        batch.set_q(*id, local, b.q)?;
+        batch.set_u(*id, local, b.u)?;
+    }
+    let driven = batch.template().prescribed_bodies().to_vec();
+    for (id, d) in driven.iter().zip(&s.prescribed) {
+        match d {
+            PrescribedDraw::Constant {
+                pose,
+                velocity,
+                acceleration,
+            } => {
+                batch.set_pose(*id, local, *pose)?;
+                batch.set_velocity(*id, local, *velocity)?;
+                batch.set_acceleration(*id, local, *acceleration)?;
+            }
+            PrescribedDraw::Law(values) => batch.set_motion_params(*id, local, values)?,
+        }
+    }
+    for (id, c) in ids.iter().zip(&s.constraints) {
+        for (name, values) in &c.params {
+            if *name == "baumgarte_time" {
+                batch.set_baumgarte_time_constant(*id, local, values[0])?;
+            } else {
+                batch.set_param(*id, name, local, values)?;
+            }
+        }
+    }
+    Ok(())
+}

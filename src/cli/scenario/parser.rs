@@ -1,0 +1,279 @@
+//! The raw TOML shapes of a scenario and the [`Parser`] that checks their values, locating
+//! every error (file, line, column, field): scalars, distributions, vectors, inertia.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+use super::*;
+use crate::cli::CliError;
+use crate::cli::sample::Scalar;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Raw {
+    pub(super) name: Option<String>,
+    pub(super) instances: Spanned<i64>,
+    pub(super) seed: Option<Spanned<i64>>,
+    pub(super) gravity: Option<Spanned<Value>>,
+    #[serde(default)]
+    pub(super) vars: BTreeMap<String, Spanned<Value>>,
+    #[serde(default)]
+    pub(super) body: Vec<RawBody>,
+    #[serde(default)]
+    pub(super) constraint: Vec<RawConstraint>,
+    pub(super) simulation: Spanned<RawSimulation>,
+    pub(super) record: Option<RawRecord>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBody {
+    pub(super) name: Spanned<String>,
+    pub(super) mass: Option<Spanned<Value>>,
+    pub(super) com: Option<Spanned<Value>>,
+    pub(super) inertia: Option<Spanned<Value>>,
+    pub(super) prescribed: Option<Spanned<Value>>,
+    pub(super) position: Option<Spanned<Value>>,
+    pub(super) rotation: Option<Spanned<Value>>,
+    pub(super) velocity: Option<Spanned<Value>>,
+    pub(super) angular_velocity: Option<Spanned<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConstraint {
+    pub(super) kind: Spanned<String>,
+    pub(super) body: Spanned<String>,
+    pub(super) plane: Option<Spanned<String>>,
+    pub(super) rolling: Option<Spanned<Value>>,
+    pub(super) radius: Option<Spanned<Value>>,
+    pub(super) sphere_center: Option<Spanned<Value>>,
+    pub(super) incline_deg: Option<Spanned<Value>>,
+    pub(super) plane_origin: Option<Spanned<Value>>,
+    pub(super) follower_point: Option<Spanned<Value>>,
+    pub(super) point: Option<Spanned<Value>>,
+    pub(super) normals: Option<Spanned<Value>>,
+    pub(super) baumgarte_time: Option<Spanned<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSimulation {
+    pub(super) integrator: Option<Spanned<String>>,
+    pub(super) step: Option<Spanned<f64>>,
+    pub(super) accuracy: Option<Spanned<f64>>,
+    pub(super) max_step: Option<Spanned<f64>>,
+    pub(super) stabilization: Option<Spanned<String>>,
+    pub(super) tolerance: Option<Spanned<f64>>,
+    pub(super) duration: Spanned<f64>,
+    pub(super) assemble: Option<bool>,
+    pub(super) backend: Option<Spanned<String>>,
+    pub(super) precision: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRecord {
+    pub(super) interval: Option<Spanned<f64>>,
+    pub(super) series_instances: Option<Spanned<i64>>,
+    pub(super) events: Option<bool>,
+}
+
+/// Turns byte spans into `file:line:column` errors.
+pub(in crate::cli) struct Located<'a> {
+    pub(super) file: &'a str,
+    pub(super) source: &'a str,
+}
+
+impl Located<'_> {
+    pub(in crate::cli) fn at(
+        &self,
+        span: Range<usize>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> CliError {
+        let before = &self.source[..span.start.min(self.source.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        CliError::Scenario {
+            file: self.file.to_string(),
+            line,
+            column,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+pub(super) const SCALAR_ACCEPTED: &str = "a number, \"$var\", or one of {uniform = [lo, hi]}, \
+    {normal = [mean, std]}, {log_uniform = [lo, hi]}, {choice = [a, b, ...]}";
+
+pub(super) fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// Checks scenario values, locating every error (shared with `prescribed.rs`).
+pub(in crate::cli) struct Parser<'a> {
+    pub(super) loc: &'a Located<'a>,
+    pub(super) vars: &'a [String],
+}
+
+impl Parser<'_> {
+    /// An error at `span` naming `field`.
+    pub(in crate::cli) fn at(
+        &self,
+        span: Range<usize>,
+        field: String,
+        message: String,
+    ) -> CliError {
+        self.loc.at(span, field, message)
+    }
+
+    pub(super) fn scalar(&mut self, v: &Spanned<Value>, field: &str) -> Result<Scalar, CliError> {
+        self.scalar_value(v.get_ref(), v.span(), field)
+    }
+
+    pub(in crate::cli) fn scalar_value(
+        &mut self,
+        v: &Value,
+        span: Range<usize>,
+        field: &str,
+    ) -> Result<Scalar, CliError> {
+        let bad = |msg: String| self.loc.at(span.clone(), field, msg);
+        if let Some(x) = number(v) {
+            if !x.is_finite() {
+                return Err(bad(format!("got {x}; accepted: finite numbers")));
+            }
+            return Ok(Scalar::Fixed(x));
+        }
+        match v {
+            Value::String(s) => {
+                let name = s.strip_prefix('$').unwrap_or("");
+                match self.vars.iter().position(|v| v == name) {
+                    Some(k) => Ok(Scalar::Var(k)),
+                    None => Err(bad(format!(
+                        "{s:?} names no [vars] entry; accepted: {SCALAR_ACCEPTED}; vars declared: {:?}",
+                        self.vars
+                    ))),
+                }
+            }
+            Value::Table(t) if t.len() == 1 => {
+                let Some((kind, args)) = t.iter().next() else {
+                    return Err(self.loc.at(span, field, SCALAR_ACCEPTED));
+                };
+                let numbers: Option<Vec<f64>> = args
+                    .as_array()
+                    .map(|a| a.iter().map(number).collect::<Option<Vec<f64>>>())
+                    .unwrap_or(None);
+                let Some(numbers) = numbers else {
+                    return Err(bad(format!(
+                        "{kind} takes an array of finite numbers; accepted: {SCALAR_ACCEPTED}"
+                    )));
+                };
+                Scalar::distribution(kind, &numbers).map_err(bad)
+            }
+            _ => Err(bad(format!("accepted: {SCALAR_ACCEPTED}"))),
+        }
+    }
+
+    /// A scalar whose every possible value is > 0.
+    pub(super) fn positive(&mut self, v: &Spanned<Value>, field: &str) -> Result<Scalar, CliError> {
+        let s = self.scalar(v, field)?;
+        let ok = match &s {
+            Scalar::Fixed(x) => *x > 0.0,
+            Scalar::Uniform(lo, _) => *lo > 0.0,
+            Scalar::LogUniform(..) | Scalar::Var(_) => true,
+            Scalar::Normal(..) => false,
+            Scalar::Choice(c) => c.iter().all(|x| *x > 0.0),
+        };
+        if ok {
+            Ok(s)
+        } else {
+            Err(self.loc.at(
+                v.span(),
+                field,
+                format!(
+                    "{} can be ≤ 0; accepted: values > 0 (a positive number, uniform with lo > 0, \
+                     log_uniform, or choice of positives)",
+                    match &s {
+                        Scalar::Fixed(x) => format!("{x}"),
+                        Scalar::Uniform(lo, hi) => format!("uniform = [{lo}, {hi}]"),
+                        Scalar::Normal(m, sd) => format!("normal = [{m}, {sd}] (unbounded)"),
+                        Scalar::Choice(c) => format!("choice = {c:?}"),
+                        other => format!("{other:?}"),
+                    }
+                ),
+            ))
+        }
+    }
+
+    pub(super) fn vector<const K: usize>(
+        &mut self,
+        v: &Spanned<Value>,
+        field: &str,
+    ) -> Result<[Scalar; K], CliError> {
+        let Some(items) = v.get_ref().as_array().filter(|a| a.len() == K) else {
+            return Err(self.loc.at(
+                v.span(),
+                field,
+                format!("accepted: an array of {K} scalars ({SCALAR_ACCEPTED})"),
+            ));
+        };
+        let mut out = Vec::with_capacity(K);
+        for (k, item) in items.iter().enumerate() {
+            out.push(self.scalar_value(item, v.span(), &format!("{field}[{k}]"))?);
+        }
+        out.try_into().map_err(|_| {
+            self.loc.at(
+                v.span(),
+                field,
+                format!("accepted: an array of {K} scalars ({SCALAR_ACCEPTED})"),
+            )
+        })
+    }
+
+    pub(super) fn vec3(
+        &mut self,
+        v: &Spanned<Value>,
+        field: &str,
+    ) -> Result<[Scalar; 3], CliError> {
+        self.vector::<3>(v, field)
+    }
+
+    pub(super) fn inertia(
+        &mut self,
+        v: &Spanned<Value>,
+        field: &str,
+    ) -> Result<InertiaSpec, CliError> {
+        const ACCEPTED: &str = "[Ixx, Iyy, Izz, Ixy, Ixz, Iyz], {gyration = k} (isotropic m k²) or {solid_sphere = r} (2/5 m r²)";
+        match v.get_ref() {
+            Value::Array(_) => Ok(InertiaSpec::Full(self.vector::<6>(v, field)?)),
+            Value::Table(t) if t.len() == 1 => {
+                let Some((kind, arg)) = t.iter().next() else {
+                    return Err(self.loc.at(v.span(), field, ACCEPTED));
+                };
+                let inner = Spanned::new(v.span(), arg.clone());
+                let f = format!("{field}.{kind}");
+                match kind.as_str() {
+                    "gyration" => Ok(InertiaSpec::Gyration(self.positive(&inner, &f)?)),
+                    "solid_sphere" => Ok(InertiaSpec::SolidSphere(self.positive(&inner, &f)?)),
+                    other => Err(self.loc.at(
+                        v.span(),
+                        field,
+                        format!("{other:?}; accepted: {ACCEPTED}"),
+                    )),
+                }
+            }
+            _ => Err(self
+                .loc
+                .at(v.span(), field, format!("accepted: {ACCEPTED}"))),
+        }
+    }
+}

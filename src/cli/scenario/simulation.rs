@@ -1,0 +1,161 @@
+//! The `[simulation]` table: integrator, drift control, duration, backend, precision.
+
+use toml::Spanned;
+
+use super::parser::RawSimulation;
+use super::*;
+use crate::backend::Backend;
+use crate::cli::CliError;
+use crate::gpu::Precision;
+use crate::step::{Integrator, Stabilization, StepOptions};
+
+impl Parser<'_> {
+    pub(super) fn simulation(
+        &mut self,
+        s: &Spanned<RawSimulation>,
+    ) -> Result<Simulation, CliError> {
+        let loc = self.loc;
+        let raw = s.get_ref();
+        let positive =
+            |v: &Option<Spanned<f64>>, name: &str, default: Option<f64>| -> Result<f64, CliError> {
+                match v {
+                    Some(x) if x.get_ref().is_finite() && *x.get_ref() > 0.0 => Ok(*x.get_ref()),
+                    Some(x) => Err(loc.at(
+                        x.span(),
+                        format!("simulation.{name}"),
+                        format!("got {}; accepted: a finite number > 0", x.get_ref()),
+                    )),
+                    None => default.ok_or_else(|| {
+                        loc.at(
+                            s.span(),
+                            format!("simulation.{name}"),
+                            "missing; accepted: a finite number > 0",
+                        )
+                    }),
+                }
+            };
+        let duration = positive(&Some(raw.duration.clone()), "duration", None)?;
+        let integrator_name = raw
+            .integrator
+            .as_ref()
+            .map_or("rkm", |i| i.get_ref().as_str());
+        let integrator = match integrator_name {
+            "euler" => Integrator::SemiImplicitEuler {
+                step: positive(&raw.step, "step", None)?,
+            },
+            "rk4" => Integrator::Rk4 {
+                step: positive(&raw.step, "step", None)?,
+            },
+            "rkm" => {
+                let accuracy = positive(&raw.accuracy, "accuracy", Some(1e-3))?;
+                if accuracy >= 1.0 {
+                    return Err(loc.at(
+                        raw.accuracy.as_ref().map_or(0..0, |a| a.span()),
+                        "simulation.accuracy",
+                        format!("got {accuracy}; accepted: a number in (0, 1)"),
+                    ));
+                }
+                Integrator::RungeKuttaMerson {
+                    accuracy,
+                    max_step: positive(&raw.max_step, "max_step", Some(duration))?,
+                }
+            }
+            other => {
+                return Err(loc.at(
+                    raw.integrator.as_ref().map_or(0..0, |i| i.span()),
+                    "simulation.integrator",
+                    format!("{other:?}; accepted: euler, rk4, rkm"),
+                ));
+            }
+        };
+        for (name, v, applies) in [
+            ("step", &raw.step, integrator_name != "rkm"),
+            ("accuracy", &raw.accuracy, integrator_name == "rkm"),
+            ("max_step", &raw.max_step, integrator_name == "rkm"),
+        ] {
+            if let Some(v) = v
+                && !applies
+            {
+                return Err(loc.at(v.span(), format!("simulation.{name}"), format!("does not apply to integrator {integrator_name:?}; accepted: step (euler, rk4), accuracy and max_step (rkm)")));
+            }
+        }
+        let default_tolerance = match integrator {
+            Integrator::RungeKuttaMerson { accuracy, .. } => accuracy / 10.0,
+            _ => 1e-6,
+        };
+        let stabilization = match raw
+            .stabilization
+            .as_ref()
+            .map_or("projection", |x| x.get_ref().as_str())
+        {
+            "none" => Stabilization::None,
+            "projection" => Stabilization::Projection {
+                tolerance: positive(&raw.tolerance, "tolerance", Some(default_tolerance))?,
+            },
+            "baumgarte" => Stabilization::Baumgarte,
+            other => {
+                return Err(loc.at(
+                    raw.stabilization.as_ref().map_or(0..0, |x| x.span()),
+                    "simulation.stabilization",
+                    format!("{other:?}; accepted: none, projection, baumgarte"),
+                ));
+            }
+        };
+        let options = StepOptions {
+            integrator,
+            stabilization,
+        };
+        options
+            .validate()
+            .map_err(|e| loc.at(s.span(), "simulation", e.to_string()))?;
+        let (step, field, span) = match integrator {
+            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
+                (step, "simulation.step", raw.step.as_ref().map(|x| x.span()))
+            }
+            Integrator::RungeKuttaMerson { max_step, .. } => (
+                max_step,
+                "simulation.max_step",
+                raw.max_step.as_ref().map(|x| x.span()),
+            ),
+        };
+        if duration / step > crate::step::MAX_FIXED_STEPS_PER_CALL {
+            return Err(loc.at(
+                span.unwrap_or(0..0),
+                field,
+                format!(
+                    "got {step}: at least {:e} steps per instance over duration = {duration}; \
+                     accepted: a step ≥ duration / {:e}",
+                    duration / step,
+                    crate::step::MAX_FIXED_STEPS_PER_CALL
+                ),
+            ));
+        }
+        let backend = match &raw.backend {
+            None => Backend::Auto,
+            Some(b) => b.get_ref().parse().map_err(|_| {
+                loc.at(
+                    b.span(),
+                    "simulation.backend",
+                    format!("{:?}; accepted: auto, cpu, gpu", b.get_ref()),
+                )
+            })?,
+        };
+        let precision = match &raw.precision {
+            None => Precision::F32,
+            Some(p) => p.get_ref().parse().map_err(|_| {
+                loc.at(
+                    p.span(),
+                    "simulation.precision",
+                    format!("{:?}; accepted: f32, f64", p.get_ref()),
+                )
+            })?,
+        };
+        Ok(Simulation {
+            options,
+            duration,
+            assemble: raw.assemble.unwrap_or(true),
+            backend,
+            precision,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! What an evaluation reports: per-instance results as columns, the same type whichever backend
+//! computed them.
+//!
+//! Both backends fill an [`Evaluation`] through [`Evaluation::reset_for`], which sizes every
+//! column from the template (keeping allocations between calls), so the two cannot disagree on
+//! shape: the CPU appends one instance at a time, the GPU one chunk at a time.
+
+use crate::batch::status;
+use crate::error::{Error, Result};
+use crate::model::{ConstraintId, SystemTemplate};
+
+/// Outputs of one constraint for every instance, in reported order (`report_slots`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ConstraintEvaluation {
+    /// Values per instance in the reported vectors (3 for plane contacts, the normal count for
+    /// point-to-ground contacts).
+    pub width: usize,
+    /// Number of bodies of the constraint (entries per instance of `body_forces`).
+    pub body_count: usize,
+    /// Position errors, reported order (plane contacts: `(0, 0, perr)`).
+    pub position_errors: Vec<f64>,
+    /// Velocity errors, reported order.
+    pub velocity_errors: Vec<f64>,
+    /// Acceleration errors at the constrained u̇ (≈ 0), reported order.
+    pub acceleration_errors: Vec<f64>,
+    /// Multipliers (Simbody's sign), reported order; 0 when disabled.
+    pub multipliers: Vec<f64>,
+    /// Constraint force on each of the constraint's bodies, `(torque about the body origin,
+    /// force)` in Ground with Simbody's sign (= minus the force applied), Ground included.
+    pub body_forces: Vec<[f64; 6]>,
+    /// `−λ · verr`.
+    pub power: Vec<f64>,
+    /// Contact point in Ground, where the kind reports one.
+    pub contact_point: Option<Vec<[f64; 3]>>,
+    /// Separation (valid when disabled), where the kind reports one.
+    pub separation: Option<Vec<f64>>,
+    /// The kind's force accessor (sphere: force on sphere in Ground; point on plane: force on
+    /// follower point in the plane frame; point to ground: physical force in Ground).
+    pub contact_force: Option<Vec<[f64; 3]>>,
+}
+
+/// `v[i·w .. (i+1)·w]`, or the typed error naming the instance and the count.
+fn instance_slice<T>(v: &[T], w: usize, i: usize) -> Result<&[T]> {
+    let len = v.len().checked_div(w).unwrap_or(0);
+    i.checked_mul(w)
+        .and_then(|start| v.get(start..start + w))
+        .filter(|_| w > 0 || i < len)
+        .ok_or(Error::InstanceOutOfRange { instance: i, len })
+}
+
+impl ConstraintEvaluation {
+    fn slice(v: &[f64], w: usize, i: usize) -> Result<&[f64]> {
+        instance_slice(v, w, i)
+    }
+
+    /// Position errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn position_errors_of(&self, i: usize) -> Result<&[f64]> {
+        Self::slice(&self.position_errors, self.width, i)
+    }
+
+    /// Velocity errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn velocity_errors_of(&self, i: usize) -> Result<&[f64]> {
+        Self::slice(&self.velocity_errors, self.width, i)
+    }
+
+    /// Acceleration errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn acceleration_errors_of(&self, i: usize) -> Result<&[f64]> {
+        Self::slice(&self.acceleration_errors, self.width, i)
+    }
+
+    /// Multipliers of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn multipliers_of(&self, i: usize) -> Result<&[f64]> {
+        Self::slice(&self.multipliers, self.width, i)
+    }
+
+    /// Constraint forces on the bodies of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn body_forces_of(&self, i: usize) -> Result<&[[f64; 6]]> {
+        instance_slice(&self.body_forces, self.body_count, i)
+    }
+}
+
+/// Results of evaluating every instance of a batch.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Evaluation {
+    /// Number of instances.
+    pub len: usize,
+    /// Mobilities per instance.
+    pub nu: usize,
+    /// Status bits per instance ([`status`]); outputs of a flagged instance are NaN.
+    pub status: Vec<u32>,
+    /// Constrained u̇, `nu` per instance.
+    pub udot: Vec<f64>,
+    /// Unconstrained u̇ = M⁻¹ (f − c), `nu` per instance.
+    pub udot_unconstrained: Vec<f64>,
+    /// Per constraint, in template order.
+    pub constraints: Vec<ConstraintEvaluation>,
+}
+
+impl Evaluation {
+    /// Constrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn udot_of(&self, i: usize) -> Result<&[f64]> {
+        self.check_instance(i)?;
+        instance_slice(&self.udot, self.nu, i)
+    }
+
+    /// Unconstrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
+    pub fn udot_unconstrained_of(&self, i: usize) -> Result<&[f64]> {
+        self.check_instance(i)?;
+        instance_slice(&self.udot_unconstrained, self.nu, i)
+    }
+
+    fn check_instance(&self, i: usize) -> Result<()> {
+        if i < self.len {
+            Ok(())
+        } else {
+            Err(Error::InstanceOutOfRange {
+                instance: i,
+                len: self.len,
+            })
+        }
+    }
+
+    /// Outputs of one constraint.
+    pub fn constraint(&self, c: ConstraintId) -> Result<&ConstraintEvaluation> {
+        self.constraints.get(c.0).ok_or_else(|| Error::BadHandle {
+            what: "constraint",
+            index: c.0,
+            reason: format!(
+                "the evaluation holds {} constraints",
+                self.constraints.len()
+            ),
+        })
+    }
+
+    /// Empties this evaluation and sizes it for `len` instances of `template` (reserving every
+    /// column, keeping allocations): the one place both backends start from.
+    pub fn reset_for(&mut self, template: &SystemTemplate, len: usize) {
+        let nu = template.nu();
+        self.len = len;
+        self.nu = nu;
+        self.status.clear();
+        self.udot.clear();
+        self.udot_unconstrained.clear();
+        self.status.reserve(len);
+        self.udot.reserve(len * nu);
+        self.udot_unconstrained.reserve(len * nu);
+        self.constraints
+            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
+        for (out, slot) in self.constraints.iter_mut().zip(template.constraints()) {
+            let c = &slot.constraint;
+            let extras = c.reported_extras();
+            out.width = c.report_slots().len();
+            out.body_count = c.bodies().len();
+            for v in [
+                &mut out.position_errors,
+                &mut out.velocity_errors,
+                &mut out.acceleration_errors,
+                &mut out.multipliers,
+            ] {
+                v.clear();
+                v.reserve(len * out.width);
+            }
+            out.body_forces.clear();
+            out.body_forces.reserve(len * out.body_count);
+            out.power.clear();
+            out.power.reserve(len);
+            reset_optional(extras.contact_point, &mut out.contact_point, len);
+            reset_optional(extras.contact_force, &mut out.contact_force, len);
+            reset_optional(extras.separation, &mut out.separation, len);
+        }
+    }
+
+    /// Number of instances whose status is not OK.
+    pub fn flagged(&self) -> usize {
+        self.status.iter().filter(|s| **s != status::OK).count()
+    }
+}
+
+/// An optional column: emptied and reserved when the kind reports it, `None` otherwise.
+fn reset_optional<T>(keep: bool, column: &mut Option<Vec<T>>, len: usize) {
+    if keep {
+        let v = column.get_or_insert_with(Vec::new);
+        v.clear();
+        v.reserve(len);
+    } else {
+        *column = None;
+    }
+}

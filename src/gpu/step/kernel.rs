@@ -1,0 +1,260 @@
+//! The stepping kernel's pipelines and per-chunk buffers, and what the host tells it: the
+//! integrator and drift-control codes, the step parameters, the carry columns.
+
+use crate::error::{Error, Result};
+use crate::gpu::Precision;
+use crate::gpu::buffers::layout_entry;
+use crate::gpu::device::GpuDevice;
+use crate::gpu::evaluate::Chunk;
+use crate::gpu::layout::Layout;
+use crate::step::{Integrator, Stabilization, StepOptions};
+
+/// Largest number of trial steps in one dispatch; longer runs are several dispatches (the state
+/// stays on the GPU in between). Short dispatches keep clear of driver watchdogs, and of
+/// lavapipe's LLVM JIT, whose stack grows with every iteration of a long in-kernel loop over the
+/// inlined solve until it overflows (seen at 35 RK4 substeps in f32); reloading the state every
+/// few steps costs about 1% of an RK4 dispatch. RKM (five solves a trial) and projection (up to
+/// 27 more) take fewer.
+pub(super) fn trials_per_dispatch(options: &StepOptions) -> usize {
+    let heavy = matches!(options.integrator, Integrator::RungeKuttaMerson { .. })
+        || matches!(options.stabilization, Stabilization::Projection { .. });
+    if heavy { 8 } else { 16 }
+}
+
+/// Most dispatches per chunk in one submit; a call that needs more submits again.
+pub(super) const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
+
+/// Output columns the kernel carries between dispatches (`CARRY_*` in `shaders/step.wgsl`).
+pub(super) const CARRY_COLUMNS: usize = 8;
+pub(super) const CARRY_STATUS: usize = 0;
+pub(super) const CARRY_ACCEPTED: usize = 1;
+pub(super) const CARRY_ELAPSED: usize = 2;
+pub(super) const CARRY_ELAPSED_LOW: usize = 3;
+pub(super) const CARRY_STEP_SIZE: usize = 4;
+pub(super) const CARRY_FINISHED: usize = 5;
+pub(super) const CARRY_REJECTED: usize = 6;
+pub(super) const CARRY_PROJECTIONS: usize = 7;
+
+/// Largest step count per kernel call: the f32 carry columns count exactly up to 2²⁴.
+pub(super) const MAX_STEPS_PER_CALL: usize = 1 << 23;
+
+/// The integrator code of the kernel for RKM (`INTEGRATOR` in `shaders/step.wgsl`).
+pub(super) const RKM: u32 = 2;
+
+/// The options as the kernel reads them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KernelSettings {
+    /// 0 semi-implicit Euler, 1 RK4, [`RKM`].
+    pub integrator: u32,
+    /// The fixed step (0 with RKM).
+    pub fixed_step: f64,
+    pub accuracy: f64,
+    pub max_step: f64,
+    /// 1: Baumgarte terms on every row; 2: none.
+    pub baumgarte: u32,
+    pub projection: bool,
+    pub tolerance: f64,
+}
+
+impl KernelSettings {
+    pub(super) fn new(options: &StepOptions) -> Self {
+        let (integrator, fixed_step, accuracy, max_step) = match options.integrator {
+            Integrator::SemiImplicitEuler { step } => (0u32, step, 0.0, step),
+            Integrator::Rk4 { step } => (1u32, step, 0.0, step),
+            Integrator::RungeKuttaMerson { accuracy, max_step } => (RKM, 0.0, accuracy, max_step),
+        };
+        let (baumgarte, projection, tolerance) = match options.stabilization {
+            Stabilization::None => (2u32, false, 0.0),
+            Stabilization::Baumgarte => (1u32, false, 0.0),
+            Stabilization::Projection { tolerance } => (2u32, true, tolerance),
+        };
+        Self {
+            integrator,
+            fixed_step,
+            accuracy,
+            max_step,
+            baumgarte,
+            projection,
+            tolerance,
+        }
+    }
+
+    /// The launch word: integrator in the low byte, Baumgarte mode in the next.
+    pub(super) fn mode(&self) -> u32 {
+        self.integrator | (self.baumgarte << 8)
+    }
+}
+
+/// `StepParams` of `shaders/step.wgsl` in the kernel's precision.
+pub(super) fn params_bytes(
+    precision: Precision,
+    reals: [f64; 7],
+    target: u32,
+    goal: u32,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(48);
+    for x in reals {
+        match precision {
+            Precision::F32 => out.extend_from_slice(&(x as f32).to_le_bytes()),
+            Precision::F64 => out.extend_from_slice(&x.to_le_bytes()),
+        }
+    }
+    out.extend_from_slice(&target.to_le_bytes());
+    out.extend_from_slice(&goal.to_le_bytes());
+    // Storage structs round up to their alignment (8 bytes for f64 members).
+    out.resize(out.len().next_multiple_of(8), 0);
+    out
+}
+
+/// The stepping pipelines of a stepper: one per (integrator, projection) pair, built on first
+/// use from constants prepended to the source, so each carries only the code it runs.
+pub(super) struct StepPipeline {
+    /// (integrator code, projection) → pipeline.
+    pipelines: Vec<((u32, bool), wgpu::ComputePipeline)>,
+    pipeline_layout: wgpu::PipelineLayout,
+    pub(super) layout: wgpu::BindGroupLayout,
+    pub(super) params: wgpu::Buffer,
+}
+
+impl StepPipeline {
+    pub(super) fn new(d: &wgpu::Device) -> Self {
+        let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
+        let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("simbatch step"),
+            entries: &[
+                layout_entry(0, wgpu::BufferBindingType::Uniform),
+                layout_entry(1, storage(false)),
+                layout_entry(2, storage(false)),
+                layout_entry(3, storage(true)),
+            ],
+        });
+        let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("simbatch step"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let params = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch step parameters"),
+            size: 64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Self {
+            pipelines: Vec::new(),
+            pipeline_layout,
+            layout,
+            params,
+        }
+    }
+
+    /// The pipeline for `settings`' (integrator, projection), built on first use.
+    pub(super) fn variant(
+        &mut self,
+        d: &wgpu::Device,
+        precision: Precision,
+        layout: &Layout,
+        settings: &KernelSettings,
+    ) -> Result<&wgpu::ComputePipeline> {
+        let key = (settings.integrator, settings.projection);
+        if let Some(k) = self.pipelines.iter().position(|(k, _)| *k == key) {
+            return Ok(&self.pipelines[k].1);
+        }
+        let source = crate::gpu::shader::stepping_source(precision, layout, key.0, key.1);
+        source.check()?;
+        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("simbatch step"),
+            source: wgpu::ShaderSource::Wgsl(source.text.into()),
+        });
+        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("simbatch step"),
+            layout: Some(&self.pipeline_layout),
+            module: &module,
+            entry_point: Some("step_main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu(format!("stepping kernel build failed: {e}")));
+        }
+        self.pipelines.push((key, pipeline));
+        Ok(&self.pipelines[self.pipelines.len() - 1].1)
+    }
+}
+
+impl StepPipeline {
+    /// The pipeline for `settings`, which [`variant`](Self::variant) has built.
+    pub(super) fn built(&self, settings: &KernelSettings) -> Result<&wgpu::ComputePipeline> {
+        let key = (settings.integrator, settings.projection);
+        self.pipelines
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, p)| p)
+            .ok_or_else(|| Error::Gpu("stepping variant missing".into()))
+    }
+}
+
+/// A chunk's stepping buffers: its launch uniform, the carry columns, and the staging buffer
+/// the carry and the state columns come back through. Bound to the chunk's input buffer.
+pub(super) struct ChunkStep {
+    pub(super) launch: wgpu::Buffer,
+    pub(super) output: wgpu::Buffer,
+    pub(super) staging: wgpu::Buffer,
+    pub(super) bind_group: wgpu::BindGroup,
+}
+
+impl ChunkStep {
+    /// Buffers for `chunk` with `state_width` state values per instance, in `bytes`-byte reals.
+    pub(super) fn new(
+        device: &GpuDevice,
+        sp: &StepPipeline,
+        chunk: &Chunk,
+        state_width: usize,
+        bytes: u64,
+    ) -> Self {
+        let d = &device.device;
+        let count = chunk.count as u64;
+        let launch = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch step launch"),
+            size: 16,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let output = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch step carry"),
+            size: CARRY_COLUMNS as u64 * count * bytes,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let staging = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch step staging"),
+            size: (CARRY_COLUMNS + state_width) as u64 * count * bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
+        let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("simbatch step"),
+            layout: &sp.layout,
+            entries: &[
+                entry(0, &launch),
+                entry(1, &chunk.input),
+                entry(2, &output),
+                entry(3, &sp.params),
+            ],
+        });
+        Self {
+            launch,
+            output,
+            staging,
+            bind_group,
+        }
+    }
+}

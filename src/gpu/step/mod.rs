@@ -1,0 +1,354 @@
+//! The stepping kernel's host side (`shaders/step.wgsl`): [`GpuStepper`], the evaluation
+//! kernel plus the stepping kernels, many trial steps per dispatch on the chunks' own input
+//! buffers, so the state stays on the GPU between steps and only the state columns (q, u,
+//! prescribed poses and velocities, work) and each instance's progress come back at the end of
+//! a call.
+//!
+//! Every integrator and drift control of the CPU path runs here: semi-implicit Euler, RK4 and
+//! RKM with per-instance step control; Baumgarte, Simbody projection, or none. The one public
+//! way to step — on either backend — is the backend's `Stepper`, which drives this.
+
+mod kernel;
+mod readback;
+
+use std::sync::Arc;
+
+use kernel::{
+    CARRY_ACCEPTED, CARRY_COLUMNS, CARRY_FINISHED, CARRY_REJECTED, CARRY_STATUS, CARRY_STEP_SIZE,
+    ChunkStep, KernelSettings, MAX_DISPATCHES_PER_SUBMIT, MAX_STEPS_PER_CALL, RKM, StepPipeline,
+    params_bytes, trials_per_dispatch,
+};
+use readback::{gather_states, mark_resident, state_columns, to_f64};
+
+use crate::batch::{Batch, status};
+use crate::error::{Error, Result};
+use crate::gpu::buffers::{WORKGROUP, gpu_allocation_error, map_read};
+use crate::gpu::device::GpuDevice;
+use crate::gpu::evaluate::GpuEvaluator;
+use crate::gpu::{GpuOptions, Precision};
+use crate::step::{Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, StepOptions, StepReport};
+
+/// The GPU kernels of one template: the evaluation kernel ([`GpuEvaluator`]) and the stepping
+/// kernels, which advance the state in the evaluator's own input buffers.
+pub struct GpuStepper {
+    evaluator: GpuEvaluator,
+    /// The stepping pipelines, built on first step.
+    pipeline: Option<StepPipeline>,
+    /// Per chunk of the evaluator, its stepping buffers, and the chunks' generation they are
+    /// bound to.
+    chunk_steps: Vec<ChunkStep>,
+    bound_to: u64,
+}
+
+impl std::fmt::Debug for GpuStepper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuStepper")
+            .field("evaluator", &self.evaluator)
+            .field("stepping_buffers", &self.chunk_steps.len())
+            .finish()
+    }
+}
+
+impl GpuStepper {
+    /// Builds the evaluation kernel for `batch`'s template (the stepping kernels follow on
+    /// first step); errors as [`GpuEvaluator::new`].
+    pub fn new(
+        device: Arc<GpuDevice>,
+        batch: &Batch,
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        Ok(Self {
+            evaluator: GpuEvaluator::new(device, batch, precision, options)?,
+            pipeline: None,
+            chunk_steps: Vec::new(),
+            bound_to: 0,
+        })
+    }
+
+    /// The evaluation kernel (shares the buffers the stepping kernels advance).
+    pub fn evaluator(&self) -> &GpuEvaluator {
+        &self.evaluator
+    }
+
+    /// The evaluation kernel, to evaluate the state the last step left on the GPU.
+    pub fn evaluator_mut(&mut self) -> &mut GpuEvaluator {
+        &mut self.evaluator
+    }
+
+    /// Whether these kernels serve `batch` (same layout).
+    pub(crate) fn fits(&self, batch: &Batch) -> Result<bool> {
+        self.evaluator.fits(batch)
+    }
+
+    /// Runs a goal on every instance; `step_sizes` holds the RKM step size per instance (0: not
+    /// chosen yet; one per instance) and is updated. Instances flagged before the call are left alone; one whose
+    /// state stops being finite keeps its last finite state and is flagged.
+    pub(crate) fn run_goal(
+        &mut self,
+        batch: &mut Batch,
+        options: &StepOptions,
+        goal: Goal,
+        step_sizes: &mut [f64],
+        violation: f64,
+    ) -> Result<StepReport> {
+        if let Some(parts) = split_goal(goal, &options.integrator) {
+            let mut report = StepReport::default();
+            for part in parts {
+                report.add(&self.run_goal(batch, options, part, step_sizes, violation)?);
+            }
+            return Ok(report);
+        }
+        let (target, duration, goal_code) = match goal {
+            Goal::Steps(0) => return Ok(StepReport::default()),
+            Goal::Steps(n) => (n as u32, 0.0, 0u32),
+            Goal::Duration(0.0) => return Ok(StepReport::default()),
+            Goal::Duration(d) => (0, d, 1u32),
+        };
+        let settings = KernelSettings::new(options);
+        let gpu = &mut self.evaluator;
+        gpu.prepare(batch)?;
+        gpu.last_upload_bytes = gpu.upload(batch)?;
+        let (precision, device) = (gpu.precision, gpu.device.clone());
+        let sp = self
+            .pipeline
+            .get_or_insert_with(|| StepPipeline::new(&device.device));
+        sp.variant(&device.device, precision, &gpu.layout, &settings)?;
+        // The host's minimum RKM step at the latest time of the batch (the kernel knows only
+        // elapsed times), and the violation tolerance no finer than the precision resolves
+        // (projection stops at 16 ε: `projection_target`).
+        let latest = batch.time().iter().fold(0.0f64, |m, t| m.max(t.abs()));
+        let reals = [
+            settings.fixed_step,
+            settings.accuracy,
+            settings.max_step,
+            settings.tolerance,
+            duration,
+            crate::step::min_step(latest),
+            violation.max(160.0 * precision.epsilon()),
+        ];
+        device.queue.write_buffer(
+            &sp.params,
+            0,
+            &params_bytes(precision, reals, target, goal_code),
+        );
+        let columns = state_columns(batch);
+        let state_width: usize = columns.iter().map(|(_, w)| w).sum();
+        self.bind_chunks(batch, state_width, &settings, options, step_sizes)?;
+        let values = self.dispatch_until_done(goal, options, &settings, &columns, step_sizes)?;
+        let gpu = &mut self.evaluator;
+        let gathered = gather_states(batch, &gpu.chunks, &values, goal, &settings, step_sizes)?;
+        batch.store_states(&gathered.states);
+        let ended = gathered.every_instance_ended;
+        mark_resident(batch, &mut gpu.chunks, &gpu.layout.inputs, &columns, ended);
+        Ok(gathered.report)
+    }
+
+    /// Makes each chunk's stepping buffers (when the chunks were remade) and writes its launch
+    /// word and carry: flagged instances are skipped, RKM resumes at its last step size,
+    /// everything else starts from 0.
+    fn bind_chunks(
+        &mut self,
+        batch: &Batch,
+        state_width: usize,
+        settings: &KernelSettings,
+        options: &StepOptions,
+        step_sizes: &[f64],
+    ) -> Result<()> {
+        let gpu = &self.evaluator;
+        let sp = self
+            .pipeline
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
+        let (d, queue) = (&gpu.device.device, &gpu.device.queue);
+        let bytes = gpu.precision.bytes() as u64;
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        if self.bound_to != gpu.generation || self.chunk_steps.len() != gpu.chunks.len() {
+            self.chunk_steps = gpu
+                .chunks
+                .iter()
+                .map(|chunk| ChunkStep::new(&gpu.device, sp, chunk, state_width, bytes))
+                .collect();
+            self.bound_to = gpu.generation;
+        }
+        let trials = trials_per_dispatch(options) as u32;
+        for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
+            let c = chunk.count as u32;
+            let launch = [c, c, trials, settings.mode()];
+            queue.write_buffer(&step.launch, 0, bytemuck::cast_slice(&launch));
+            let mut carry = vec![0.0f64; CARRY_COLUMNS * chunk.count];
+            for local in 0..chunk.count {
+                let i = chunk.start + local;
+                if batch.status()[i] & status::HALTED != 0 {
+                    carry[CARRY_STATUS * chunk.count + local] = status::HALTED as f64;
+                }
+                carry[CARRY_STEP_SIZE * chunk.count + local] = step_sizes[i];
+            }
+            let carry_bytes: Vec<u8> = match gpu.precision {
+                Precision::F32 => {
+                    bytemuck::cast_slice(&carry.iter().map(|x| *x as f32).collect::<Vec<f32>>())
+                        .to_vec()
+                }
+                Precision::F64 => bytemuck::cast_slice(&carry).to_vec(),
+            };
+            queue.write_buffer(&step.output, 0, &carry_bytes);
+        }
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            self.chunk_steps.clear();
+            let total = (CARRY_COLUMNS * 2 + state_width) as u128 * batch.len() as u128;
+            return Err(gpu_allocation_error(
+                &gpu.device,
+                batch.len(),
+                total * bytes as u128,
+                Some(e),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Submits rounds of dispatches (doubling each round) until every chunk's instances have
+    /// arrived or stopped, reading back the carry and the state columns after each round.
+    fn dispatch_until_done(
+        &self,
+        goal: Goal,
+        options: &StepOptions,
+        settings: &KernelSettings,
+        columns: &[(crate::batch::Column, usize)],
+        step_sizes: &[f64],
+    ) -> Result<Vec<Option<Vec<f64>>>> {
+        let gpu = &self.evaluator;
+        let (d, queue) = (&gpu.device.device, &gpu.device.queue);
+        let precision = gpu.precision;
+        let bytes = precision.bytes() as u64;
+        let sp = self
+            .pipeline
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
+        let pipeline = sp.built(settings)?;
+        let prefixes = columns
+            .iter()
+            .map(|(column, _)| {
+                gpu.layout
+                    .inputs
+                    .iter()
+                    .find(|c| c.column == *column)
+                    .map(|c| c.prefix)
+                    .ok_or_else(|| Error::Gpu(format!("state column {column:?} not in the layout")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let state_width: usize = columns.iter().map(|(_, w)| w).sum();
+        let width = CARRY_COLUMNS + state_width;
+        let trials = trials_per_dispatch(options);
+        let mut dispatches = dispatches_needed(goal, &options.integrator, settings, step_sizes)
+            .div_ceil(trials)
+            .clamp(1, MAX_DISPATCHES_PER_SUBMIT);
+        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut values: Vec<Option<Vec<f64>>> = vec![None; gpu.chunks.len()];
+        let mut pending: Vec<bool> = vec![true; gpu.chunks.len()];
+        while pending.iter().any(|p| *p) {
+            let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("simbatch step"),
+            });
+            let live = gpu.chunks.iter().zip(&self.chunk_steps).zip(&pending);
+            for ((chunk, step), _) in live.filter(|(_, p)| **p) {
+                {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("simbatch step"),
+                        timestamp_writes: None,
+                    });
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, &step.bind_group, &[]);
+                    for _ in 0..dispatches {
+                        pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
+                    }
+                }
+                // Read back: the carry, then every state column.
+                let count = chunk.count as u64;
+                let carry = CARRY_COLUMNS as u64 * count * bytes;
+                encoder.copy_buffer_to_buffer(&step.output, 0, &step.staging, 0, carry);
+                let mut at = carry;
+                for ((_, w), prefix) in columns.iter().zip(&prefixes) {
+                    let size = *w as u64 * count * bytes;
+                    let from = *prefix as u64 * count * bytes;
+                    encoder.copy_buffer_to_buffer(&chunk.input, from, &step.staging, at, size);
+                    at += size;
+                }
+            }
+            queue.submit([encoder.finish()]);
+            for (k, (chunk, step)) in gpu.chunks.iter().zip(&self.chunk_steps).enumerate() {
+                if !pending[k] {
+                    continue;
+                }
+                let size = (width * chunk.count) as u64 * bytes;
+                let v = map_read(&gpu.device, &step.staging, size, |view| {
+                    to_f64(precision, view)
+                })?;
+                let n = chunk.count;
+                // RKM attempts are capped (fixed steps are bounded by the goal itself).
+                pending[k] = (0..n).any(|local| {
+                    v[CARRY_STATUS * n + local] == 0.0
+                        && v[CARRY_FINISHED * n + local] == 0.0
+                        && (settings.integrator != RKM
+                            || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
+                                < MAX_ADAPTIVE_ATTEMPTS as f64)
+                });
+                values[k] = Some(v);
+            }
+            dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu(format!("stepping kernel failed: {e}")));
+        }
+        Ok(values)
+    }
+}
+
+/// The carry columns count exactly to 2²⁴ in f32: a long call runs in parts (step counts, and
+/// fixed-step durations, each part landing on its own end). `None`: one part.
+fn split_goal(goal: Goal, integrator: &Integrator) -> Option<Vec<Goal>> {
+    match (goal, integrator) {
+        (Goal::Steps(n), _) if n > MAX_STEPS_PER_CALL => Some(
+            (0..n)
+                .step_by(MAX_STEPS_PER_CALL)
+                .map(|k| Goal::Steps((n - k).min(MAX_STEPS_PER_CALL)))
+                .collect(),
+        ),
+        (Goal::Duration(d), Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step })
+            if d / step > MAX_STEPS_PER_CALL as f64 =>
+        {
+            let part = MAX_STEPS_PER_CALL as f64 * step;
+            let mut parts = Vec::new();
+            let mut left = d;
+            while left > 0.0 {
+                parts.push(Goal::Duration(left.min(part)));
+                left -= left.min(part);
+            }
+            Some(parts)
+        }
+        _ => None,
+    }
+}
+
+/// Trial steps a goal needs: known for fixed steps, estimated for RKM from the instances' step
+/// sizes (more rounds follow while some instance has not arrived).
+fn dispatches_needed(
+    goal: Goal,
+    integrator: &Integrator,
+    settings: &KernelSettings,
+    step_sizes: &[f64],
+) -> usize {
+    match (goal, integrator) {
+        (Goal::Steps(n), Integrator::RungeKuttaMerson { .. }) => n + n / 4 + 1,
+        (Goal::Steps(n), _) => n,
+        (Goal::Duration(d), Integrator::RungeKuttaMerson { .. }) => {
+            let known: Vec<f64> = step_sizes.iter().copied().filter(|h| *h > 0.0).collect();
+            let h = if known.is_empty() {
+                settings.max_step.min(1e-3)
+            } else {
+                known.iter().sum::<f64>() / known.len() as f64
+            };
+            ((d / h) * 1.25).ceil() as usize + 1
+        }
+        (Goal::Duration(d), _) => (d / settings.fixed_step).ceil() as usize + 1,
+    }
+}
