@@ -2,10 +2,11 @@
 //!
 //! Thousands to millions of small, independent constrained rigid-body systems at once, with
 //! Simbody's constraint semantics. This crate holds the model ([`model`]), the structure-of-arrays
-//! batch storage ([`batch`]), one module per constraint kind ([`constraints`]), the free-body
-//! dynamics ([`dynamics`]), the multiplier solver ([`solver`]) and the f64 CPU reference path
-//! ([`evaluate`]). The physics contract is `physics.md` (at the repository root); every
-//! formula here cites its section.
+//! batch storage ([`batch`]), one module per constraint kind ([`constraints`]), the f64 CPU
+//! reference path ([`cpu`]: dynamics, multiplier solver, evaluation, assembly, integrators), its
+//! GPU twin ([`gpu`]) and one API over both ([`backend`]). The README's module map gives the
+//! order in which modules may name each other. The physics contract is `physics.md` (at the
+//! repository root); every formula here cites its section.
 //!
 //! ```
 //! use simbatch::prelude::*;

@@ -1,5 +1,5 @@
 //! Reinforcement-learning vector environments: thousands of environments stepped per call over
-//! one [`Batch`], on the CPU or the GPU through the same [`Stepper`].
+//! one [`Batch`], on the CPU or the GPU through the same [`Stepper`](crate::backend::Stepper).
 //!
 //! A [`Task`] says what one environment is (its system template, how an episode starts, how an
 //! action drives it, what it observes and how it is rewarded); [`VectorEnv`] runs `N` of them:
