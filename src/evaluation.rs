@@ -170,6 +170,26 @@ impl Evaluation {
         }
     }
 
+    /// Bytes the result's columns hold (their lengths, not their capacities).
+    pub fn bytes(&self) -> usize {
+        let f = std::mem::size_of::<f64>();
+        let mut total = self.status.len() * std::mem::size_of::<u32>()
+            + (self.udot.len() + self.udot_unconstrained.len()) * f;
+        for c in &self.constraints {
+            total += (c.position_errors.len()
+                + c.velocity_errors.len()
+                + c.acceleration_errors.len()
+                + c.multipliers.len()
+                + c.power.len())
+                * f
+                + c.body_forces.len() * 6 * f
+                + c.contact_point.as_ref().map_or(0, |v| v.len() * 3 * f)
+                + c.separation.as_ref().map_or(0, |v| v.len() * f)
+                + c.contact_force.as_ref().map_or(0, |v| v.len() * 3 * f);
+        }
+        total
+    }
+
     /// Number of instances whose status is not OK.
     pub fn flagged(&self) -> usize {
         self.status.iter().filter(|s| **s != status::OK).count()

@@ -77,6 +77,19 @@ impl InstanceState {
     }
 }
 
+impl InstanceState {
+    /// Bytes one state of `batch`'s template holds, heap included: what a stepping call keeps
+    /// per instance besides the batch's columns (the CPU path holds one per instance per call).
+    pub fn bytes_for(batch: &Batch) -> usize {
+        let template = batch.template();
+        let (free, prescribed) = (
+            template.free_bodies().len(),
+            template.prescribed_bodies().len(),
+        );
+        std::mem::size_of::<(InstanceState, u32)>() + (free + prescribed) * (7 + 6) * 8
+    }
+}
+
 impl Batch {
     /// The state of instance `i` as held in the columns.
     pub fn instance_state(&self, i: usize) -> Result<InstanceState> {

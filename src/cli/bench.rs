@@ -8,7 +8,7 @@ use serde_json::json;
 use super::CliError;
 use crate::backend::Evaluator;
 use crate::backend::Stepper;
-use crate::batch::Batch;
+use crate::batch::{Batch, InstanceState};
 use crate::evaluation::Evaluation;
 use crate::gpu::{GpuOptions, Precision};
 use crate::scenarios::{
@@ -28,6 +28,14 @@ pub struct BenchArgs {
     /// Steps per call for the stepping rows (on the GPU, fused in one submit).
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 16])]
     pub substeps: Vec<usize>,
+    /// Integrators of the stepping rows: rk4 (no drift control), rk4-projection (Simbody's
+    /// projection at 1e-6), euler (semi-implicit, no drift control); all at h = 1 ms.
+    #[arg(long, value_delimiter = ',', default_values_t = ["rk4".to_string(), "rk4-projection".to_string(), "euler".to_string()])]
+    pub integrators: Vec<String>,
+    /// CPU threads (rayon); 0: every core. One thread is the figure to compare with MuJoCo's
+    /// single-threaded `mj_step` (`benches/mujoco_rolling_ball.py`).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
     /// GPU precision: f32 or f64.
     #[arg(long, default_value = "f32")]
     pub precision: String,
@@ -55,6 +63,63 @@ fn time(mut f: impl FnMut() -> Result<(), CliError>, budget: f64) -> Result<f64,
 
 type Build = fn(usize) -> crate::Result<Batch>;
 
+/// What one row measured (its rate aside).
+struct Row<'a> {
+    system: &'a str,
+    n: usize,
+    backend: &'a str,
+    integrator: &'a str,
+    substeps: usize,
+    what: &'a str,
+    bytes_per_instance: usize,
+}
+
+/// The stepping options a `--integrators` entry names, or `None`.
+fn integrator_options(name: &str) -> Option<StepOptions> {
+    let (integrator, stabilization) = match name {
+        "rk4" => (Integrator::Rk4 { step: 1e-3 }, Stabilization::None),
+        "rk4-projection" => (
+            Integrator::Rk4 { step: 1e-3 },
+            Stabilization::Projection { tolerance: 1e-6 },
+        ),
+        "euler" => (
+            Integrator::SemiImplicitEuler { step: 1e-3 },
+            Stabilization::None,
+        ),
+        _ => return None,
+    };
+    Some(StepOptions {
+        integrator,
+        stabilization,
+    })
+}
+
+/// Bytes per instance a batch of `batch`'s template holds on the host: its columns (status,
+/// time, work, gravity, every body and constraint column), [`Batch::bytes_per_instance`],
+/// plus `work` bytes per instance of the call's own buffers (the evaluation result, or the
+/// stepping call's states). Scratch of the CPU path is per thread, not per instance.
+fn host_bytes_per_instance(batch: &Batch, work: usize) -> usize {
+    Batch::bytes_per_instance(batch.template()) + work
+}
+
+/// Bytes per instance of the GPU buffers in `precision`: inputs, outputs and the staging copy
+/// (the layout's widths), plus, when stepping, the kernel's carry (in its output and in
+/// staging) and the staged state columns, counted at most at the input width.
+fn gpu_bytes_per_instance(
+    batch: &Batch,
+    precision: Precision,
+    stepping: bool,
+) -> crate::Result<usize> {
+    let layout = crate::gpu::layout::Layout::new(batch.template())?;
+    let reals = layout.input_width + 2 * layout.output_width;
+    let carry = if stepping {
+        2 * 8 + layout.input_width
+    } else {
+        0
+    };
+    Ok((reals + carry) * precision.bytes())
+}
+
 /// Runs the benchmark.
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     let precision: Precision = args.precision.parse()?;
@@ -75,6 +140,22 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             accepted: "cpu, gpu (comma-separated)",
         }));
     }
+    for name in &args.integrators {
+        if integrator_options(name).is_none() {
+            return Err(CliError::Engine(crate::Error::BadChoice {
+                what: "--integrators entry",
+                value: name.clone(),
+                accepted: "rk4, rk4-projection, euler (comma-separated)",
+            }));
+        }
+    }
+    if args.threads > 4096 {
+        return Err(CliError::Engine(crate::Error::BadChoice {
+            what: "--threads",
+            value: args.threads.to_string(),
+            accepted: "0 (every core) or a thread count in [1, 4096]",
+        }));
+    }
     if let Some(n) = args.n.iter().find(|n| **n == 0) {
         return Err(CliError::Engine(crate::Error::BadChoice {
             what: "--n entry",
@@ -89,6 +170,18 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             accepted: "a number in (0, 3600]",
         }));
     }
+    if args.threads == 0 {
+        return measure(args, precision);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .map_err(|e| CliError::Engine(crate::Error::Gpu(format!("thread pool: {e}"))))?;
+    pool.install(|| measure(args, precision))
+}
+
+/// The measurements, on the current rayon pool.
+fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     let device = if args.backends.iter().any(|b| b == "gpu") {
         // The one resolver: an explicit GPU, noted when it is a software adapter.
         match crate::backend::resolve(crate::backend::Backend::Gpu, precision) {
@@ -123,58 +216,101 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         ("rolling ball", rolling_balls),
         ("no-slip stick", standing_sticks),
     ];
-    let options = StepOptions {
-        integrator: Integrator::Rk4 { step: 1e-3 },
-        stabilization: Stabilization::None,
-    };
     let mut rows = Vec::new();
     println!(
-        "{:<28} {:>8} {:<10} {:>9} {:>16} {:>14}",
-        "system", "N", "backend", "substeps", "per second", "what"
+        "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16} {:>12} {:>7}",
+        "system", "N", "backend", "integrator", "substeps", "per second", "what", "B/inst"
     );
-    let mut report = |system: &str,
-                      n: usize,
-                      backend: &str,
-                      substeps: usize,
-                      rate: f64,
-                      what: &str| {
-        println!("{system:<28} {n:>8} {backend:<10} {substeps:>9} {rate:>16.0} {what:>14}");
-        rows.push(json!({ "system": system, "n": n, "backend": backend, "substeps": substeps, "per_second": rate, "what": what }));
+    let mut report = |row: Row<'_>, rate: f64| {
+        println!(
+            "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16.0} {:>12} {:>7}",
+            row.system,
+            row.n,
+            row.backend,
+            row.integrator,
+            row.substeps,
+            rate,
+            row.what,
+            row.bytes_per_instance
+        );
+        rows.push(json!({
+            "system": row.system,
+            "n": row.n,
+            "backend": row.backend,
+            "integrator": row.integrator,
+            "substeps": row.substeps,
+            "per_second": rate,
+            "what": row.what,
+            "bytes_per_instance": row.bytes_per_instance,
+        }));
     };
     let gpu_name = format!("gpu-{}", args.precision);
+    let cpu = args.backends.iter().any(|b| b == "cpu");
     for &n in &args.n {
         for (system, build) in evaluated {
             let batch = build(n)?;
             let mut out = Evaluation::default();
-            if args.backends.iter().any(|b| b == "cpu") {
-                let mut e = Evaluator::new(crate::backend::Backend::Cpu)?;
+            let row = |backend, bytes_per_instance| Row {
+                system,
+                n,
+                backend,
+                integrator: "-",
+                substeps: 1,
+                what: "evaluations",
+                bytes_per_instance,
+            };
+            if cpu {
+                let mut e = Evaluator::cpu();
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
-                report(system, n, "cpu", 1, n as f64 / s, "evaluations");
+                let bytes = host_bytes_per_instance(&batch, out.bytes() / n);
+                report(row("cpu", bytes), n as f64 / s);
             }
             if let Some(d) = &device {
                 let mut e = Evaluator::on_device(d.clone(), precision, GpuOptions::default())?;
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
-                report(system, n, &gpu_name, 1, n as f64 / s, "evaluations");
+                let bytes = gpu_bytes_per_instance(&batch, precision, false)?;
+                report(row(&gpu_name, bytes), n as f64 / s);
             }
         }
         for (system, build) in stepped {
-            let mut batch = build(n)?;
-            for &k in &args.substeps {
-                if args.backends.iter().any(|b| b == "cpu") {
-                    let mut stepper = Stepper::new(options)?;
-                    let s = time(
-                        || Ok(stepper.step(&mut batch, k).map(|_| ())?),
-                        args.seconds,
-                    )?;
-                    report(system, n, "cpu", k, (n * k) as f64 / s, "steps");
-                }
-                if let Some(d) = &device {
-                    let mut stepper = Stepper::on_gpu(options, d.clone(), precision)?;
-                    let s = time(
-                        || Ok(stepper.step(&mut batch, k).map(|_| ())?),
-                        args.seconds,
-                    )?;
-                    report(system, n, &gpu_name, k, (n * k) as f64 / s, "steps");
+            for integrator in &args.integrators {
+                let options = integrator_options(integrator).ok_or_else(|| {
+                    CliError::Engine(crate::Error::BadChoice {
+                        what: "--integrators entry",
+                        value: integrator.clone(),
+                        accepted: "rk4, rk4-projection, euler (comma-separated)",
+                    })
+                })?;
+                let mut batch = build(n)?;
+                for &k in &args.substeps {
+                    let row = |backend, bytes_per_instance| Row {
+                        system,
+                        n,
+                        backend,
+                        integrator,
+                        substeps: k,
+                        what: "steps",
+                        bytes_per_instance,
+                    };
+                    if cpu {
+                        let mut stepper = Stepper::new(options)?;
+                        let s = time(
+                            || Ok(stepper.step(&mut batch, k).map(|_| ())?),
+                            args.seconds,
+                        )?;
+                        let call = InstanceState::bytes_for(&batch);
+                        let bytes = host_bytes_per_instance(&batch, call);
+                        report(row("cpu", bytes), (n * k) as f64 / s);
+                    }
+                    if let Some(d) = &device {
+                        let mut stepper = Stepper::on_gpu(options, d.clone(), precision)?;
+                        let s = time(
+                            || Ok(stepper.step(&mut batch, k).map(|_| ())?),
+                            args.seconds,
+                        )?;
+                        let bytes = gpu_bytes_per_instance(&batch, precision, true)?;
+                        report(row(&gpu_name, bytes), (n * k) as f64 / s);
+                    }
                 }
             }
         }
@@ -184,7 +320,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             "simbatch": env!("CARGO_PKG_VERSION"),
             "cpu_threads": rayon::current_num_threads(),
             "gpu": device.as_ref().map(|d| d.describe()),
-            "integrator": "RK4 h = 1e-3, no stabilization",
+            "integrators": "h = 1e-3; rk4 and euler without drift control, rk4-projection at 1e-6",
             "rows": rows,
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::Io {

@@ -1632,3 +1632,86 @@ fn prescribed_body_errors_are_located() {
         assert!(rows.iter().all(|(_, v)| v[status] == 0.0), "{prescribed}");
     }
 }
+
+/// `bench` on one thread with every integrator row: the rows carry the integrator and the bytes
+/// per instance, which equal the batch's columns plus the call's own buffers (computed here
+/// from the library's own counts, not copied from the output); a bad integrator name or thread
+/// count is refused before any work.
+#[test]
+fn bench_rows_carry_integrators_threads_and_bytes() {
+    let dir = scratch("bench");
+    let json = dir.join("bench.json");
+    let o = bin()
+        .args([
+            "bench",
+            "--backends",
+            "cpu",
+            "--n",
+            "64",
+            "--substeps",
+            "2",
+            "--seconds",
+            "0.01",
+            "--threads",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["cpu_threads"], 1);
+    let rows = doc["rows"].as_array().unwrap();
+    let balls = simbatch::scenarios::rolling_balls(64).unwrap();
+    let columns = simbatch::batch::Batch::bytes_per_instance(balls.template());
+    let state = simbatch::batch::InstanceState::bytes_for(&balls);
+    for integrator in ["rk4", "rk4-projection", "euler"] {
+        let row = rows
+            .iter()
+            .find(|r| r["system"] == "rolling ball" && r["integrator"] == integrator)
+            .unwrap_or_else(|| panic!("no {integrator} row in {rows:?}"));
+        assert_eq!(row["bytes_per_instance"], columns + state, "{row}");
+        assert!(row["per_second"].as_f64().unwrap() > 0.0);
+    }
+    let evaluation = rows
+        .iter()
+        .find(|r| r["system"] == "rolling sphere" && r["what"] == "evaluations")
+        .unwrap();
+    let (spheres, _, _) = simbatch::scenarios::contact_batch(
+        simbatch::scenarios::ContactKind::RollingSphere,
+        simbatch::scenarios::PlaneBody::Ground,
+        64,
+        1,
+    )
+    .unwrap();
+    let expected = simbatch::batch::Batch::bytes_per_instance(spheres.template())
+        + spheres.evaluate().bytes() / 64;
+    assert_eq!(evaluation["bytes_per_instance"], expected, "{evaluation}");
+
+    for (flag, value, accepted) in [
+        ("--integrators", "rk5", "rk4, rk4-projection, euler"),
+        ("--threads", "100000", "0 (every core)"),
+    ] {
+        let o = bin()
+            .args([
+                "bench",
+                "--backends",
+                "cpu",
+                "--n",
+                "8",
+                "--seconds",
+                "0.01",
+            ])
+            .args([flag, value])
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains(value) && stderr.contains(accepted),
+            "{stderr}"
+        );
+    }
+}

@@ -82,8 +82,8 @@ impl GpuStepper {
     }
 
     /// Runs a goal on every instance; `step_sizes` holds the RKM step size per instance (0: not
-    /// chosen yet; one per instance) and is updated. Instances flagged before the call are left alone; one whose
-    /// state stops being finite keeps its last finite state and is flagged.
+    /// chosen yet; one per instance) and is updated. Instances flagged before the call are left
+    /// alone; one whose state stops being finite keeps its last finite state and is flagged.
     pub(crate) fn run_goal(
         &mut self,
         batch: &mut Batch,
