@@ -1,4 +1,4 @@
-// Free-body equations of motion in u = (w, v_origin) (physics.md §1); twin of src/dynamics.rs.
+// Free-body equations of motion in u = (w, v_origin) (physics.md §1); twin of src/cpu/dynamics.rs.
 
 struct MassProperties {
     mass: real,

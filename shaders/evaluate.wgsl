@@ -1,4 +1,4 @@
-// Entry point of the evaluation kernel; twin of src/evaluate.rs. One thread per instance.
+// Entry point of the evaluation kernel; twin of src/cpu/evaluate.rs. One thread per instance.
 //
 // The host prepends, before the other files, a prelude (`real`, REAL_EPSILON, RANK_TOLERANCE,
 // is_finite_real) and the layout constants of the template (src/gpu/layout.rs):
@@ -34,7 +34,7 @@ struct Launch {
 @group(0) @binding(2) var<storage, read_write> output: array<real>;
 
 // Status bits (NONFINITE_STATE, NONFINITE_RESULT, SINGULAR_MASS, STEP_FAILED,
-// CONSTRAINT_VIOLATED) come from the host's prelude (`status` in src/batch.rs).
+// CONSTRAINT_VIOLATED) come from the host's prelude (`status` in src/batch/status.rs).
 
 fn load(prefix: u32, width: u32, i: u32, k: u32) -> real {
     return input[prefix * launch.capacity + i * width + k];
@@ -67,7 +67,7 @@ fn finite_quaternion(q: vec4<real>) -> bool {
 }
 
 // Positions and velocities of every body (Ground's and driven bodies' entries unused) and the
-// time: the state the integrators advance; twin of `InstanceState` (src/evaluate.rs).
+// time: the state the integrators advance; twin of `InstanceState` (src/cpu/evaluate.rs).
 struct State {
     time: real,
     // Work on the free bodies, (driven, applied): integrated with the state.
@@ -78,7 +78,7 @@ struct State {
     lin_vel: array<vec3<real>, NB_CAP>,
 }
 
-// Which constraints get Baumgarte terms (`BaumgarteMode`, src/evaluate.rs).
+// Which constraints get Baumgarte terms (`BaumgarteMode`, src/cpu/evaluate.rs).
 const BAUMGARTE_TEMPLATE: u32 = 0u;
 const BAUMGARTE_ALL: u32 = 1u;
 const BAUMGARTE_OFF: u32 = 2u;
@@ -111,7 +111,7 @@ fn load_state(i: u32) -> State {
 }
 
 // Instance i assembled at `state` (parameters from the input columns): twin of
-// `InstanceSystem` (src/evaluate.rs).
+// `InstanceSystem` (src/cpu/evaluate.rs).
 struct Assembled {
     status: u32,
     kin: array<BodyKinematics, NB_CAP>,
@@ -124,7 +124,7 @@ struct Assembled {
     enabled: array<u32, ROWS_CAP>,
 }
 
-// Twin of `assemble_with` (src/evaluate.rs).
+// Twin of `assemble_with` (src/cpu/evaluate.rs).
 fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
     var body_kind = BODY_KIND;
     var body_slot = BODY_SLOT;
@@ -169,7 +169,7 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
             torque[s] = load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u);
         } else if body_driven[b] != 0u {
             // A driven body follows its law at the state's time (every stage time when
-            // stepping); twin of the law branch of `kinematics_into` (src/evaluate.rs).
+            // stepping); twin of the law branch of `kinematics_into` (src/cpu/evaluate.rs).
             let k = prescribed_motion(b, i, state.time);
             if !(finite3(k.rotation[0]) && finite3(k.rotation[1]) && finite3(k.rotation[2]) && finite3(k.origin) && finite3(k.ang_vel) && finite3(k.lin_vel) && finite3(k.ang_acc) && finite3(k.lin_acc)) {
                 status |= NONFINITE_STATE;
@@ -274,7 +274,7 @@ struct MassSolved {
     minv_gt: array<real, ROWS_NU_CAP>, // row r holds M⁻¹ G_rᵀ
 }
 
-// Twin of `MassFactor` (src/solver.rs), block by block. Arguments by value: naga 30's SPIR-V
+// Twin of `MassFactor` (src/cpu/solver.rs), block by block. Arguments by value: naga 30's SPIR-V
 // writer panics on pointers to struct members passed to functions.
 fn mass_solve(mass: array<real, MASS_CAP>, rhs_x: array<real, NU_CAP>, g: array<real, ROWS_NU_CAP>) -> MassSolved {
     var mass_blocks = mass;
@@ -354,7 +354,7 @@ fn minv_gt_times(minv_gt: array<real, ROWS_NU_CAP>, x: array<real, ROWS_CAP>) ->
     return out;
 }
 
-// Assembles and solves instance i at `state`: twin of `solve` (src/solver.rs).
+// Assembles and solves instance i at `state`: twin of `solve` (src/cpu/solver.rs).
 fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     var sys = assemble_instance(i, state, baumgarte);
     var status = sys.status;

@@ -1,4 +1,4 @@
-// The multiplier solve of one instance (physics.md §1); twin of src/solver.rs:
+// The multiplier solve of one instance (physics.md §1); twin of src/cpu/solver.rs:
 // u̇₀ = M⁻¹ (f − c), (G M⁻¹ Gᵀ) λ = G u̇₀ − b, u̇ = u̇₀ − M⁻¹ Gᵀ λ.
 // M⁻¹ is applied per 6×6 block by Cholesky; λ is the minimum-norm solution, from a cyclic Jacobi
 // eigen-decomposition of G M⁻¹ Gᵀ with eigenvalues below RANK_TOLERANCE · λmax treated as zero

@@ -1,5 +1,5 @@
 // Fused time stepping: many trial steps per dispatch with the state in registers, written back
-// to the input columns at the end of the dispatch. Twin of src/integrate.rs: semi-implicit
+// to the input columns at the end of the dispatch. Twin of src/cpu/integrate.rs: semi-implicit
 // Euler, classic RK4 and Runge–Kutta–Merson with per-instance step control; drift controlled by
 // Baumgarte terms (`launch.mode`), Simbody's projection (PROJECTION) or not at all.
 //
@@ -16,7 +16,7 @@ const INTEGRATOR_RKM: u32 = 2u;
 const GOAL_STEPS: u32 = 0u;
 const GOAL_DURATION: u32 = 1u;
 
-// Twin of `StepOptions` and `Goal` (src/integrate.rs).
+// Twin of `StepOptions` and `Goal` (src/step.rs).
 struct StepParams {
     step: real, // Euler, RK4
     accuracy: real, // RKM
@@ -52,7 +52,7 @@ struct Derivative {
     lin_vel: array<vec3<real>, NB_CAP>,
 }
 
-// Twin of `derivative` (src/integrate.rs): free bodies follow the constrained dynamics,
+// Twin of `derivative` (src/cpu/integrate.rs): free bodies follow the constrained dynamics,
 // constant-law prescribed bodies their own velocity at their given acceleration; driven bodies
 // are not integrated (their law gives their motion at every stage time).
 fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
@@ -80,7 +80,7 @@ fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
         }
         d.ok = d.ok && finite3(d.ang_vel[b]) && finite3(d.lin_vel[b]);
     }
-    // Twin of the power terms of `derivative` and `applied_power` (src/integrate.rs):
+    // Twin of the power terms of `derivative` and `applied_power` (src/cpu/integrate.rs):
     // −λ · (G u) of the constraint forces, Σ F · v_com + T · w of the applied loads.
     var driven: real = 0.0;
     for (var r = 0u; r < ROWS; r++) {
@@ -185,7 +185,7 @@ struct Trial {
     error: real,
 }
 
-// Twin of `try_step` (src/integrate.rs).
+// Twin of `try_step` (src/cpu/integrate.rs).
 fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
     var out: Trial;
     out.error = 0.0;
@@ -241,7 +241,7 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
 
 // Largest |error| of the enabled position-level rows (`position`) or of the enabled rows with a
 // velocity error, and the mass-weighted minimum-norm correction δu = −M⁻¹ Gᵀ (G M⁻¹ Gᵀ)⁺ e
-// over those rows: twin of `rows_of` and `correction` (src/integrate.rs). Rows not selected
+// over those rows: twin of `rows_of` and `correction` (src/cpu/integrate.rs). Rows not selected
 // stay zero, which the minimum-norm solve treats as absent.
 struct Correction {
     ok: bool,
@@ -289,7 +289,7 @@ fn projection_correction(i: u32, s: State, position: bool) -> Correction {
 }
 
 // Largest |position error| and |velocity error| of the enabled rows: twin of
-// `constraint_errors` (src/integrate.rs).
+// `constraint_errors` (src/cpu/integrate.rs).
 fn constraint_errors(i: u32, s: State) -> vec2<real> {
     var sys = assemble_instance(i, s, BAUMGARTE_OFF);
     var out = vec2<real>(0.0, 0.0);
@@ -301,14 +301,14 @@ fn constraint_errors(i: u32, s: State) -> vec2<real> {
     return out;
 }
 
-// Twin of `projection_target` (src/integrate.rs): a tenth of the tolerance, but no finer than
+// Twin of `projection_target` (src/cpu/integrate.rs): a tenth of the tolerance, but no finer than
 // the precision can resolve.
 fn projection_target(tolerance: real) -> real {
     return max(0.1 * tolerance, 16.0 * REAL_EPSILON);
 }
 
 // Simbody's projection: Newton on the position rows (≤ 20 iterations), then the velocity rows
-// (≤ 7); twin of `project` (src/integrate.rs). Returns the projections applied (0 to 2), or
+// (≤ 7); twin of `project` (src/cpu/integrate.rs). Returns the projections applied (0 to 2), or
 // 3 when a correction could not be computed.
 const PROJECTION_FAILED: u32 = 3u;
 
@@ -406,7 +406,7 @@ fn step_factor(accuracy: real, error: real, lo: real, hi: real) -> real {
 }
 
 // One thread per instance, at most `launch.steps` trial steps per dispatch: twin of
-// `advance_instance` (src/integrate.rs). An instance whose dynamics or state stops being finite
+// `advance_instance` (src/cpu/integrate.rs). An instance whose dynamics or state stops being finite
 // keeps its last finite state and is flagged; one that reached its goal does nothing more.
 @compute @workgroup_size(64)
 fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -527,7 +527,7 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     state.time = start_time + (elapsed - elapsed_low);
     if finished && accepted > 0u {
-        // Twin of the check after `advance_instance` (src/integrate.rs).
+        // Twin of the check after `advance_instance` (src/cpu/integrate.rs).
         let errors = constraint_errors(i, state);
         if !(max(errors.x, errors.y) <= p.violation) {
             status |= CONSTRAINT_VIOLATED;
