@@ -516,13 +516,12 @@ impl Batch {
     fn scatter(&self, outputs: Vec<InstanceOutput>) -> Evaluation {
         let mut ev = Evaluation::default();
         ev.reset_for(self.template(), self.len());
-        let mut constraints = std::mem::take(&mut ev.constraints);
         for out in outputs {
             ev.status.push(out.status);
             ev.udot.extend_from_slice(&out.udot);
             ev.udot_unconstrained
                 .extend_from_slice(&out.udot_unconstrained);
-            for (col, o) in constraints.iter_mut().zip(out.constraints) {
+            for (col, o) in ev.constraints.iter_mut().zip(out.constraints) {
                 let w = col.width;
                 col.position_errors
                     .extend_from_slice(&o.position_errors[..w]);
@@ -545,7 +544,6 @@ impl Batch {
                 }
             }
         }
-        ev.constraints = constraints;
         ev
     }
 }
