@@ -264,3 +264,51 @@ pub fn draw(scalar: &Scalar, seed: u64, path: &str, index: usize, vars: &[f64]) 
         _ => scalar.draw(&mut stream(seed, path, index), vars),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_distribution_parser_accepts_and_refuses_with_the_accepted_range() {
+        assert_eq!(
+            Scalar::distribution("uniform", &[1.0, 2.0]),
+            Ok(Scalar::Uniform(1.0, 2.0))
+        );
+        assert_eq!(
+            Scalar::distribution("normal", &[0.0, 0.0]),
+            Ok(Scalar::Normal(0.0, 0.0))
+        );
+        assert_eq!(
+            Scalar::distribution("log_uniform", &[0.5, 0.5]),
+            Ok(Scalar::LogUniform(0.5, 0.5))
+        );
+        assert_eq!(
+            Scalar::distribution("choice", &[3.0]),
+            Ok(Scalar::Choice(vec![3.0]))
+        );
+        for (kind, numbers, accepted) in [
+            ("uniform", &[2.0, 1.0][..], "accepted: lo ≤ hi"),
+            ("uniform", &[1.0][..], "accepted: two numbers"),
+            ("normal", &[0.0, -1.0][..], "accepted: std ≥ 0"),
+            ("log_uniform", &[0.0, 1.0][..], "accepted: 0 < lo ≤ hi"),
+            ("choice", &[][..], "accepted: at least one value"),
+            (
+                "uniform",
+                &[0.0, f64::INFINITY][..],
+                "accepted: finite numbers",
+            ),
+            (
+                "gamma",
+                &[1.0, 2.0][..],
+                "accepted: uniform, normal, log_uniform, choice",
+            ),
+        ] {
+            let message = Scalar::distribution(kind, numbers).unwrap_err();
+            assert!(
+                message.contains(kind) && message.ends_with(accepted),
+                "{message}"
+            );
+        }
+    }
+}

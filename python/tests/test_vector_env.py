@@ -172,6 +172,11 @@ def test_errors_carry_the_rust_message():
         simbatch.VectorEnv("BallOnPlate-v0", 2, settings={"start_x": {"uniform": [-1.0, 1.0]}})
     with pytest.raises(ValueError, match="setting ball_mass"):
         simbatch.VectorEnv("BallOnPlate-v0", 2, settings={"ball_mass": {"gamma": [1, 2]}})
+    # The distribution syntax has one parser, shared with the `simbatch` command: its messages.
+    with pytest.raises(ValueError, match=r"setting start_y: uniform = \[0\.05, -0\.05\]; accepted: lo ≤ hi"):
+        simbatch.VectorEnv("BallOnPlate-v0", 2, settings={"start_y": {"uniform": [0.05, -0.05]}})
+    with pytest.raises(ValueError, match="setting ball_mass: log_uniform .*accepted: 0 < lo ≤ hi"):
+        simbatch.VectorEnv("BallOnPlate-v0", 2, settings={"ball_mass": {"log_uniform": [0.0, 1.0]}})
     with pytest.raises(ValueError, match="num_envs"):
         simbatch.VectorEnv("BallOnPlate-v0", 0)
     env = simbatch.VectorEnv("BallOnPlate-v0", 2)
