@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{Backend, Evaluator};
 use crate::batch::Batch;
-use crate::cpu::integrate;
+use crate::cpu::stepping;
 use crate::error::{Error, Result};
 use crate::gpu::{GpuDevice, GpuOptions, Precision};
 use crate::step::{Goal, MAX_FIXED_STEPS_PER_CALL, StepOptions, StepReport, check_duration};
@@ -18,6 +18,8 @@ pub struct Stepper {
     /// The backend, and on the GPU the kernels and the buffers the state stays resident in.
     evaluator: Evaluator,
     violation_tolerance: Option<f64>,
+    /// Whether the CPU may use its lane path (`cpu::lanes`).
+    cpu_lanes: bool,
 }
 
 impl std::fmt::Debug for Stepper {
@@ -68,7 +70,17 @@ impl Stepper {
             step_sizes: Vec::new(),
             evaluator,
             violation_tolerance: None,
+            cpu_lanes: true,
         })
+    }
+
+    /// Whether the CPU runs the fixed-step integrators on its lane path (four instances per SIMD
+    /// value, `cpu::lanes`) where the template allows it: on by default. Off, every instance
+    /// runs on the scalar reference path, the one the lane path is tested against; the answers
+    /// agree to rounding (1e-12), and each path is bit-identical across thread counts.
+    pub fn with_cpu_lanes(mut self, on: bool) -> Self {
+        self.cpu_lanes = on;
+        self
     }
 
     /// The backend in use (`Cpu` or `Gpu`).
@@ -162,7 +174,14 @@ impl Stepper {
                 &mut self.step_sizes,
                 violation,
             ),
-            _ => integrate::run_goal(batch, &options, goal, &mut self.step_sizes, violation),
+            _ => stepping::run_goal(
+                batch,
+                &options,
+                goal,
+                &mut self.step_sizes,
+                violation,
+                self.cpu_lanes,
+            ),
         }
     }
 }

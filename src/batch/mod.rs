@@ -391,6 +391,39 @@ impl Batch {
             // Driven bodies: the law at the new time, in f64 whichever backend stepped.
             self.refresh_motion_of(i);
         }
+        self.touch_state_columns();
+    }
+
+    /// Stores instance `i`'s state from flat values `y` laid out as
+    /// [`InstanceState::to_vec`], with its time and the status bits to set. Call
+    /// [`touch_state_columns`](Self::touch_state_columns) once after the last.
+    pub(crate) fn store_values(&mut self, i: usize, time: f64, y: &[f64], flags: u32) {
+        self.time[i] = time;
+        let mut k = 0;
+        for cols in &mut self.free {
+            cols.q[i].copy_from_slice(&y[k..k + 7]);
+            k += 7;
+        }
+        for cols in &mut self.prescribed {
+            cols.pose[i].copy_from_slice(&y[k..k + 7]);
+            k += 7;
+        }
+        for cols in &mut self.free {
+            cols.u[i].copy_from_slice(&y[k..k + 6]);
+            k += 6;
+        }
+        for cols in &mut self.prescribed {
+            cols.velocity[i].copy_from_slice(&y[k..k + 6]);
+            k += 6;
+        }
+        self.work[i].copy_from_slice(&y[k..k + 2]);
+        self.status[i] |= flags;
+        self.refresh_motion_of(i);
+    }
+
+    /// Marks every state column changed (time, work, q, u, poses, velocities and driven
+    /// accelerations), for the GPU's upload tracking.
+    pub(crate) fn touch_state_columns(&mut self) {
         self.touch(Column::Time);
         self.touch(Column::Work);
         for slot in 0..self.free.len() {

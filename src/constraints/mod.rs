@@ -13,11 +13,13 @@ pub mod point_on_plane;
 pub mod point_to_ground;
 pub mod sphere_on_plane;
 
+use crate::math::lanes::{self, Lane, LaneMat3, LaneVec3};
 use crate::math::{Mat3, Vec3, vec3};
 
 pub use crate::model::constraint::{
-    BodyKinematics, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS, ParamSpec, Params,
-    ReportedExtras, Row, RowLevel, WgslConstraint,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS,
+    PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportedExtras, Row, RowLanes,
+    RowLevel, WgslConstraint, negated_point_row_lanes, point_row_lanes,
 };
 
 pub use point_on_plane::PointOnPlaneContact;
@@ -45,4 +47,12 @@ pub fn plane_frame(frame: &[f64]) -> (Mat3, Vec3) {
     let rotation =
         crate::math::rotation_from_quaternion(&frame[..4]).unwrap_or_else(Mat3::identity);
     (rotation, vec3(&frame[4..7]))
+}
+
+/// [`plane_frame`] per lane. A zero quaternion cannot be stored, so unlike the scalar function
+/// this needs no identity fallback.
+#[inline(always)]
+pub fn plane_frame_lanes(frame: &[Lane; 7]) -> (LaneMat3, LaneVec3) {
+    let rotation = lanes::rotation_from_quaternion(&[frame[0], frame[1], frame[2], frame[3]]);
+    (rotation, LaneVec3::new(frame[4], frame[5], frame[6]))
 }

@@ -9,10 +9,12 @@
 //! not reported, as in Simbody).
 
 use crate::constraints::{
-    BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
-    RowLevel, WgslConstraint, negated_point_row, plane_frame, point_row,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
+    PreparedLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint, negated_point_row,
+    negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row, point_row_lanes,
 };
 use crate::math::Vec3;
+use crate::math::lanes::{LaneMat3, LaneVec3, splat};
 use crate::model::BodyId;
 
 /// The WGSL twin of this file (`shaders/sphere_on_plane.wgsl`), spliced into the kernels through
@@ -223,6 +225,97 @@ impl Constraint for SphereOnPlaneContact {
                 *row = Row {
                     jacobian: [negated_point_row(&c_f, &e), point_row(&c_b, &e)],
                     position_error: 0.0,
+                    velocity_error: e.dot(&v_fc),
+                    acceleration_error: e.dot(&a_fc),
+                };
+            }
+        }
+    }
+
+    /// Prepares `[R_FP (9, column-major), p_FP (3), p_BO (3), r]` per lane.
+    fn prepare_lanes(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
+        let (r_fp, p_fp) = plane_frame_lanes(&params.array::<7>(PLANE_FRAME));
+        prepared[..9].copy_from_slice(r_fp.as_slice());
+        prepared[9..12].copy_from_slice(p_fp.as_slice());
+        prepared[12..15].copy_from_slice(params.vec3(SPHERE_CENTER).as_slice());
+        prepared[15] = params.value(RADIUS, 0);
+    }
+
+    /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once. On a
+    /// Ground plane the plane's motion terms are left out: they are exact zeros there (the
+    /// identity rotation, zero velocities and accelerations), so the result is the same.
+    fn evaluate_lanes(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        rows: &mut [RowLanes],
+    ) {
+        let (plane, ball) = (&kinematics[0], &kinematics[1]);
+        let on_ground = self.plane_body().index() == 0;
+        let r_fp = LaneMat3::from_column_slice(&prepared[..9]);
+        let p_fp = LaneVec3::from_column_slice(&prepared[9..12]);
+        let sphere_center = LaneVec3::from_column_slice(&prepared[12..15]);
+        let r = prepared[15];
+        let r_gp = if on_ground {
+            r_fp
+        } else {
+            plane.rotation * r_fp
+        };
+        let px: LaneVec3 = r_gp.column(0).into_owned();
+        let py: LaneVec3 = r_gp.column(1).into_owned();
+        let pz: LaneVec3 = r_gp.column(2).into_owned();
+        let h = if on_ground {
+            p_fp.dot(&pz)
+        } else {
+            (plane.rotation * p_fp).dot(&pz)
+        };
+        let (w_f, b_f) = (plane.ang_vel, plane.ang_acc);
+        let (w_b, b_b) = (ball.ang_vel, ball.ang_acc);
+
+        let o_b = ball.rotation * sphere_center;
+        let p_go = ball.origin + o_b;
+        let v_go = ball.lin_vel + w_b.cross(&o_b);
+        let a_go = ball.lin_acc + b_b.cross(&o_b) + w_b.cross(&w_b.cross(&o_b));
+        let (d, v_fo, a_fo) = if on_ground {
+            (p_go, v_go, a_go)
+        } else {
+            let d = p_go - plane.origin;
+            let d_dot = v_go - plane.lin_vel;
+            let d_ddot = a_go - plane.lin_acc;
+            let v_fo = d_dot - w_f.cross(&d);
+            let a_fo =
+                d_ddot - b_f.cross(&d) - w_f.cross(&d_dot) * splat(2.0) + w_f.cross(&w_f.cross(&d));
+            (d, v_fo, a_fo)
+        };
+
+        let position_error = d.dot(&pz) - h - r;
+        let c_b = o_b - pz * r; // p_BC
+        let c_f = d - pz * r; // p_FC
+
+        rows[0] = RowLanes {
+            jacobian: [
+                negated_point_row_lanes(&c_f, &pz),
+                point_row_lanes(&c_b, &pz),
+            ],
+            position_error,
+            velocity_error: v_fo.dot(&pz),
+            acceleration_error: a_fo.dot(&pz),
+        };
+        if self.enforce_rolling {
+            let (v_fc, a_fc) = if on_ground {
+                (v_fo - w_b.cross(&pz) * r, a_fo - b_b.cross(&pz) * r)
+            } else {
+                let b_fb = (b_b - b_f) - w_f.cross(&w_b);
+                (
+                    v_fo - (w_b - w_f).cross(&pz) * r,
+                    a_fo - b_fb.cross(&pz) * r,
+                )
+            };
+            for (row, e) in rows[1..3].iter_mut().zip([px, py]) {
+                *row = RowLanes {
+                    jacobian: [negated_point_row_lanes(&c_f, &e), point_row_lanes(&c_b, &e)],
+                    position_error: splat(0.0),
                     velocity_error: e.dot(&v_fc),
                     acceleration_error: e.dot(&a_fc),
                 };

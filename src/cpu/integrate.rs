@@ -32,7 +32,8 @@ use crate::step::{
 /// holds each instance's RKM step size (0: not chosen yet; one per instance) and is updated.
 /// Instances already
 /// halted are left alone; the others' states, times, work and flags are stored in the batch.
-/// The backend's `Stepper` is the public way in; this is its CPU half.
+/// This is the reference path; `cpu::stepping::run_goal` (the backend's way in) sends the
+/// fixed-step integrators to the lane path when the template allows.
 pub(crate) fn run_goal(
     batch: &mut Batch,
     options: &StepOptions,
@@ -384,7 +385,7 @@ fn displace(state: &mut InstanceState, du: &DVector<f64>) {
 }
 
 /// Simbody's projection; returns the number of projections applied, or `None` if it failed.
-fn project(
+pub(crate) fn project(
     batch: &Batch,
     i: usize,
     state: &mut InstanceState,

@@ -11,4 +11,6 @@ pub mod dynamics;
 pub mod evaluate;
 pub mod integrate;
 mod kinematics;
+pub(crate) mod lanes;
 pub mod solver;
+pub(crate) mod stepping;

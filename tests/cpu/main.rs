@@ -17,6 +17,7 @@ mod custom_sphere;
 mod determinism;
 mod env;
 mod golden;
+mod lanes;
 mod motion;
 mod reference_cases;
 mod shaders;

@@ -3,6 +3,8 @@
 //! Conventions follow `physics.md` §1: quaternions are scalar-first `[e0, e1, e2, e3]` of `R_GB`;
 //! inertia is packed `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` as tensor elements.
 
+pub mod lanes;
+
 use nalgebra::{Matrix3, Vector3};
 
 /// 3-vector of f64.

@@ -1,0 +1,337 @@
+//! Fixed-step time stepping on lanes: semi-implicit Euler and RK4, with Simbody's projection or
+//! Baumgarte terms, four instances at a time — the twin of `cpu::integrate` for those
+//! integrators (its adaptive RKM stays on the reference path: per-instance step control does
+//! not share lanes).
+//!
+//! The update formulas are the reference's, in the same order, on [`Lane`] values. A lane whose
+//! derivative the lane formulas cannot answer gets the reference derivative for that stage;
+//! projection, when a lane needs it, runs the reference projection on that lane alone (rare:
+//! only when an error exceeds the tolerance). A lane that fails stops at its last good state and
+//! is flagged, as on the reference path; the other lanes go on.
+
+// Index loops over rows, lanes and slots mirror the reference formulas they are held against.
+#![allow(clippy::needless_range_loop)]
+
+use rayon::prelude::*;
+use simba::simd::{SimdPartialOrd, SimdValue};
+
+use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, all_finite};
+use crate::batch::{Batch, status};
+use crate::cpu::evaluate::BaumgarteMode;
+use crate::cpu::integrate::{Workspace, derivative, project};
+use crate::error::Result;
+use crate::math::lanes::{
+    LANES, Lane, LaneVec3, bits, normalize_quaternion, quaternion_rate, splat,
+};
+use crate::step::{
+    Goal, Integrator, Stabilization, StepOptions, StepReport, duration_left_negligible,
+};
+
+/// The lane plan for stepping `batch` with `options`, or `None` when the reference path must
+/// run it (RKM, or a template the lane path does not take).
+pub(crate) fn plan_for(batch: &Batch, options: &StepOptions) -> Option<LanePlan> {
+    match options.integrator {
+        Integrator::SemiImplicitEuler { .. } | Integrator::Rk4 { .. } => {
+            LanePlan::new(batch.template())
+        }
+        Integrator::RungeKuttaMerson { .. } => None,
+    }
+}
+
+/// What one chunk's call produced, lane by lane.
+struct Outcome {
+    y: [Lane; MAX_Y],
+    time: Lane,
+    flags: [u32; LANES],
+    report: [StepReport; LANES],
+}
+
+/// Runs `goal` on every instance not halted, in chunks of [`LANES`] (rayon over chunks), and
+/// stores the states: `cpu::integrate::run_goal` for the fixed-step integrators.
+pub(crate) fn run_goal(
+    batch: &mut Batch,
+    plan: &LanePlan,
+    options: &StepOptions,
+    goal: Goal,
+    step_sizes: &mut [f64],
+    violation: f64,
+) -> Result<StepReport> {
+    let step = match options.integrator {
+        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
+        Integrator::RungeKuttaMerson { .. } => unreachable!("plan_for refuses RKM"),
+    };
+    let active: Vec<usize> = (0..batch.len())
+        .filter(|&i| batch.status()[i] & status::HALTED == 0)
+        .collect();
+    let b: &Batch = batch;
+    let outcomes: Vec<Outcome> = active
+        .par_chunks(LANES)
+        // Buffers per rayon job, not per chunk: a chunk's call only reads what it wrote.
+        .map_init(Buffers::new, |buffers, chunk| {
+            let instances = std::array::from_fn(|l| chunk[l.min(chunk.len() - 1)]);
+            let chunk = Chunk::new(b, plan, instances);
+            advance(&chunk, options, goal, step, violation, buffers)
+        })
+        .collect();
+    let ny = plan.ny();
+    let mut report = StepReport::default();
+    let mut values = [0.0; MAX_Y];
+    for (chunk, outcome) in active.chunks(LANES).zip(&outcomes) {
+        for (l, &i) in chunk.iter().enumerate() {
+            for (v, x) in values[..ny].iter_mut().zip(&outcome.y) {
+                *v = x.extract(l);
+            }
+            batch.store_values(i, outcome.time.extract(l), &values[..ny], outcome.flags[l]);
+            report.add(&outcome.report[l]);
+            if outcome.flags[l] != 0 {
+                report.flagged += 1;
+            }
+            // Fixed steps: the step size only records the step (as on the reference path).
+            if step_sizes[i] <= 0.0 {
+                step_sizes[i] = step;
+            }
+        }
+    }
+    batch.touch_state_columns();
+    Ok(report)
+}
+
+/// Which rows get Baumgarte terms under these options (as `cpu::integrate`).
+fn baumgarte_mode(options: &StepOptions) -> BaumgarteMode {
+    match options.stabilization {
+        Stabilization::Baumgarte => BaumgarteMode::All,
+        _ => BaumgarteMode::Off,
+    }
+}
+
+/// `ẏ` at `y` for the lanes in `active`, the reference derivative where the lane formulas
+/// cannot answer; returns the lanes with a derivative.
+#[allow(clippy::too_many_arguments)]
+fn derivative_or_reference(
+    chunk: &Chunk<'_>,
+    y: &[Lane],
+    time: Lane,
+    options: &StepOptions,
+    active: u32,
+    dy: &mut [Lane],
+    work: &mut Workspace,
+    scratch: &mut Scratch,
+) -> u32 {
+    let mut good = chunk.derivative(y, baumgarte_mode(options), dy, scratch);
+    for l in 0..LANES {
+        if active & !good & (1 << l) == 0 {
+            continue;
+        }
+        let state = chunk.instance_state(y, time, l);
+        if let Some(d) = derivative(chunk.batch, chunk.instances[l], &state, options, work) {
+            for (x, value) in dy.iter_mut().zip(d) {
+                x.replace(l, value);
+            }
+            good |= 1 << l;
+        }
+    }
+    good & active
+}
+
+/// Normalises every quaternion of `y`; the lanes where all could be and every value is finite
+/// (the reference's `normalize_quaternions() && is_finite()` after a step).
+fn finish_step(chunk: &Chunk<'_>, y: &mut [Lane]) -> u32 {
+    let plan = chunk.plan;
+    let mut ok = all_finite(&y[..plan.ny()]);
+    for slot in 0..plan.free {
+        let q = &mut y[7 * slot..7 * slot + 4];
+        let mut e = [q[0], q[1], q[2], q[3]];
+        ok = ok & normalize_quaternion(&mut e);
+        q.copy_from_slice(&e);
+    }
+    bits(ok)
+}
+
+/// The stage derivatives and the stage state of one step, kept across the steps of a call.
+struct Stages {
+    k: [[Lane; MAX_Y]; 4],
+    stage: [Lane; MAX_Y],
+}
+
+/// Everything a chunk's call works in, reused from chunk to chunk.
+struct Buffers {
+    stages: Box<Stages>,
+    work: Workspace,
+    scratch: Box<Scratch>,
+}
+
+impl Buffers {
+    fn new() -> Self {
+        Self {
+            stages: Box::new(Stages {
+                k: [[splat(0.0); MAX_Y]; 4],
+                stage: [splat(0.0); MAX_Y],
+            }),
+            work: Workspace::new(),
+            scratch: Scratch::new(),
+        }
+    }
+}
+
+/// One step of size `h` from `y` into `next`; returns the lanes (of `active`) that made it.
+#[allow(clippy::too_many_arguments)]
+fn try_step(
+    chunk: &Chunk<'_>,
+    y: &[Lane; MAX_Y],
+    time: Lane,
+    h: f64,
+    options: &StepOptions,
+    active: u32,
+    next: &mut [Lane; MAX_Y],
+    (stages, work, scratch): (&mut Stages, &mut Workspace, &mut Scratch),
+) -> u32 {
+    let plan = chunk.plan;
+    let Stages { k, stage } = stages;
+    let (ny, nq) = (plan.ny(), plan.nq());
+    let mut f = |yy: &[Lane], tt: Lane, out: &mut [Lane; MAX_Y], active: u32| {
+        derivative_or_reference(chunk, yy, tt, options, active, out, work, scratch)
+    };
+    let mut good;
+    match options.integrator {
+        Integrator::SemiImplicitEuler { .. } => {
+            let k = &mut k[0];
+            good = f(y, time, k, active);
+            let hh = splat(h);
+            // u first, then q with the new u.
+            for j in nq..ny {
+                next[j] = y[j] + hh * k[j];
+            }
+            for slot in 0..plan.free {
+                let q = &y[7 * slot..7 * slot + 4];
+                let u: [Lane; 6] = std::array::from_fn(|k| next[nq + 6 * slot + k]);
+                let w = LaneVec3::new(u[0], u[1], u[2]);
+                let rate = quaternion_rate(&[q[0], q[1], q[2], q[3]], &w);
+                for k in 0..4 {
+                    next[7 * slot + k] = y[7 * slot + k] + hh * rate[k];
+                }
+                for k in 0..3 {
+                    next[7 * slot + 4 + k] = y[7 * slot + 4 + k] + hh * u[3 + k];
+                }
+            }
+        }
+        Integrator::Rk4 { .. } => {
+            let (half, full) = (splat(h / 2.0), splat(h));
+            let t_half = time + splat(h / 2.0);
+            good = f(y, time, &mut k[0], active);
+            for (step, (from, to)) in [(half, (0, 1)), (half, (1, 2)), (full, (2, 3))] {
+                for j in 0..ny {
+                    stage[j] = y[j] + step * k[from][j];
+                }
+                let t = if to == 3 { time + splat(h) } else { t_half };
+                good &= f(stage, t, &mut k[to], good);
+            }
+            let (sixth, two) = (splat(h / 6.0), splat(2.0));
+            for j in 0..ny {
+                next[j] = y[j] + sixth * (k[0][j] + two * k[1][j] + two * k[2][j] + k[3][j]);
+            }
+        }
+        Integrator::RungeKuttaMerson { .. } => unreachable!("plan_for refuses RKM"),
+    }
+    good & finish_step(chunk, next)
+}
+
+/// Advances one chunk by `goal` with the fixed step `step`.
+fn advance(
+    chunk: &Chunk<'_>,
+    options: &StepOptions,
+    goal: Goal,
+    step: f64,
+    violation: f64,
+    buffers: &mut Buffers,
+) -> Outcome {
+    let Buffers {
+        stages,
+        work,
+        scratch,
+    } = buffers;
+    let (mut y, mut time) = chunk.gather_state();
+    let mut flags = [0u32; LANES];
+    let mut report: [StepReport; LANES] = std::array::from_fn(|_| StepReport::default());
+    let mut active = ALL_LANES;
+    let mut next = [splat(0.0); MAX_Y];
+    let mut elapsed = 0.0f64;
+    let mut accepted = 0usize;
+    let fail = |flags: &mut [u32; LANES], lanes: u32, bits_: u32| {
+        for (l, f) in flags.iter_mut().enumerate() {
+            if lanes & (1 << l) != 0 {
+                *f |= bits_;
+            }
+        }
+    };
+    while active != 0 {
+        let this_h = match goal {
+            Goal::Steps(n) if accepted >= n => break,
+            Goal::Steps(_) => step,
+            Goal::Duration(d) => {
+                let left = d - elapsed;
+                if duration_left_negligible(left, d, f64::EPSILON) {
+                    break;
+                }
+                step.min(left)
+            }
+        };
+        let buffers = (&mut **stages, &mut *work, &mut **scratch);
+        let mut good = try_step(chunk, &y, time, this_h, options, active, &mut next, buffers);
+        fail(&mut flags, active & !good, status::NONFINITE_STATE);
+        let next_time = time + splat(this_h);
+        if let Stabilization::Projection { tolerance } = options.stabilization
+            && good != 0
+        {
+            let (perr, verr) = chunk.constraint_errors(&next, scratch);
+            let tol = splat(tolerance);
+            let over = bits(perr.simd_gt(tol) | verr.simd_gt(tol)) & good;
+            for l in 0..LANES {
+                if over & (1 << l) == 0 {
+                    continue;
+                }
+                let mut state = chunk.instance_state(&next, next_time, l);
+                match project(chunk.batch, chunk.instances[l], &mut state, tolerance, work) {
+                    Some(n) if state.is_finite() => {
+                        report[l].projections += n;
+                        chunk.set_instance_state(&mut next, l, &state);
+                    }
+                    _ => {
+                        good &= !(1 << l);
+                        fail(&mut flags, 1 << l, status::NONFINITE_STATE);
+                    }
+                }
+            }
+        }
+        let keep = crate::math::lanes::LaneMask::from(std::array::from_fn::<bool, LANES, _>(|l| {
+            good & (1 << l) != 0
+        }));
+        for j in 0..chunk.plan.ny() {
+            y[j] = next[j].select(keep, y[j]);
+        }
+        time = next_time.select(keep, time);
+        for (l, r) in report.iter_mut().enumerate() {
+            if good & (1 << l) != 0 {
+                r.steps += 1;
+            }
+        }
+        active = good;
+        elapsed += this_h;
+        accepted += 1;
+    }
+    // Off its constraints after the call: flagged, never reported as fine.
+    if accepted > 0 && active != 0 {
+        let (perr, verr) = chunk.constraint_errors(&y, scratch);
+        for l in 0..LANES {
+            let worst = perr.extract(l).max(verr.extract(l));
+            if active & (1 << l) != 0 && (worst.is_nan() || worst > violation) {
+                flags[l] |= status::CONSTRAINT_VIOLATED;
+            }
+        }
+    }
+    Outcome {
+        y,
+        time,
+        flags,
+        report,
+    }
+}

@@ -1,0 +1,28 @@
+//! The CPU half of a stepping call: the lane path (`cpu::lanes`) for the fixed-step integrators
+//! on the templates it takes, the reference path (`cpu::integrate`) for everything else. The
+//! backend's `Stepper` is the public way in.
+
+use crate::batch::Batch;
+use crate::cpu::{integrate, lanes};
+use crate::error::Result;
+use crate::step::{Goal, StepOptions, StepReport};
+
+/// Runs `goal` on every instance of `batch` not halted; `step_sizes` holds each instance's step
+/// size (RKM's control, or the fixed step) and is updated. See `integrate::run_goal`. With
+/// `use_lanes` false every instance takes the reference path.
+pub(crate) fn run_goal(
+    batch: &mut Batch,
+    options: &StepOptions,
+    goal: Goal,
+    step_sizes: &mut [f64],
+    violation: f64,
+    use_lanes: bool,
+) -> Result<StepReport> {
+    let plan = use_lanes
+        .then(|| lanes::step::plan_for(batch, options))
+        .flatten();
+    match plan {
+        Some(plan) => lanes::step::run_goal(batch, &plan, options, goal, step_sizes, violation),
+        None => integrate::run_goal(batch, options, goal, step_sizes, violation),
+    }
+}

@@ -1,0 +1,275 @@
+//! The CPU lane path (four instances per SIMD value) against the scalar reference path it must
+//! reproduce: the same states to 1e-12 after many steps, the same flags and reports, on built-in
+//! kinds (lane kernels), custom constraints (the trait's per-lane default), two-body systems,
+//! disabled constraints, redundant rows (the reference's min-norm fallback), every drift control,
+//! batch sizes that are not a multiple of four, and bits identical across thread counts.
+
+use simbatch::custom::{DistanceRod, KnifeEdge};
+use simbatch::prelude::*;
+use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
+
+fn options(integrator: Integrator, stabilization: Stabilization) -> StepOptions {
+    StepOptions {
+        integrator,
+        stabilization,
+    }
+}
+
+const EULER: Integrator = Integrator::SemiImplicitEuler { step: 1e-3 };
+const RK4: Integrator = Integrator::Rk4 { step: 1e-3 };
+
+/// Every stabilization the fixed-step integrators run with.
+fn stabilizations() -> [Stabilization; 3] {
+    [
+        Stabilization::None,
+        Stabilization::Baumgarte,
+        Stabilization::Projection { tolerance: 1e-6 },
+    ]
+}
+
+/// Runs `steps` steps on the lane path and on the reference path; returns both batches and
+/// reports.
+fn both(
+    batch: &Batch,
+    options: StepOptions,
+    run: impl Fn(&mut Stepper, &mut Batch) -> StepReport,
+) -> ((Batch, StepReport), (Batch, StepReport)) {
+    let mut lanes = batch.clone();
+    let mut reference = batch.clone();
+    let mut on_lanes = Stepper::new(options).unwrap();
+    let mut on_reference = Stepper::new(options).unwrap().with_cpu_lanes(false);
+    let r_lanes = run(&mut on_lanes, &mut lanes);
+    let r_reference = run(&mut on_reference, &mut reference);
+    ((lanes, r_lanes), (reference, r_reference))
+}
+
+/// Every instance's state within `tol` (relative to max(1, |x|)), times equal, statuses equal.
+fn assert_same_states(lanes: &Batch, reference: &Batch, tol: f64, what: &str) {
+    assert_eq!(lanes.status(), reference.status(), "{what}: status");
+    for i in 0..lanes.len() {
+        let (a, b) = (
+            lanes.instance_state(i).unwrap(),
+            reference.instance_state(i).unwrap(),
+        );
+        assert_eq!(a.time.to_bits(), b.time.to_bits(), "{what}: time of {i}");
+        for (k, (x, y)) in a.to_vec().iter().zip(b.to_vec()).enumerate() {
+            assert!(
+                (x - y).abs() <= tol * y.abs().max(1.0),
+                "{what}: instance {i} value {k}: lanes {x:e}, reference {y:e}"
+            );
+        }
+    }
+}
+
+/// Number of instances whose state differs from the reference's in any bit: the lane formulas
+/// round differently (closed-form `M⁻¹`), so a lane path that silently handed everything to
+/// the reference would show none. (That the lane derivative itself answers every lane is
+/// checked in `cpu::lanes`' unit tests.)
+fn differing_instances(lanes: &Batch, reference: &Batch) -> usize {
+    (0..lanes.len())
+        .filter(|&i| lanes.instance_state(i).unwrap() != reference.instance_state(i).unwrap())
+        .count()
+}
+
+fn assert_same_reports(a: &StepReport, b: &StepReport, what: &str) {
+    assert_eq!(
+        (a.steps, a.rejected, a.projections, a.flagged),
+        (b.steps, b.rejected, b.projections, b.flagged),
+        "{what}: report"
+    );
+}
+
+#[test]
+fn lanes_reproduce_the_reference_on_every_contact_kind_and_drift_control() {
+    // 203 = 50 chunks of four and a chunk with three lanes of padding.
+    let n = 203;
+    for kind in [
+        ContactKind::RollingSphere,
+        ContactKind::SlidingSphere,
+        ContactKind::Point,
+    ] {
+        for plane in [PlaneBody::Ground, PlaneBody::Free] {
+            let (batch, _, _) = contact_batch(kind, plane, n, 11).unwrap();
+            for integrator in [EULER, RK4] {
+                for stabilization in stabilizations() {
+                    let what = format!("{kind:?} on {plane:?}, {integrator:?}, {stabilization:?}");
+                    let ((lanes, a), (reference, b)) =
+                        both(&batch, options(integrator, stabilization), |s, b| {
+                            s.step(b, 40).unwrap()
+                        });
+                    assert_same_reports(&a, &b, &what);
+                    assert_same_states(&lanes, &reference, 1e-12, &what);
+                    assert!(a.steps > 0, "{what}: nothing stepped");
+                    // The two paths round differently (closed-form M⁻¹): they really are two.
+                    assert!(differing_instances(&lanes, &reference) > n / 2, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn custom_constraints_run_on_lanes_through_the_scalar_interface() {
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("cart");
+    let knife = t
+        .add_constraint(KnifeEdge::new(body, [0.0, 0.0, -0.1], [0.0, 1.0, 0.0]))
+        .unwrap();
+    let rod = t
+        .add_constraint(DistanceRod::new(
+            body,
+            [0.1, 0.0, 0.0],
+            [0.0, 0.0, 1.0],
+            1.0,
+        ))
+        .unwrap();
+    let n = 37;
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        let x = i as f64 / n as f64;
+        batch
+            .set_mass_properties(
+                body,
+                i,
+                1.0 + x,
+                [0.0, 0.01, 0.0],
+                [0.2, 0.3, 0.25, 0.01, 0.0, 0.0],
+            )
+            .unwrap();
+        batch
+            .set_q(body, i, [1.0, 0.1 * x, -0.05, 0.02, 0.3 * x, 0.2, 0.1])
+            .unwrap();
+        batch
+            .set_u(body, i, [0.3, -0.2 * x, 0.5, 0.1, 0.4 * x, -0.3])
+            .unwrap();
+        // Every fifth instance runs without the knife edge.
+        batch.set_enabled(knife, i, i % 5 != 0).unwrap();
+        batch.set_enabled(rod, i, true).unwrap();
+    }
+    for integrator in [EULER, RK4] {
+        for stabilization in stabilizations() {
+            let what = format!("custom, {integrator:?}, {stabilization:?}");
+            let ((lanes, a), (reference, b)) =
+                both(&batch, options(integrator, stabilization), |s, b| {
+                    s.step(b, 25).unwrap()
+                });
+            assert_same_reports(&a, &b, &what);
+            assert_same_states(&lanes, &reference, 1e-12, &what);
+        }
+    }
+}
+
+/// A box on four coplanar no-slip corners: 12 rows, `G M⁻¹ Gᵀ` of rank 6, the lane certificate fails, and the
+/// reference's minimum-norm solve answers for every stage.
+#[test]
+fn redundant_rows_take_the_reference_min_norm_route() {
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("box");
+    for (x, y) in [(0.2, 0.1), (-0.2, 0.1), (-0.2, -0.1), (0.2, -0.1)] {
+        t.add_constraint(PointOnPlaneContact::new(GROUND, body).with_follower_point([x, y, -0.05]))
+            .unwrap();
+    }
+    let n = 9;
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        batch
+            .set_mass_properties(body, i, 2.0, [0.0; 3], [0.01, 0.02, 0.025, 0.0, 0.0, 0.0])
+            .unwrap();
+        batch
+            .set_q(body, i, [1.0, 0.0, 0.0, 0.0, 0.01 * i as f64, 0.0, 0.05])
+            .unwrap();
+        batch
+            .set_u(body, i, [0.0, 0.0, 0.3, 0.1 * i as f64, -0.2, 0.0])
+            .unwrap();
+    }
+    let system = batch.instance_system(0).unwrap();
+    assert!(
+        system.solve().unwrap().rank < system.rows(),
+        "redundant rows"
+    );
+    for integrator in [EULER, RK4] {
+        let what = format!("box on four corners, {integrator:?}");
+        let ((lanes, a), (reference, b)) =
+            both(&batch, options(integrator, Stabilization::None), |s, b| {
+                s.step(b, 30).unwrap()
+            });
+        assert_same_reports(&a, &b, &what);
+        // Every stage's derivative is the reference's, and the stage arithmetic is the same.
+        assert_eq!(differing_instances(&lanes, &reference), 0, "{what}");
+    }
+}
+
+#[test]
+fn baumgarte_point_contacts_and_a_fractional_last_step_match() {
+    let (batch, _, _) = point_to_ground_batch(30, 5, 3, true, true).unwrap();
+    for integrator in [EULER, RK4] {
+        let what = format!("point to ground, advance 10.5 steps, {integrator:?}");
+        let ((lanes, a), (reference, b)) = both(
+            &batch,
+            options(integrator, Stabilization::Baumgarte),
+            |s, b| s.advance(b, 0.0105).unwrap(),
+        );
+        assert_same_reports(&a, &b, &what);
+        assert_eq!(a.steps, 30 * 11, "{what}: ten whole steps and a half one");
+        assert_same_states(&lanes, &reference, 1e-12, &what);
+    }
+}
+
+#[test]
+fn a_failing_instance_is_flagged_alone_and_then_left_alone() {
+    let (mut batch, body, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, 10, 3).unwrap();
+    let clean = batch.clone();
+    // Finite, but the velocity products overflow: the dynamics of instance 5 are not finite.
+    batch
+        .set_u(body, 5, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
+        .unwrap();
+    let opts = options(RK4, Stabilization::None);
+    let ((lanes, a), (reference, b)) = both(&batch, opts, |s, b| s.step(b, 10).unwrap());
+    assert_same_reports(&a, &b, "overflowing instance");
+    assert_same_states(&lanes, &reference, 1e-12, "overflowing instance");
+    assert_ne!(lanes.status()[5] & status::NONFINITE_STATE, 0);
+    assert_eq!(
+        lanes.instance_state(5).unwrap(),
+        batch.instance_state(5).unwrap()
+    );
+    // Its neighbours in the same chunk of four are untouched by it, to the bit.
+    let mut alone = clean.clone();
+    Stepper::new(opts).unwrap().step(&mut alone, 10).unwrap();
+    for i in (0..10).filter(|i| *i != 5) {
+        assert_eq!(
+            lanes.instance_state(i).unwrap(),
+            alone.instance_state(i).unwrap()
+        );
+    }
+    // Halted: a second call leaves it as it is and steps the others.
+    let mut again = lanes.clone();
+    let report = Stepper::new(opts).unwrap().step(&mut again, 3).unwrap();
+    assert_eq!(report.steps, 9 * 3);
+    assert_eq!(
+        again.instance_state(5).unwrap(),
+        lanes.instance_state(5).unwrap()
+    );
+}
+
+#[test]
+fn lanes_are_bit_identical_across_thread_counts() {
+    let (batch, _, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 999, 21).unwrap();
+    let opts = options(RK4, Stabilization::Projection { tolerance: 1e-6 });
+    let run = |threads: usize| {
+        let mut b = batch.clone();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| Stepper::new(opts).unwrap().step(&mut b, 20).unwrap());
+        (0..b.len())
+            .flat_map(|i| b.instance_state(i).unwrap().to_vec())
+            .map(f64::to_bits)
+            .collect::<Vec<u64>>()
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(7));
+}
