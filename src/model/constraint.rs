@@ -220,6 +220,7 @@ impl<'a> ParamLanes<'a> {
     #[inline]
     pub fn value(&self, k: usize, j: usize) -> Lane {
         let w = self.widths[k];
+        debug_assert!(j < w, "value {j} of a parameter of width {w}");
         from_fn(|l| self.columns[k][self.instances[l] * w + j])
     }
 

@@ -31,6 +31,7 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
+mod solve;
 pub(crate) mod step;
 
 use simba::simd::{SimdComplexField, SimdPartialOrd, SimdValue};
@@ -40,12 +41,12 @@ use crate::constraints::{
     BodyLanes, MAX_ROWS, PREPARED_LANES, ParamLanes, PreparedLanes, RowLanes, RowLevel,
 };
 use crate::cpu::evaluate::BaumgarteMode;
-use crate::cpu::solver::RANK_TOLERANCE;
 use crate::math::lanes::{
     LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, from_fn, is_finite, quaternion_rate,
     rotation_from_quaternion, select, splat, vec3_from_fn,
 };
 use crate::model::{BodyKind, SystemTemplate};
+use solve::{inverse_inertia, solve_certified};
 
 /// Most free bodies a template may have on the lane path.
 pub(crate) const MAX_FREE: usize = 4;
@@ -161,19 +162,6 @@ struct FreeBody {
     inverse_inertia: LaneMat3,
     force: LaneVec3,
     torque: LaneVec3,
-}
-
-/// `I⁻¹` of the packed inertias `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` per lane, by cofactors, and
-/// the lanes where it is positive definite (Sylvester's leading minors).
-fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
-    let [a, b, c, d, e, f] = *i;
-    let (c00, c01, c02) = (b * c - f * f, e * f - d * c, d * f - b * e);
-    let (c11, c12, c22) = (a * c - e * e, d * e - a * f, a * b - d * d);
-    let det = a * c00 + d * c01 + e * c02;
-    let zero = splat(0.0);
-    let ok = a.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero) & is_finite(det);
-    let inv = LaneMat3::new(c00, c01, c02, c01, c11, c12, c02, c12, c22) / det;
-    (inv, ok)
 }
 
 /// The working arrays of one derivative, kept across the stages and steps of a call so that no
@@ -601,138 +589,5 @@ impl<'a> Chunk<'a> {
     }
 }
 
-/// Solves `L Lᵀ λ = rhs` for the symmetric `l` (`m × m`, its lower triangle read and factored
-/// in place), lane by lane, as
-/// the reference solver's certified Cholesky route: a lane whose pivot is not positive and
-/// finite, or whose factor does not certify full rank, is cleared from `ok`. Rows where
-/// `enabled` is false must be decoupled with a unit pivot; they do not count in the trace or
-/// the certificate, and get λ = 0.
-fn solve_certified(
-    l: &mut [[Lane; MAX_M]; MAX_M],
-    m: usize,
-    rhs: &[Lane; MAX_M],
-    enabled: &[LaneMask; MAX_M],
-    ok: &mut LaneMask,
-) -> [Lane; MAX_M] {
-    let zero = splat(0.0);
-    let mut trace = zero;
-    for k in 0..m {
-        trace += select(enabled[k], l[k][k], zero);
-    }
-    // 1 / L[j][j]: the solves below multiply instead of dividing.
-    let mut inverse_pivot = [zero; MAX_M];
-    for j in 0..m {
-        let mut d = l[j][j];
-        for k in 0..j {
-            d -= l[j][k] * l[j][k];
-        }
-        let good = is_finite(d) & d.simd_gt(zero);
-        *ok = *ok & good;
-        let pivot = select(good, d, splat(1.0)).simd_sqrt();
-        l[j][j] = pivot;
-        inverse_pivot[j] = splat(1.0) / pivot;
-        for i in j + 1..m {
-            let mut s = l[i][j];
-            for k in 0..j {
-                s -= l[i][k] * l[j][k];
-            }
-            l[i][j] = s * inverse_pivot[j];
-        }
-    }
-    // ‖L⁻¹‖²_F over the enabled rows, column by column of L⁻¹.
-    let mut column = [zero; MAX_M];
-    let mut norm2 = zero;
-    for k in 0..m {
-        for i in k..m {
-            let mut s = if i == k { splat(1.0) } else { zero };
-            for n in k..i {
-                s -= l[i][n] * column[n];
-            }
-            column[i] = s * inverse_pivot[i];
-            norm2 += select(enabled[i] & enabled[k], column[i] * column[i], zero);
-        }
-    }
-    let bound = trace * norm2 * splat(RANK_TOLERANCE);
-    *ok = *ok & is_finite(bound) & bound.simd_lt(splat(1.0));
-    let mut x = *rhs;
-    for i in 0..m {
-        for k in 0..i {
-            x[i] -= l[i][k] * x[k];
-        }
-        x[i] *= inverse_pivot[i];
-    }
-    for i in (0..m).rev() {
-        for k in i + 1..m {
-            x[i] -= l[k][i] * x[k];
-        }
-        x[i] *= inverse_pivot[i];
-    }
-    x
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cpu::integrate::{Workspace, derivative};
-    use crate::scenarios::{ContactKind, PlaneBody, contact_batch};
-    use crate::step::{Integrator, Stabilization, StepOptions};
-
-    /// The lane derivative itself (not its fallback) answers every lane of random, deliberately
-    /// inconsistent states, and agrees with the reference derivative to 1e-12.
-    #[test]
-    fn lane_derivative_answers_and_matches_the_reference() {
-        for kind in [
-            ContactKind::RollingSphere,
-            ContactKind::SlidingSphere,
-            ContactKind::Point,
-        ] {
-            for plane in [PlaneBody::Ground, PlaneBody::Free] {
-                let (batch, _, _) = contact_batch(kind, plane, 64, 5).unwrap();
-                let plan = LanePlan::new(batch.template()).unwrap();
-                for (mode, stabilization) in [
-                    (BaumgarteMode::Off, Stabilization::None),
-                    (BaumgarteMode::All, Stabilization::Baumgarte),
-                ] {
-                    let options = StepOptions {
-                        integrator: Integrator::Rk4 { step: 1e-3 },
-                        stabilization,
-                    };
-                    let mut scratch = Scratch::new();
-                    let mut work = Workspace::new();
-                    let mut dy = [splat(0.0); MAX_Y];
-                    for first in (0..64).step_by(LANES) {
-                        let instances = std::array::from_fn(|l| first + l);
-                        let chunk = Chunk::new(&batch, &plan, instances);
-                        let (y, time) = chunk.gather_state();
-                        let good = chunk.derivative(&y, mode, &mut dy, &mut scratch);
-                        // About one instance in 97 has its contact disabled: masked, not failed.
-                        assert_eq!(good, ALL_LANES, "{kind:?} on {plane:?}, {instances:?}");
-                        for (l, &i) in instances.iter().enumerate() {
-                            let state = chunk.instance_state(&y, time, l);
-                            let reference =
-                                derivative(&batch, i, &state, &options, &mut work).unwrap();
-                            for (k, r) in reference.iter().enumerate() {
-                                let x = dy[k].extract(l);
-                                assert!(
-                                    (x - r).abs() <= 1e-12 * r.abs().max(1.0),
-                                    "{kind:?} on {plane:?}, {mode:?}, instance {i}, value {k}: \
-                                     lanes {x:e}, reference {r:e}"
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn plans_refuse_what_the_lane_path_does_not_take() {
-        let (prescribed, _, _) =
-            contact_batch(ContactKind::Point, PlaneBody::Prescribed, 4, 1).unwrap();
-        assert!(LanePlan::new(prescribed.template()).is_none());
-        let (free, _, _) = contact_batch(ContactKind::Point, PlaneBody::Free, 4, 1).unwrap();
-        let plan = LanePlan::new(free.template()).unwrap();
-        assert_eq!((plan.free, plan.m, plan.ny()), (2, 3, 28));
-    }
-}
+mod tests;

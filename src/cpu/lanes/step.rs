@@ -290,9 +290,15 @@ fn advance(
                     continue;
                 }
                 let mut state = chunk.instance_state(&next, next_time, l);
-                match project(chunk.batch, chunk.instances[l], &mut state, tolerance, work) {
-                    Some(n) if state.is_finite() => {
-                        report[l].projections += n;
+                // As the reference: projections count once applied, and a projected state
+                // that is not finite stops the instance.
+                let projected =
+                    project(chunk.batch, chunk.instances[l], &mut state, tolerance, work);
+                if let Some(n) = projected {
+                    report[l].projections += n;
+                }
+                match projected {
+                    Some(_) if state.is_finite() => {
                         chunk.set_instance_state(&mut next, l, &state);
                     }
                     _ => {
