@@ -88,7 +88,7 @@ struct Advanced {
 
 /// Which rows get Baumgarte terms under these options: all of them with RBDL's drift control,
 /// none otherwise (projection controls drift, or nothing does).
-fn baumgarte_mode(options: &StepOptions) -> BaumgarteMode {
+pub(crate) fn baumgarte_mode(options: &StepOptions) -> BaumgarteMode {
     match options.stabilization {
         Stabilization::Baumgarte => BaumgarteMode::All,
         _ => BaumgarteMode::Off,

@@ -17,8 +17,7 @@ use simba::simd::{SimdPartialOrd, SimdValue};
 
 use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, all_finite};
 use crate::batch::{Batch, status};
-use crate::cpu::evaluate::BaumgarteMode;
-use crate::cpu::integrate::{Workspace, derivative, project};
+use crate::cpu::integrate::{Workspace, baumgarte_mode, derivative, project};
 use crate::error::Result;
 use crate::math::lanes::{
     LANES, Lane, LaneVec3, bits, normalize_quaternion, quaternion_rate, splat,
@@ -94,14 +93,6 @@ pub(crate) fn run_goal(
     }
     batch.touch_state_columns();
     Ok(report)
-}
-
-/// Which rows get Baumgarte terms under these options (as `cpu::integrate`).
-fn baumgarte_mode(options: &StepOptions) -> BaumgarteMode {
-    match options.stabilization {
-        Stabilization::Baumgarte => BaumgarteMode::All,
-        _ => BaumgarteMode::Off,
-    }
 }
 
 /// `ẏ` at `y` for the lanes in `active`, the reference derivative where the lane formulas
