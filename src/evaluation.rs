@@ -196,6 +196,15 @@ impl Evaluation {
     }
 }
 
+/// An optional column: present (keeping its values) when the kind reports it, `None` otherwise.
+fn keep_optional<T>(keep: bool, column: &mut Option<Vec<T>>) {
+    if keep {
+        column.get_or_insert_with(Vec::new);
+    } else {
+        *column = None;
+    }
+}
+
 /// An optional column: emptied and reserved when the kind reports it, `None` otherwise.
 fn reset_optional<T>(keep: bool, column: &mut Option<Vec<T>>, len: usize) {
     if keep {
@@ -204,5 +213,171 @@ fn reset_optional<T>(keep: bool, column: &mut Option<Vec<T>>, len: usize) {
         v.reserve(len);
     } else {
         *column = None;
+    }
+}
+
+/// Splits `v` into `count` consecutive slices of `block · width` values (the last one shorter,
+/// empty ones when `width` is 0).
+fn split_blocks<T>(mut v: &mut [T], width: usize, block: usize, count: usize) -> Vec<&mut [T]> {
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let take = (block * width).min(v.len());
+        let (head, tail) = std::mem::take(&mut v).split_at_mut(take);
+        out.push(head);
+        v = tail;
+    }
+    out
+}
+
+/// As [`split_blocks`], for an optional column.
+fn split_optional<T>(v: &mut Option<Vec<T>>, block: usize, count: usize) -> Vec<Option<&mut [T]>> {
+    match v {
+        Some(v) => split_blocks(v, 1, block, count)
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => (0..count).map(|_| None).collect(),
+    }
+}
+
+/// One constraint's columns for a run of consecutive instances (see [`EvaluationBlock`]).
+#[derive(Debug)]
+pub(crate) struct ConstraintBlock<'a> {
+    pub(crate) width: usize,
+    pub(crate) body_count: usize,
+    pub(crate) position_errors: &'a mut [f64],
+    pub(crate) velocity_errors: &'a mut [f64],
+    pub(crate) acceleration_errors: &'a mut [f64],
+    pub(crate) multipliers: &'a mut [f64],
+    pub(crate) body_forces: &'a mut [[f64; 6]],
+    pub(crate) power: &'a mut [f64],
+    pub(crate) contact_point: Option<&'a mut [[f64; 3]]>,
+    pub(crate) separation: Option<&'a mut [f64]>,
+    pub(crate) contact_force: Option<&'a mut [[f64; 3]]>,
+}
+
+/// Every column of an [`Evaluation`] for the instances `start .. start + len`: what the CPU
+/// path writes in place, one block per rayon job, so no instance's results are copied twice.
+#[derive(Debug)]
+pub(crate) struct EvaluationBlock<'a> {
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    pub(crate) nu: usize,
+    pub(crate) status: &'a mut [u32],
+    pub(crate) udot: &'a mut [f64],
+    pub(crate) udot_unconstrained: &'a mut [f64],
+    pub(crate) constraints: Vec<ConstraintBlock<'a>>,
+}
+
+impl Evaluation {
+    /// [`reset_for`](Self::reset_for), then every column at its full length (zeros), for a
+    /// backend that writes instances in place through [`blocks`](Self::blocks).
+    ///
+    /// Columns that already have their length keep their (stale) values: every backend writing
+    /// through blocks writes every entry, so clearing them first would only cost a pass over
+    /// memory.
+    pub(crate) fn fill_for(&mut self, template: &SystemTemplate, len: usize) {
+        let nu = template.nu();
+        self.len = len;
+        self.nu = nu;
+        self.constraints
+            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
+        for (out, slot) in self.constraints.iter_mut().zip(template.constraints()) {
+            let c = &slot.constraint;
+            let extras = c.reported_extras();
+            out.width = c.report_slots().len();
+            out.body_count = c.bodies().len();
+            keep_optional(extras.contact_point, &mut out.contact_point);
+            keep_optional(extras.contact_force, &mut out.contact_force);
+            keep_optional(extras.separation, &mut out.separation);
+        }
+        self.status.resize(len, status::OK);
+        self.udot.resize(len * nu, 0.0);
+        self.udot_unconstrained.resize(len * nu, 0.0);
+        for c in &mut self.constraints {
+            let w = c.width;
+            for v in [
+                &mut c.position_errors,
+                &mut c.velocity_errors,
+                &mut c.acceleration_errors,
+                &mut c.multipliers,
+            ] {
+                v.resize(len * w, 0.0);
+            }
+            c.body_forces.resize(len * c.body_count, [0.0; 6]);
+            c.power.resize(len, 0.0);
+            if let Some(v) = c.contact_point.as_mut() {
+                v.resize(len, [0.0; 3]);
+            }
+            if let Some(v) = c.separation.as_mut() {
+                v.resize(len, 0.0);
+            }
+            if let Some(v) = c.contact_force.as_mut() {
+                v.resize(len, [0.0; 3]);
+            }
+        }
+    }
+
+    /// The columns of a [`fill_for`](Self::fill_for)-sized evaluation cut into blocks of
+    /// `block` consecutive instances (`block > 0`; the last block may be shorter).
+    pub(crate) fn blocks(&mut self, block: usize) -> Vec<EvaluationBlock<'_>> {
+        let block = block.max(1);
+        let (len, nu) = (self.len, self.nu);
+        let count = len.div_ceil(block);
+        let mut per_constraint: Vec<std::vec::IntoIter<ConstraintBlock<'_>>> = self
+            .constraints
+            .iter_mut()
+            .map(|c| {
+                let (w, bodies) = (c.width, c.body_count);
+                let columns = split_blocks(&mut c.position_errors, w, block, count)
+                    .into_iter()
+                    .zip(split_blocks(&mut c.velocity_errors, w, block, count))
+                    .zip(split_blocks(&mut c.acceleration_errors, w, block, count))
+                    .zip(split_blocks(&mut c.multipliers, w, block, count))
+                    .zip(split_blocks(&mut c.body_forces, bodies, block, count))
+                    .zip(split_blocks(&mut c.power, 1, block, count))
+                    .zip(split_optional(&mut c.contact_point, block, count))
+                    .zip(split_optional(&mut c.separation, block, count))
+                    .zip(split_optional(&mut c.contact_force, block, count));
+                columns
+                    .map(|((((((((p, v), a), m), f), power), point), sep), force)| {
+                        ConstraintBlock {
+                            width: w,
+                            body_count: bodies,
+                            position_errors: p,
+                            velocity_errors: v,
+                            acceleration_errors: a,
+                            multipliers: m,
+                            body_forces: f,
+                            power,
+                            contact_point: point,
+                            separation: sep,
+                            contact_force: force,
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+            })
+            .collect();
+        split_blocks(&mut self.status, 1, block, count)
+            .into_iter()
+            .zip(split_blocks(&mut self.udot, nu, block, count))
+            .zip(split_blocks(&mut self.udot_unconstrained, nu, block, count))
+            .enumerate()
+            .map(
+                |(b, ((status, udot), udot_unconstrained))| EvaluationBlock {
+                    start: b * block,
+                    len: status.len(),
+                    nu,
+                    status,
+                    udot,
+                    udot_unconstrained,
+                    constraints: per_constraint
+                        .iter_mut()
+                        .filter_map(Iterator::next)
+                        .collect(),
+                },
+            )
+            .collect()
     }
 }

@@ -130,7 +130,7 @@ impl Evaluator {
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
         match &mut self.resolved {
             Resolved::Cpu => {
-                *out = batch.evaluate();
+                batch.evaluate_into(out);
                 Ok(())
             }
             Resolved::Gpu { .. } => self

@@ -6,10 +6,13 @@
 //! 3.x's code returns `z, x, y`; the golden README explains the comparison).
 
 use crate::constraints::{
-    BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
-    RowLevel, WgslConstraint, negated_point_row, plane_frame, point_row,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
+    PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
+    negated_point_row, negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row,
+    point_row_lanes,
 };
 use crate::math::Vec3;
+use crate::math::lanes::{Lane, LaneMat3, LaneVec3, splat};
 use crate::model::BodyId;
 
 /// The WGSL twin of this file (`shaders/point_on_plane.wgsl`), spliced into the kernels through
@@ -139,8 +142,94 @@ impl Constraint for PointOnPlaneContact {
         }
     }
 
+    /// Prepares `[R_SP (9, column-major), p_SP (3), p_BF (3)]` per lane.
+    fn prepare_lanes(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
+        let (r_sp, p_sp) = plane_frame_lanes(&params.array::<7>(PLANE_FRAME));
+        prepared[..9].copy_from_slice(r_sp.as_slice());
+        prepared[9..12].copy_from_slice(p_sp.as_slice());
+        prepared[12..15].copy_from_slice(params.vec3(FOLLOWER_POINT).as_slice());
+    }
+
+    /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once. On a
+    /// Ground surface the surface's motion terms are left out: they are exact zeros there.
+    fn evaluate_lanes(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        rows: &mut [RowLanes],
+    ) {
+        let (surface, follower) = (&kinematics[0], &kinematics[1]);
+        let on_ground = self.surface_body().index() == 0;
+        let r_sp = LaneMat3::from_column_slice(&prepared[..9]);
+        let p_sp = LaneVec3::from_column_slice(&prepared[9..12]);
+        let follower_point = LaneVec3::from_column_slice(&prepared[12..15]);
+        let r_gp = if on_ground {
+            r_sp
+        } else {
+            surface.rotation * r_sp
+        };
+        let px: LaneVec3 = r_gp.column(0).into_owned();
+        let py: LaneVec3 = r_gp.column(1).into_owned();
+        let pz: LaneVec3 = r_gp.column(2).into_owned();
+        let h = if on_ground {
+            p_sp.dot(&pz)
+        } else {
+            (surface.rotation * p_sp).dot(&pz)
+        };
+        let (w_s, b_s) = (surface.ang_vel, surface.ang_acc);
+        let (w_b, b_b) = (follower.ang_vel, follower.ang_acc);
+
+        let f_b = follower.rotation * follower_point;
+        let p_gf = follower.origin + f_b;
+        let v_gf = follower.lin_vel + w_b.cross(&f_b);
+        let a_gf = follower.lin_acc + b_b.cross(&f_b) + w_b.cross(&w_b.cross(&f_b));
+        let (s, v_sf, a_sf) = if on_ground {
+            (p_gf, v_gf, a_gf)
+        } else {
+            let s = p_gf - surface.origin;
+            let v_gc = surface.lin_vel + w_s.cross(&s);
+            let a_gc = surface.lin_acc + b_s.cross(&s) + w_s.cross(&w_s.cross(&s));
+            let v_sf = v_gf - v_gc;
+            let a_sf = (a_gf - a_gc) - w_s.cross(&v_sf) * splat(2.0);
+            (s, v_sf, a_sf)
+        };
+
+        let position_error = s.dot(&pz) - h;
+        for (k, e) in [pz, px, py].iter().enumerate() {
+            rows[k] = RowLanes {
+                jacobian: [negated_point_row_lanes(&s, e), point_row_lanes(&f_b, e)],
+                position_error: if k == 0 { position_error } else { splat(0.0) },
+                velocity_error: e.dot(&v_sf),
+                acceleration_error: e.dot(&a_sf),
+            };
+        }
+    }
+
     fn reported_extras(&self) -> ReportedExtras {
         ReportedExtras::ALL
+    }
+
+    /// [`report`](Constraint::report), line for line, on four instances at once.
+    fn report_lanes(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        multipliers: &[Lane],
+    ) -> ReportLanes {
+        let (surface, follower) = (&kinematics[0], &kinematics[1]);
+        let r_sp = LaneMat3::from_column_slice(&prepared[..9]);
+        let p_sp = LaneVec3::from_column_slice(&prepared[9..12]);
+        let pz: LaneVec3 = (surface.rotation * r_sp).column(2).into_owned();
+        let p_gf =
+            follower.origin + follower.rotation * LaneVec3::from_column_slice(&prepared[12..15]);
+        let p_gpo = surface.origin + surface.rotation * p_sp;
+        ReportLanes {
+            contact_point: p_gf,
+            separation: (p_gf - p_gpo).dot(&pz),
+            contact_force: LaneVec3::new(-multipliers[1], -multipliers[2], -multipliers[0]),
+        }
     }
 
     /// `contact_point` = the follower point in Ground; `separation` = its signed height above the

@@ -11,10 +11,12 @@
 //! RBDL's two wrench forms.
 
 use crate::constraints::{
-    BodyKinematics, Check, Constraint, ContactReport, ParamSpec, Params, ReportedExtras, Row,
-    RowLevel, WgslConstraint, point_row,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
+    PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint, point_row,
+    point_row_lanes,
 };
 use crate::error::{Error, Result};
+use crate::math::lanes::{Lane, LaneVec3, splat};
 use crate::math::{Mat3, Vec3};
 use crate::model::BodyId;
 
@@ -169,6 +171,67 @@ impl Constraint for PointToGround {
                 velocity_error: n.dot(&v_p),
                 acceleration_error: n.dot(&a_p),
             };
+        }
+    }
+
+    /// Prepares `[p_b (3), ground_point (3), n_1, …, n_k (3 each)]` per lane.
+    fn prepare_lanes(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
+        prepared[..3].copy_from_slice(params.vec3(POINT).as_slice());
+        prepared[3..6].copy_from_slice(params.vec3(GROUND_POINT).as_slice());
+        for j in 0..3 * self.normal_count {
+            prepared[6 + j] = params.value(NORMALS, j);
+        }
+    }
+
+    /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once.
+    fn evaluate_lanes(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        rows: &mut [RowLanes],
+    ) {
+        let body = &kinematics[0];
+        let (w, b) = (body.ang_vel, body.ang_acc);
+        let r_p = body.rotation * LaneVec3::from_column_slice(&prepared[..3]);
+        let x_p = body.origin + r_p;
+        let v_p = body.lin_vel + w.cross(&r_p);
+        let a_p = body.lin_acc + b.cross(&r_p) + w.cross(&w.cross(&r_p));
+        let ground_point = LaneVec3::from_column_slice(&prepared[3..6]);
+        let zero = splat(0.0);
+        for (i, row) in rows.iter_mut().enumerate().take(self.normal_count) {
+            let n = LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]);
+            *row = RowLanes {
+                jacobian: [point_row_lanes(&r_p, &n), [zero; 6]],
+                position_error: if self.position_level {
+                    n.dot(&(x_p - ground_point))
+                } else {
+                    zero
+                },
+                velocity_error: n.dot(&v_p),
+                acceleration_error: n.dot(&a_p),
+            };
+        }
+    }
+
+    /// [`report`](Constraint::report), line for line, on four instances at once.
+    fn report_lanes(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        multipliers: &[Lane],
+    ) -> ReportLanes {
+        let body = &kinematics[0];
+        let x_p = body.origin + body.rotation * LaneVec3::from_column_slice(&prepared[..3]);
+        let mut force = LaneVec3::repeat(splat(0.0));
+        for (i, lambda) in multipliers.iter().enumerate().take(self.normal_count) {
+            force -= LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]) * *lambda;
+        }
+        ReportLanes {
+            contact_point: x_p,
+            separation: splat(0.0),
+            contact_force: force,
         }
     }
 

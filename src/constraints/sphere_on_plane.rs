@@ -10,11 +10,12 @@
 
 use crate::constraints::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
-    PreparedLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint, negated_point_row,
-    negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row, point_row_lanes,
+    PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
+    negated_point_row, negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row,
+    point_row_lanes,
 };
 use crate::math::Vec3;
-use crate::math::lanes::{LaneMat3, LaneVec3, splat};
+use crate::math::lanes::{Lane, LaneMat3, LaneVec3, splat};
 use crate::model::BodyId;
 
 /// The WGSL twin of this file (`shaders/sphere_on_plane.wgsl`), spliced into the kernels through
@@ -344,6 +345,42 @@ impl Constraint for SphereOnPlaneContact {
             contact_point: g.contact_point.into(),
             separation: g.position_error,
             contact_force: (-f).into(),
+        }
+    }
+
+    /// [`report`](Constraint::report) (through [`geometry`](SphereOnPlaneContact::geometry)),
+    /// line for line, on four instances at once; on a Ground plane the plane's pose drops out
+    /// as in [`evaluate_lanes`](Constraint::evaluate_lanes).
+    fn report_lanes(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        multipliers: &[Lane],
+    ) -> ReportLanes {
+        let (plane, ball) = (&kinematics[0], &kinematics[1]);
+        let on_ground = self.plane_body().index() == 0;
+        let r_fp = LaneMat3::from_column_slice(&prepared[..9]);
+        let p_fp = LaneVec3::from_column_slice(&prepared[9..12]);
+        let r = prepared[15];
+        let (r_gp, p_gpo) = if on_ground {
+            (r_fp, p_fp)
+        } else {
+            (plane.rotation * r_fp, plane.origin + plane.rotation * p_fp)
+        };
+        let px: LaneVec3 = r_gp.column(0).into_owned();
+        let py: LaneVec3 = r_gp.column(1).into_owned();
+        let pz: LaneVec3 = r_gp.column(2).into_owned();
+        let sphere_center =
+            ball.origin + ball.rotation * LaneVec3::from_column_slice(&prepared[12..15]);
+        let mut f = pz * multipliers[0];
+        if self.enforce_rolling {
+            f += px * multipliers[1] + py * multipliers[2];
+        }
+        ReportLanes {
+            contact_point: sphere_center - pz * r,
+            separation: (sphere_center - p_gpo).dot(&pz) - r,
+            contact_force: -f,
         }
     }
 }

@@ -1,20 +1,18 @@
-//! The f64 CPU reference path: per-instance assembly, solve and reporting, rayon-parallel over
-//! instances.
+//! The f64 CPU reference path: per-instance assembly, solve and reporting (`cpu::evaluating`
+//! runs it over a batch, next to the lane path).
 //!
 //! Each instance is computed by the same sequential code whatever the thread count, and nothing
 //! is reduced across instances, so results are bit-identical with 1 thread and with many.
-
-use nalgebra::{DMatrix, DVector, Matrix6};
-use rayon::prelude::*;
 
 use crate::batch::{Batch, ConstraintColumns, InstanceState, status};
 use crate::constraints::{BodyKinematics, ContactReport, Params, Row, RowLevel};
 use crate::cpu::dynamics::{Loads, MassProperties, applied_minus_coriolis, energy, mass_matrix};
 use crate::cpu::solver::{MassFactor, Solution, solve};
 use crate::error::{Error, Result};
-use crate::evaluation::Evaluation;
+use crate::evaluation::EvaluationBlock;
 use crate::math::{Vec3, all_finite};
 use crate::model::{BodyKind, ConstraintSlot};
+use nalgebra::{DMatrix, DVector, Matrix6};
 
 /// Rows of one constraint in one instance.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -492,58 +490,32 @@ impl Batch {
         }
     }
 
-    /// Evaluates every instance on the CPU in f64, in parallel (rayon's global pool).
-    ///
-    /// A non-finite instance is flagged in [`Evaluation::status`] and its outputs are NaN; the
-    /// others are unaffected.
-    pub fn evaluate(&self) -> Evaluation {
-        let outputs: Vec<InstanceOutput> = (0..self.len())
-            .into_par_iter()
-            .with_min_len(64)
-            .map(|i| self.evaluate_instance(i))
-            .collect();
-        self.scatter(outputs)
-    }
-
-    /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
-    /// single-core benchmarks).
-    pub fn evaluate_sequential(&self) -> Evaluation {
-        let outputs: Vec<InstanceOutput> =
-            (0..self.len()).map(|i| self.evaluate_instance(i)).collect();
-        self.scatter(outputs)
-    }
-
-    fn scatter(&self, outputs: Vec<InstanceOutput>) -> Evaluation {
-        let mut ev = Evaluation::default();
-        ev.reset_for(self.template(), self.len());
-        for out in outputs {
-            ev.status.push(out.status);
-            ev.udot.extend_from_slice(&out.udot);
-            ev.udot_unconstrained
-                .extend_from_slice(&out.udot_unconstrained);
-            for (col, o) in ev.constraints.iter_mut().zip(out.constraints) {
-                let w = col.width;
-                col.position_errors
-                    .extend_from_slice(&o.position_errors[..w]);
-                col.velocity_errors
-                    .extend_from_slice(&o.velocity_errors[..w]);
-                col.acceleration_errors
-                    .extend_from_slice(&o.acceleration_errors[..w]);
-                col.multipliers.extend_from_slice(&o.multipliers[..w]);
-                col.body_forces
-                    .extend_from_slice(&o.body_forces[..col.body_count]);
-                col.power.push(o.power);
-                if let Some(v) = col.contact_point.as_mut() {
-                    v.push(o.report.contact_point);
-                }
-                if let Some(v) = col.separation.as_mut() {
-                    v.push(o.report.separation);
-                }
-                if let Some(v) = col.contact_force.as_mut() {
-                    v.push(o.report.contact_force);
-                }
+    /// Evaluates instance `block.start + k` on the reference path and writes its results into
+    /// entry `k` of `block`.
+    pub(crate) fn evaluate_instance_into(&self, block: &mut EvaluationBlock<'_>, k: usize) {
+        let out = self.evaluate_instance(block.start + k);
+        let nu = block.nu;
+        block.status[k] = out.status;
+        block.udot[k * nu..(k + 1) * nu].copy_from_slice(&out.udot);
+        block.udot_unconstrained[k * nu..(k + 1) * nu].copy_from_slice(&out.udot_unconstrained);
+        for (col, o) in block.constraints.iter_mut().zip(&out.constraints) {
+            let (w, b) = (col.width, col.body_count);
+            col.position_errors[k * w..(k + 1) * w].copy_from_slice(&o.position_errors[..w]);
+            col.velocity_errors[k * w..(k + 1) * w].copy_from_slice(&o.velocity_errors[..w]);
+            col.acceleration_errors[k * w..(k + 1) * w]
+                .copy_from_slice(&o.acceleration_errors[..w]);
+            col.multipliers[k * w..(k + 1) * w].copy_from_slice(&o.multipliers[..w]);
+            col.body_forces[k * b..(k + 1) * b].copy_from_slice(&o.body_forces[..b]);
+            col.power[k] = o.power;
+            if let Some(v) = col.contact_point.as_deref_mut() {
+                v[k] = o.report.contact_point;
+            }
+            if let Some(v) = col.separation.as_deref_mut() {
+                v[k] = o.report.separation;
+            }
+            if let Some(v) = col.contact_force.as_deref_mut() {
+                v[k] = o.report.contact_force;
             }
         }
-        ev
     }
 }

@@ -9,6 +9,7 @@
 pub mod assembly;
 pub mod dynamics;
 pub mod evaluate;
+mod evaluating;
 pub mod integrate;
 mod kinematics;
 pub(crate) mod lanes;

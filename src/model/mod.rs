@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 
 pub use constraint::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS,
-    PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportedExtras, Row, RowLanes,
-    RowLevel, WgslConstraint, negated_point_row_lanes, point_row_lanes,
+    PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes, ReportedExtras, Row,
+    RowLanes, RowLevel, WgslConstraint, negated_point_row_lanes, point_row_lanes,
 };
 pub use motion::{MOTION_PARAMS_CAP, MotionLaw, WgslMotion};
 

@@ -17,6 +17,7 @@ mod custom_sphere;
 mod determinism;
 mod env;
 mod golden;
+mod lane_evaluation;
 mod lanes;
 mod motion;
 mod reference_cases;

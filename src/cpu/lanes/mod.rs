@@ -31,6 +31,8 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
+mod dynamics;
+pub(crate) mod evaluate;
 mod solve;
 pub(crate) mod step;
 
@@ -40,13 +42,13 @@ use crate::batch::{Batch, InstanceState};
 use crate::constraints::{
     BodyLanes, MAX_ROWS, PREPARED_LANES, ParamLanes, PreparedLanes, RowLanes, RowLevel,
 };
-use crate::cpu::evaluate::BaumgarteMode;
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, from_fn, is_finite, quaternion_rate,
-    rotation_from_quaternion, select, splat, vec3_from_fn,
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, from_fn, is_finite, rotation_from_quaternion,
+    select, splat, vec3_from_fn,
 };
 use crate::model::{BodyKind, SystemTemplate};
-use solve::{inverse_inertia, solve_certified};
+use dynamics::Dynamics;
+use solve::inverse_inertia;
 
 /// Most free bodies a template may have on the lane path.
 pub(crate) const MAX_FREE: usize = 4;
@@ -86,6 +88,8 @@ pub(crate) struct LanePlan {
     /// Template body index of each free slot.
     free_bodies: [usize; MAX_FREE],
     constraints: Vec<ConstraintPlan>,
+    /// Per row: the free slot of each of its constraint's bodies (`None`: Ground).
+    row_slots: [[Option<usize>; 2]; MAX_M],
 }
 
 impl LanePlan {
@@ -105,6 +109,7 @@ impl LanePlan {
             free_bodies[slot] = body.index();
         }
         let mut m = 0;
+        let mut row_slots = [[None; 2]; MAX_M];
         let mut constraints = Vec::with_capacity(template.constraints().len());
         for slot in template.constraints() {
             let c = &slot.constraint;
@@ -131,6 +136,7 @@ impl LanePlan {
             if m > MAX_M {
                 return None;
             }
+            row_slots[plan.offset..m].fill(plan.slots);
             constraints.push(plan);
         }
         Some(Self {
@@ -138,6 +144,7 @@ impl LanePlan {
             m,
             free_bodies,
             constraints,
+            row_slots,
         })
     }
 
@@ -175,6 +182,8 @@ pub(crate) struct Scratch {
     y_blocks: [[[Lane; 6]; 2]; MAX_M],
     /// `A = G M⁻¹ Gᵀ` (lower triangle), factored in place.
     l: [[Lane; MAX_M]; MAX_M],
+    /// What the last [`Chunk::dynamics`] solved for.
+    pub(crate) dynamics: Dynamics,
 }
 
 impl Scratch {
@@ -187,6 +196,7 @@ impl Scratch {
             g: [[[zero; 6]; 2]; MAX_M],
             y_blocks: [[[zero; 6]; 2]; MAX_M],
             l: [[zero; MAX_M]; MAX_M],
+            dynamics: Dynamics::new(),
         })
     }
 }
@@ -220,29 +230,45 @@ pub(crate) struct Chunk<'a> {
 }
 
 impl<'a> Chunk<'a> {
-    /// Gathers instances `instances` of `batch`.
-    pub(crate) fn new(batch: &'a Batch, plan: &'a LanePlan, instances: [usize; LANES]) -> Self {
-        let gravity = vec3_from_fn(|l| batch.gravity()[instances[l]]);
+    /// A chunk of `batch` with no instances loaded yet: [`load`](Self::load) fills it. One
+    /// chunk serves a rayon job's every group of instances, so its buffers are allocated once.
+    pub(crate) fn new(batch: &'a Batch, plan: &'a LanePlan) -> Self {
+        let free = FreeBody {
+            mass: splat(1.0),
+            inverse_mass: splat(1.0),
+            com: LaneVec3::repeat(splat(0.0)),
+            inertia: LaneMat3::identity(),
+            inverse_inertia: LaneMat3::identity(),
+            force: LaneVec3::repeat(splat(0.0)),
+            torque: LaneVec3::repeat(splat(0.0)),
+        };
+        Self {
+            batch,
+            plan,
+            instances: [0; LANES],
+            gravity: LaneVec3::repeat(splat(0.0)),
+            bodies: [free; MAX_FREE],
+            enabled: [LaneMask::splat(false); MAX_M],
+            inverse_time_constant: [splat(0.0); MAX_M],
+            prepared: vec![[splat(0.0); PREPARED_LANES]; plan.constraints.len()],
+            reference_only: ALL_LANES,
+        }
+    }
+
+    /// Gathers instances `instances` of the batch: everything that stays fixed over a call.
+    pub(crate) fn load(&mut self, instances: [usize; LANES]) {
+        let (batch, plan) = (self.batch, self.plan);
+        self.instances = instances;
+        self.gravity = vec3_from_fn(|l| batch.gravity()[instances[l]]);
         let mut reference_only = 0;
-        let bodies = std::array::from_fn(|slot| {
-            let Some(cols) = batch.free_columns().get(slot) else {
-                return FreeBody {
-                    mass: splat(1.0),
-                    inverse_mass: splat(1.0),
-                    com: LaneVec3::repeat(splat(0.0)),
-                    inertia: LaneMat3::identity(),
-                    inverse_inertia: LaneMat3::identity(),
-                    force: LaneVec3::repeat(splat(0.0)),
-                    torque: LaneVec3::repeat(splat(0.0)),
-                };
-            };
+        for (body, cols) in self.bodies.iter_mut().zip(batch.free_columns()) {
             let mass = from_fn(|l| cols.mass[instances[l]]);
             let packed: [Lane; 6] =
                 std::array::from_fn(|k| from_fn(|l| cols.inertia[instances[l]][k]));
             let (inverse_inertia, ok) = inverse_inertia(&packed);
             let [a, b, c, d, e, f] = packed;
             reference_only |= !bits(ok & mass.simd_gt(splat(0.0)) & is_finite(mass)) & ALL_LANES;
-            FreeBody {
+            *body = FreeBody {
                 mass,
                 inverse_mass: splat(1.0) / mass,
                 com: vec3_from_fn(|l| cols.com[instances[l]]),
@@ -250,17 +276,14 @@ impl<'a> Chunk<'a> {
                 inverse_inertia,
                 force: vec3_from_fn(|l| cols.applied_force[instances[l]]),
                 torque: vec3_from_fn(|l| cols.applied_torque[instances[l]]),
-            }
-        });
-        let mut enabled = [LaneMask::splat(false); MAX_M];
-        let mut inverse_time_constant = [splat(0.0); MAX_M];
-        let mut prepared = vec![[splat(0.0); PREPARED_LANES]; plan.constraints.len()];
+            };
+        }
         for (((c, cols), slot), prepared) in plan
             .constraints
             .iter()
             .zip(batch.all_constraint_columns())
             .zip(batch.template().constraints())
-            .zip(&mut prepared)
+            .zip(&mut self.prepared)
         {
             let params = ParamLanes::new(&cols.params, &cols.widths, instances);
             slot.constraint.prepare_lanes(&params, prepared);
@@ -269,27 +292,24 @@ impl<'a> Chunk<'a> {
             }));
             let inv_t = from_fn(|l| 1.0 / cols.baumgarte_time_constant[instances[l]]);
             for r in c.offset..c.offset + c.rows {
-                enabled[r] = on;
-                inverse_time_constant[r] = inv_t;
+                self.enabled[r] = on;
+                self.inverse_time_constant[r] = inv_t;
             }
         }
-        Self {
-            batch,
-            plan,
-            instances,
-            gravity,
-            bodies,
-            enabled,
-            inverse_time_constant,
-            prepared,
-            reference_only,
-        }
+        self.reference_only = reference_only;
     }
 
     /// The chunk's states as held in the batch's columns, and their times.
     pub(crate) fn gather_state(&self) -> ([Lane; MAX_Y], Lane) {
-        let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
         let mut y = [splat(0.0); MAX_Y];
+        let time = self.gather_state_into(&mut y);
+        (y, time)
+    }
+
+    /// [`gather_state`](Self::gather_state) into `y` (its first `ny` values), returning the
+    /// times.
+    pub(crate) fn gather_state_into(&self, y: &mut [Lane; MAX_Y]) -> Lane {
+        let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
         let nq = plan.nq();
         for (slot, cols) in batch.free_columns().iter().enumerate() {
             for k in 0..7 {
@@ -302,7 +322,7 @@ impl<'a> Chunk<'a> {
         let ny = plan.ny();
         y[ny - 2] = from_fn(|l| batch.work()[inst[l]][0]);
         y[ny - 1] = from_fn(|l| batch.work()[inst[l]][1]);
-        (y, from_fn(|l| batch.time()[inst[l]]))
+        from_fn(|l| batch.time()[inst[l]])
     }
 
     /// Lane `l` of a lane state as an [`InstanceState`], for the reference path.
@@ -353,6 +373,25 @@ impl<'a> Chunk<'a> {
         ok
     }
 
+    /// Calls `f` with the kinematics of constraint `c`'s bodies, in its order: a slice of `kin`
+    /// when they are consecutive there (no copy), else a copy.
+    #[inline(always)]
+    fn with_bodies<T>(
+        &self,
+        c: &ConstraintPlan,
+        kin: &[BodyLanes; MAX_BODIES],
+        f: impl FnOnce(&[BodyLanes]) -> T,
+    ) -> T {
+        let [a, b] = c.bodies;
+        if c.body_count == 1 {
+            f(std::slice::from_ref(&kin[a]))
+        } else if b == a + 1 {
+            f(&kin[a..=b])
+        } else {
+            f(&[kin[a], kin[b]])
+        }
+    }
+
     /// Every constraint's rows at `kin`, with the generic row-level rules applied (no position
     /// error on non-holonomic rows, no velocity error on acceleration-level rows), as
     /// `cpu::evaluate`'s `constraint_rows_into`.
@@ -370,14 +409,9 @@ impl<'a> Chunk<'a> {
             let prepared = &self.prepared[k];
             let out = &mut rows[plan.offset..plan.offset + plan.rows];
             let c = &slot.constraint;
-            let [a, b] = plan.bodies;
-            if plan.body_count == 1 {
-                c.evaluate_lanes(&params, prepared, std::slice::from_ref(&kin[a]), out);
-            } else if b == a + 1 {
-                c.evaluate_lanes(&params, prepared, &kin[a..=b], out);
-            } else {
-                c.evaluate_lanes(&params, prepared, &[kin[a], kin[b]], out);
-            }
+            self.with_bodies(plan, kin, |bodies| {
+                c.evaluate_lanes(&params, prepared, bodies, out)
+            });
             for (row, level) in out.iter_mut().zip(&plan.levels) {
                 if *level != RowLevel::Position {
                     row.position_error = splat(0.0);
@@ -387,23 +421,6 @@ impl<'a> Chunk<'a> {
                 }
             }
         }
-    }
-
-    /// `M⁻¹ (τ, f)` of free slot `slot` at rotation `r`, `c_G = R c`: the closed form of the
-    /// module doc.
-    #[inline(always)]
-    fn inverse_mass(
-        &self,
-        slot: usize,
-        r: &LaneMat3,
-        c_g: &LaneVec3,
-        tau: LaneVec3,
-        f: LaneVec3,
-    ) -> (LaneVec3, LaneVec3) {
-        let body = &self.bodies[slot];
-        let b = r * (body.inverse_inertia * r.tr_mul(&(tau - c_g.cross(&f))));
-        let a_o = f * body.inverse_mass - b.cross(c_g);
-        (b, a_o)
     }
 
     /// Largest position error (enabled holonomic rows) and velocity error (enabled rows) at
@@ -421,171 +438,6 @@ impl<'a> Chunk<'a> {
             verr = select(v.simd_gt(verr), v, verr);
         }
         (perr, verr)
-    }
-
-    /// `ẏ` at state `y` into `dy` (`(q̇, u̇, work rates)`, as `cpu::integrate::derivative`), and
-    /// the bit mask of the lanes the lane formulas answered; the others must be recomputed on
-    /// the reference path.
-    pub(crate) fn derivative(
-        &self,
-        y: &[Lane],
-        baumgarte: BaumgarteMode,
-        dy: &mut [Lane],
-        scratch: &mut Scratch,
-    ) -> u32 {
-        let plan = self.plan;
-        let (nq, m) = (plan.nq(), plan.m);
-        let Scratch {
-            kin,
-            rows,
-            g,
-            y_blocks,
-            l,
-        } = scratch;
-        let mut ok = self.kinematics(y, kin);
-        let zero3 = LaneVec3::repeat(splat(0.0));
-
-        // f − c and u̇₀ = M⁻¹ (f − c), body by body (cpu::dynamics::applied_minus_coriolis).
-        let mut c_g = [zero3; MAX_FREE];
-        let mut udot0 = [(zero3, zero3); MAX_FREE];
-        for slot in 0..plan.free {
-            let k = &kin[plan.free_bodies[slot]];
-            let body = &self.bodies[slot];
-            let (r, w) = (&k.rotation, k.ang_vel);
-            c_g[slot] = r * body.com;
-            let m_ = body.mass;
-            let i_g_w = r * (body.inertia * r.tr_mul(&w));
-            let w_x_c = w.cross(&w.cross(&c_g[slot]));
-            let coriolis_ang = w.cross(&i_g_w) + c_g[slot].cross(&w_x_c) * m_;
-            let coriolis_lin = w_x_c * m_;
-            let f_com = self.gravity * m_ + body.force;
-            let f_ang = c_g[slot].cross(&f_com) + body.torque;
-            udot0[slot] = self.inverse_mass(
-                slot,
-                r,
-                &c_g[slot],
-                f_ang - coriolis_ang,
-                f_com - coriolis_lin,
-            );
-        }
-
-        // Rows, bias b = −k (− 2α ė − β² e with Baumgarte), masked Jacobian blocks and
-        // Y = M⁻¹ Gᵀ per block.
-        self.rows(kin, rows);
-        let mut slots = [[None; 2]; MAX_M];
-        let mut bias = [splat(0.0); MAX_M];
-        for c in &plan.constraints {
-            let with_baumgarte = match baumgarte {
-                BaumgarteMode::Template => c.template_baumgarte,
-                BaumgarteMode::All => true,
-                BaumgarteMode::Off => false,
-            };
-            for r in c.offset..c.offset + c.rows {
-                let row = &rows[r];
-                let on = self.enabled[r];
-                slots[r] = c.slots;
-                bias[r] = -row.acceleration_error;
-                if with_baumgarte {
-                    let a = self.inverse_time_constant[r];
-                    bias[r] -= splat(2.0) * a * row.velocity_error + a * a * row.position_error;
-                }
-                for j in 0..c.body_count {
-                    let Some(slot) = c.slots[j] else { continue };
-                    let block = row.jacobian[j].map(|x| select(on, x, splat(0.0)));
-                    ok = ok
-                        & block
-                            .iter()
-                            .fold(LaneMask::splat(true), |all, x| all & is_finite(*x));
-                    g[r][j] = block;
-                    let k = &kin[plan.free_bodies[slot]];
-                    let (b, a) = self.inverse_mass(
-                        slot,
-                        &k.rotation,
-                        &c_g[slot],
-                        LaneVec3::new(block[0], block[1], block[2]),
-                        LaneVec3::new(block[3], block[4], block[5]),
-                    );
-                    y_blocks[r][j] = [b.x, b.y, b.z, a.x, a.y, a.z];
-                }
-                ok = ok & (is_finite(bias[r]) | !on);
-            }
-        }
-        let dot6 = |a: &[Lane; 6], b: &[Lane; 6]| {
-            a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
-        };
-        let body6 = |(b, a): &(LaneVec3, LaneVec3)| [b.x, b.y, b.z, a.x, a.y, a.z];
-
-        // A = G M⁻¹ Gᵀ (symmetrised), rhs = G u̇₀ − b; masked rows get a unit pivot.
-        let mut rhs = [splat(0.0); MAX_M];
-        for r in 0..m {
-            for q in r..m {
-                let mut sum = splat(0.0);
-                for (j, slot) in slots[r].iter().enumerate() {
-                    for (jq, slot_q) in slots[q].iter().enumerate() {
-                        if slot.is_some() && slot == slot_q {
-                            sum += dot6(&g[r][j], &y_blocks[q][jq]);
-                        }
-                    }
-                }
-                // A is symmetric: its lower triangle is all the factorisation reads.
-                l[q][r] = sum;
-            }
-            l[r][r] = select(self.enabled[r], l[r][r], splat(1.0));
-            let mut g_udot = splat(0.0);
-            for (j, slot) in slots[r].iter().enumerate() {
-                if let Some(s) = slot {
-                    g_udot += dot6(&g[r][j], &body6(&udot0[*s]));
-                }
-            }
-            rhs[r] = select(self.enabled[r], g_udot - bias[r], splat(0.0));
-        }
-        let lambda = solve_certified(l, m, &rhs, &self.enabled, &mut ok);
-
-        // u̇ = u̇₀ − M⁻¹ Gᵀ λ, and ẏ.
-        let mut udot = udot0.map(|b| body6(&b));
-        for slot in 0..plan.free {
-            for (k, value) in udot[slot].iter_mut().enumerate() {
-                let mut sum = splat(0.0);
-                for r in 0..m {
-                    for (j, s) in slots[r].iter().enumerate() {
-                        if *s == Some(slot) {
-                            sum += y_blocks[r][j][k] * lambda[r];
-                        }
-                    }
-                }
-                *value -= sum;
-            }
-        }
-        let mut driven = splat(0.0);
-        for r in 0..m {
-            let mut gu = splat(0.0);
-            for (j, s) in slots[r].iter().enumerate() {
-                if let Some(s) = s {
-                    gu += dot6(&g[r][j], &std::array::from_fn(|k| y[nq + 6 * s + k]));
-                }
-            }
-            driven -= lambda[r] * gu;
-        }
-        let mut power = splat(0.0);
-        for slot in 0..plan.free {
-            let k = &kin[plan.free_bodies[slot]];
-            let q = &y[7 * slot..7 * slot + 4];
-            let rate = quaternion_rate(&[q[0], q[1], q[2], q[3]], &k.ang_vel);
-            dy[7 * slot..7 * slot + 4].copy_from_slice(&rate);
-            dy[7 * slot + 4] = k.lin_vel.x;
-            dy[7 * slot + 5] = k.lin_vel.y;
-            dy[7 * slot + 6] = k.lin_vel.z;
-            dy[nq + 6 * slot..nq + 6 * slot + 6].copy_from_slice(&udot[slot]);
-            // Applied power Σ F · v_com + T · w (cpu::integrate's applied_power).
-            let body = &self.bodies[slot];
-            let v_com = k.lin_vel + k.ang_vel.cross(&c_g[slot]);
-            power += body.force.dot(&v_com) + body.torque.dot(&k.ang_vel);
-        }
-        let ny = plan.ny();
-        dy[ny - 2] = driven;
-        dy[ny - 1] = power;
-        ok = ok & all_finite(&dy[..ny]);
-        bits(ok) & !self.reference_only
     }
 }
 

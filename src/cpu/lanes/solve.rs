@@ -23,7 +23,7 @@ pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
     (inv, ok)
 }
 
-/// Solves `L Lᵀ λ = rhs` for the symmetric `l` (`m × m`, its lower triangle read and factored
+/// Solves `L Lᵀ x = rhs` (its first `m` entries) for the symmetric `l` (`m × m`, its lower triangle read and factored
 /// in place), lane by lane, as
 /// the reference solver's certified Cholesky route: a lane whose pivot is not positive and
 /// finite, or whose factor does not certify full rank, is cleared from `ok`. Rows where
@@ -35,7 +35,8 @@ pub(super) fn solve_certified(
     rhs: &[Lane; MAX_M],
     enabled: &[LaneMask; MAX_M],
     ok: &mut LaneMask,
-) -> [Lane; MAX_M] {
+    x: &mut [Lane; MAX_M],
+) {
     let zero = splat(0.0);
     let mut trace = zero;
     for k in 0..m {
@@ -76,7 +77,7 @@ pub(super) fn solve_certified(
     }
     let bound = trace * norm2 * splat(RANK_TOLERANCE);
     *ok = *ok & is_finite(bound) & bound.simd_lt(splat(1.0));
-    let mut x = *rhs;
+    x[..m].copy_from_slice(&rhs[..m]);
     for i in 0..m {
         for k in 0..i {
             x[i] -= l[i][k] * x[k];
@@ -89,5 +90,4 @@ pub(super) fn solve_certified(
         }
         x[i] *= inverse_pivot[i];
     }
-    x
 }

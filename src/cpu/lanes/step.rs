@@ -65,12 +65,15 @@ pub(crate) fn run_goal(
     let b: &Batch = batch;
     let outcomes: Vec<Outcome> = active
         .par_chunks(LANES)
-        // Buffers per rayon job, not per chunk: a chunk's call only reads what it wrote.
-        .map_init(Buffers::new, |buffers, chunk| {
-            let instances = std::array::from_fn(|l| chunk[l.min(chunk.len() - 1)]);
-            let chunk = Chunk::new(b, plan, instances);
-            advance(&chunk, options, goal, step, violation, buffers)
-        })
+        // Buffers and chunk per rayon job, not per group of instances: a group's call only
+        // reads what it wrote or loaded.
+        .map_init(
+            || (Buffers::new(), Chunk::new(b, plan)),
+            |(buffers, chunk), group| {
+                chunk.load(std::array::from_fn(|l| group[l.min(group.len() - 1)]));
+                advance(chunk, options, goal, step, violation, buffers)
+            },
+        )
         .collect();
     let ny = plan.ny();
     let mut report = StepReport::default();

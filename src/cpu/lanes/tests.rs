@@ -1,7 +1,10 @@
 //! The lane derivative against the reference derivative, and what plans refuse.
 
 use super::*;
+use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::integrate::{Workspace, derivative};
+use crate::evaluation::Evaluation;
+use crate::scenarios::point_to_ground_batch;
 use crate::scenarios::{ContactKind, PlaneBody, contact_batch};
 use crate::step::{Integrator, Stabilization, StepOptions};
 
@@ -30,7 +33,8 @@ fn lane_derivative_answers_and_matches_the_reference() {
                 let mut dy = [splat(0.0); MAX_Y];
                 for first in (0..64).step_by(LANES) {
                     let instances = std::array::from_fn(|l| first + l);
-                    let chunk = Chunk::new(&batch, &plan, instances);
+                    let mut chunk = Chunk::new(&batch, &plan);
+                    chunk.load(instances);
                     let (y, time) = chunk.gather_state();
                     let good = chunk.derivative(&y, mode, &mut dy, &mut scratch);
                     // About one instance in 97 has its contact disabled: masked, not failed.
@@ -49,6 +53,43 @@ fn lane_derivative_answers_and_matches_the_reference() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The lane evaluation itself (not its fallback) answers every lane of random states, for
+/// every built-in kind (each with its lane kernel).
+#[test]
+fn lane_evaluation_answers_every_lane_of_the_built_in_kinds() {
+    let mut batches = Vec::new();
+    for kind in [
+        ContactKind::RollingSphere,
+        ContactKind::SlidingSphere,
+        ContactKind::Point,
+    ] {
+        for plane in [PlaneBody::Ground, PlaneBody::Free] {
+            batches.push((
+                format!("{kind:?} on {plane:?}"),
+                contact_batch(kind, plane, 64, 9).unwrap().0,
+            ));
+        }
+    }
+    batches.push((
+        "point to ground".into(),
+        point_to_ground_batch(64, 9, 3, true, true).unwrap().0,
+    ));
+    for (what, batch) in &batches {
+        let plan = LanePlan::new(batch.template()).unwrap();
+        let mut out = Evaluation::default();
+        out.fill_for(batch.template(), batch.len());
+        let mut blocks = out.blocks(batch.len());
+        let block = &mut blocks[0];
+        let mut buffers = evaluate::Buffers::new(batch, &plan);
+        let evaluate::Buffers { chunk, scratch, y } = &mut buffers;
+        for first in (0..64).step_by(LANES) {
+            chunk.load(std::array::from_fn(|l| first + l));
+            let answered = chunk.evaluate(scratch, y, block, first, LANES);
+            assert_eq!(answered, ALL_LANES, "{what}, instances from {first}");
         }
     }
 }

@@ -12,13 +12,16 @@
 
 use std::fmt::Debug;
 
-use crate::math::lanes::{
-    LANES, Lane, LaneMat3, LaneVec3, from_fn, mat3_lane, set_mat3_lane, set_vec3_lane, splat,
-    vec3_lane,
-};
+use crate::math::lanes::{LANES, Lane};
 use crate::math::{Mat3, Vec3, all_finite, normalize_quaternion, vec3};
 use crate::model::BodyId;
 use simba::simd::SimdValue;
+
+mod lanes;
+pub use lanes::{
+    BodyLanes, PREPARED_LANES, ParamLanes, PreparedLanes, ReportLanes, RowLanes,
+    negated_point_row_lanes, point_row_lanes,
+};
 
 /// Largest number of rows of one constraint on the GPU (`array<Row, 3>`).
 pub const MAX_GPU_ROWS: usize = 3;
@@ -192,152 +195,6 @@ impl<'a> Params<'a> {
     }
 }
 
-/// [`LANES`] instances' parameter values of one constraint: the lane form of [`Params`].
-#[derive(Debug, Clone, Copy)]
-pub struct ParamLanes<'a> {
-    columns: &'a [Vec<f64>],
-    widths: &'a [usize],
-    instances: [usize; LANES],
-}
-
-impl<'a> ParamLanes<'a> {
-    /// A view of instances `instances` (one per lane; a lane may repeat another's instance).
-    pub fn new(columns: &'a [Vec<f64>], widths: &'a [usize], instances: [usize; LANES]) -> Self {
-        Self {
-            columns,
-            widths,
-            instances,
-        }
-    }
-
-    /// The scalar view of lane `l`.
-    #[inline]
-    pub fn lane(&self, l: usize) -> Params<'a> {
-        Params::new(self.columns, self.widths, self.instances[l])
-    }
-
-    /// Value `j` of parameter `k`, one per lane.
-    #[inline]
-    pub fn value(&self, k: usize, j: usize) -> Lane {
-        let w = self.widths[k];
-        debug_assert!(j < w, "value {j} of a parameter of width {w}");
-        from_fn(|l| self.columns[k][self.instances[l] * w + j])
-    }
-
-    /// Parameter `k` as a 3-vector per lane (its first three values).
-    #[inline]
-    pub fn vec3(&self, k: usize) -> LaneVec3 {
-        LaneVec3::new(self.value(k, 0), self.value(k, 1), self.value(k, 2))
-    }
-
-    /// The first `N` values of parameter `k`, one lane value each.
-    #[inline]
-    pub fn array<const N: usize>(&self, k: usize) -> [Lane; N] {
-        std::array::from_fn(|j| self.value(k, j))
-    }
-}
-
-/// Most values a constraint may prepare per call with [`Constraint::prepare_lanes`].
-pub const PREPARED_LANES: usize = 16;
-
-/// What [`Constraint::prepare_lanes`] fills: up to [`PREPARED_LANES`] values per lane, their
-/// meaning the constraint's own.
-pub type PreparedLanes = [Lane; PREPARED_LANES];
-
-/// [`BodyKinematics`] of [`LANES`] instances.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyLanes {
-    /// `R_GB`.
-    pub rotation: LaneMat3,
-    /// `p_GBo`.
-    pub origin: LaneVec3,
-    /// `w_GB` in Ground.
-    pub ang_vel: LaneVec3,
-    /// Velocity of the body origin in Ground.
-    pub lin_vel: LaneVec3,
-    /// `b_GB` in Ground.
-    pub ang_acc: LaneVec3,
-    /// Acceleration of the body origin in Ground.
-    pub lin_acc: LaneVec3,
-}
-
-impl BodyLanes {
-    /// Ground in every lane.
-    pub fn ground() -> Self {
-        let zero = LaneVec3::repeat(splat(0.0));
-        Self {
-            rotation: LaneMat3::from_diagonal_element(splat(1.0)),
-            origin: zero,
-            ang_vel: zero,
-            lin_vel: zero,
-            ang_acc: zero,
-            lin_acc: zero,
-        }
-    }
-
-    /// Lane `l` as scalar kinematics.
-    pub fn lane(&self, l: usize) -> BodyKinematics {
-        BodyKinematics {
-            rotation: mat3_lane(&self.rotation, l),
-            origin: vec3_lane(&self.origin, l),
-            ang_vel: vec3_lane(&self.ang_vel, l),
-            lin_vel: vec3_lane(&self.lin_vel, l),
-            ang_acc: vec3_lane(&self.ang_acc, l),
-            lin_acc: vec3_lane(&self.lin_acc, l),
-        }
-    }
-
-    /// Overwrites lane `l` with scalar kinematics.
-    pub fn set_lane(&mut self, l: usize, k: &BodyKinematics) {
-        set_mat3_lane(&mut self.rotation, l, &k.rotation);
-        set_vec3_lane(&mut self.origin, l, &k.origin);
-        set_vec3_lane(&mut self.ang_vel, l, &k.ang_vel);
-        set_vec3_lane(&mut self.lin_vel, l, &k.lin_vel);
-        set_vec3_lane(&mut self.ang_acc, l, &k.ang_acc);
-        set_vec3_lane(&mut self.lin_acc, l, &k.lin_acc);
-    }
-}
-
-/// [`Row`] of [`LANES`] instances.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RowLanes {
-    /// Jacobian blocks `(angular, linear)` on each of the constraint's bodies.
-    pub jacobian: [[Lane; 6]; 2],
-    /// Position error.
-    pub position_error: Lane,
-    /// Velocity error.
-    pub velocity_error: Lane,
-    /// Acceleration error at the kinematics' accelerations.
-    pub acceleration_error: Lane,
-}
-
-impl RowLanes {
-    /// Overwrites lane `l` with a scalar row.
-    pub fn set_lane(&mut self, l: usize, row: &Row) {
-        for (lanes, values) in self.jacobian.iter_mut().zip(&row.jacobian) {
-            for (x, v) in lanes.iter_mut().zip(values) {
-                x.replace(l, *v);
-            }
-        }
-        self.position_error.replace(l, row.position_error);
-        self.velocity_error.replace(l, row.velocity_error);
-        self.acceleration_error.replace(l, row.acceleration_error);
-    }
-}
-
-/// `point_row` per lane: `[c × e, e]`, the lane twin of the constraints' `point_row`.
-#[inline(always)]
-pub fn point_row_lanes(c: &LaneVec3, e: &LaneVec3) -> [Lane; 6] {
-    let t = c.cross(e);
-    [t.x, t.y, t.z, e.x, e.y, e.z]
-}
-
-/// The negated [`point_row_lanes`].
-#[inline(always)]
-pub fn negated_point_row_lanes(c: &LaneVec3, e: &LaneVec3) -> [Lane; 6] {
-    point_row_lanes(c, e).map(|x| -x)
-}
-
 /// One constraint row, as evaluated for one instance.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Row {
@@ -458,6 +315,36 @@ pub trait Constraint: Send + Sync + Debug {
         _multipliers: &[f64],
     ) -> ContactReport {
         ContactReport::default()
+    }
+
+    /// [`report`](Self::report) for [`LANES`] instances at once (the CPU fast path's
+    /// evaluation calls this), with what [`prepare_lanes`](Self::prepare_lanes) prepared.
+    /// `multipliers` are in internal row order, zeros where the constraint is disabled. The
+    /// default runs [`report`](Self::report) lane by lane; an override must give, in each lane,
+    /// what `report` gives for that lane's instance (to rounding).
+    fn report_lanes(
+        &self,
+        params: &ParamLanes<'_>,
+        _prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        multipliers: &[Lane],
+    ) -> ReportLanes {
+        let mut out = ReportLanes::default();
+        let mut kin = [BodyKinematics::ground(); 2];
+        let mut lambda = [0.0; MAX_ROWS];
+        let rows = multipliers.len().min(MAX_ROWS);
+        for l in 0..LANES {
+            for (k, body) in kin.iter_mut().zip(kinematics) {
+                *k = body.lane(l);
+            }
+            for (x, m) in lambda.iter_mut().zip(&multipliers[..rows]) {
+                *x = m.extract(l);
+            }
+            let bodies = kinematics.len().min(2);
+            let report = self.report(&params.lane(l), &kin[..bodies], &lambda[..rows]);
+            out.set_lane(l, &report);
+        }
+        out
     }
 
     /// Rows of the optional position-level assembly condition (RBDL's

@@ -1,0 +1,94 @@
+//! The CPU half of an evaluation: the lane path (`cpu::lanes`) on the templates it takes, the
+//! reference path (`cpu::evaluate`) for every other template and for any instance the lane
+//! formulas cannot answer. Results are written in place into the [`Evaluation`]'s columns, one
+//! block of consecutive instances per rayon job. The backend's `Evaluator` is the public way in.
+
+use rayon::prelude::*;
+
+use crate::batch::Batch;
+use crate::cpu::lanes::{self, LanePlan};
+use crate::evaluation::{Evaluation, EvaluationBlock};
+use crate::math::lanes::LANES;
+
+/// Instances per rayon job (a multiple of [`LANES`], so chunks never straddle two jobs).
+const BLOCK: usize = 64 * LANES;
+
+/// Which code evaluates a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// The lane path where the template allows it (the default).
+    Lanes,
+    /// The reference path for every instance.
+    Reference,
+}
+
+impl Batch {
+    /// Evaluates every instance on the CPU in f64, in parallel (rayon's global pool).
+    ///
+    /// A non-finite instance is flagged in [`Evaluation::status`] and its outputs are NaN; the
+    /// others are unaffected. Results do not depend on the thread count, bit for bit.
+    pub fn evaluate(&self) -> Evaluation {
+        let mut out = Evaluation::default();
+        self.evaluate_into(&mut out);
+        out
+    }
+
+    /// As [`evaluate`](Self::evaluate), into `out`, whose allocations are reused.
+    pub fn evaluate_into(&self, out: &mut Evaluation) {
+        self.evaluate_with(out, Path::Lanes, true);
+    }
+
+    /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
+    /// single-core benchmarks).
+    pub fn evaluate_sequential(&self) -> Evaluation {
+        let mut out = Evaluation::default();
+        self.evaluate_with(&mut out, Path::Lanes, false);
+        out
+    }
+
+    /// As [`evaluate`](Self::evaluate), every instance on the per-instance reference path
+    /// (dynamic matrices, the generic min-norm solver): what the lane path is tested against.
+    /// It agrees with [`evaluate`](Self::evaluate) to rounding (1e-12 relative).
+    pub fn evaluate_reference(&self) -> Evaluation {
+        let mut out = Evaluation::default();
+        self.evaluate_with(&mut out, Path::Reference, true);
+        out
+    }
+
+    fn evaluate_with(&self, out: &mut Evaluation, path: Path, parallel: bool) {
+        out.fill_for(self.template(), self.len());
+        let plan = match path {
+            Path::Lanes => LanePlan::new(self.template()),
+            Path::Reference => None,
+        };
+        let mut blocks = out.blocks(BLOCK);
+        match &plan {
+            Some(plan) => {
+                // A chunk and scratch per rayon job, not per block.
+                let init = || lanes::evaluate::Buffers::new(self, plan);
+                let run = |buffers: &mut lanes::evaluate::Buffers<'_>,
+                           block: &mut EvaluationBlock<'_>| {
+                    lanes::evaluate::evaluate_block(buffers, block)
+                };
+                if parallel {
+                    blocks.par_iter_mut().for_each_init(init, run);
+                } else {
+                    let mut buffers = init();
+                    blocks.iter_mut().for_each(|block| run(&mut buffers, block));
+                }
+            }
+            None => {
+                let run = |block: &mut EvaluationBlock<'_>| {
+                    for k in 0..block.len {
+                        self.evaluate_instance_into(block, k);
+                    }
+                };
+                if parallel {
+                    blocks.par_iter_mut().for_each(run);
+                } else {
+                    blocks.iter_mut().for_each(run);
+                }
+            }
+        }
+    }
+}

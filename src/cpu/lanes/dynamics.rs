@@ -1,0 +1,251 @@
+//! The constrained dynamics of a chunk: `u̇₀ = M⁻¹ (f − c)`, the rows, `λ` from the certified
+//! solve of `G M⁻¹ Gᵀ λ = G u̇₀ − b`, and `u̇ = u̇₀ − M⁻¹ Gᵀ λ` — shared by stepping (the state
+//! derivative) and evaluation (the reported outputs).
+
+// Index loops over rows, lanes and slots mirror the reference formulas they are held against.
+#![allow(clippy::needless_range_loop)]
+
+use simba::simd::SimdValue;
+
+use super::solve::solve_certified;
+use super::{Chunk, MAX_FREE, MAX_M, Scratch, all_finite};
+use crate::cpu::evaluate::BaumgarteMode;
+use crate::math::lanes::{
+    Lane, LaneMask, LaneMat3, LaneVec3, bits, is_finite, quaternion_rate, select, splat,
+};
+
+/// What [`Chunk::dynamics`] solves for, kept in the [`Scratch`] next to the rows and the masked
+/// Jacobian it leaves there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dynamics {
+    /// `c_G = R c` per free slot.
+    pub(crate) c_g: [LaneVec3; MAX_FREE],
+    /// Unconstrained `u̇₀` per free slot, `[b, a_origin]`.
+    pub(crate) udot0: [[Lane; 6]; MAX_FREE],
+    /// Constrained `u̇` per free slot.
+    pub(crate) udot: [[Lane; 6]; MAX_FREE],
+    /// Multipliers per row (0 on disabled rows).
+    pub(crate) lambda: [Lane; MAX_M],
+}
+
+impl Dynamics {
+    /// Zeros.
+    pub(super) fn new() -> Self {
+        let zero = splat(0.0);
+        Self {
+            c_g: [LaneVec3::repeat(zero); MAX_FREE],
+            udot0: [[zero; 6]; MAX_FREE],
+            udot: [[zero; 6]; MAX_FREE],
+            lambda: [zero; MAX_M],
+        }
+    }
+}
+
+/// `a · b` of two 6-vectors, in index order (the order `cpu::solver`'s products take).
+#[inline(always)]
+pub(super) fn dot6(a: &[Lane; 6], b: &[Lane; 6]) -> Lane {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+}
+
+impl Chunk<'_> {
+    /// `M⁻¹ (τ, f)` of free slot `slot` at rotation `r`, `c_G = R c`: the closed form of the
+    /// module doc.
+    #[inline(always)]
+    fn inverse_mass(
+        &self,
+        slot: usize,
+        r: &LaneMat3,
+        c_g: &LaneVec3,
+        tau: LaneVec3,
+        f: LaneVec3,
+    ) -> (LaneVec3, LaneVec3) {
+        let body = &self.bodies[slot];
+        let b = r * (body.inverse_inertia * r.tr_mul(&(tau - c_g.cross(&f))));
+        let a_o = f * body.inverse_mass - b.cross(c_g);
+        (b, a_o)
+    }
+
+    /// The dynamics at state `y` (module doc) into `scratch.dynamics`, and the lanes where
+    /// every step was finite and the solve certified. Fills `scratch`'s kinematics (free
+    /// bodies' accelerations zero), rows and masked Jacobian blocks.
+    #[inline(always)]
+    pub(crate) fn dynamics(
+        &self,
+        y: &[Lane],
+        baumgarte: BaumgarteMode,
+        scratch: &mut Scratch,
+    ) -> LaneMask {
+        let plan = self.plan;
+        let m = plan.m;
+        let Scratch {
+            kin,
+            rows,
+            g,
+            y_blocks,
+            l,
+            dynamics,
+        } = scratch;
+        let Dynamics {
+            c_g,
+            udot0,
+            udot,
+            lambda,
+        } = dynamics;
+        let mut ok = self.kinematics(y, kin);
+
+        // f − c and u̇₀ = M⁻¹ (f − c), body by body (cpu::dynamics::applied_minus_coriolis).
+        for slot in 0..plan.free {
+            let k = &kin[plan.free_bodies[slot]];
+            let body = &self.bodies[slot];
+            let (r, w) = (&k.rotation, k.ang_vel);
+            c_g[slot] = r * body.com;
+            let m_ = body.mass;
+            let i_g_w = r * (body.inertia * r.tr_mul(&w));
+            let w_x_c = w.cross(&w.cross(&c_g[slot]));
+            let coriolis_ang = w.cross(&i_g_w) + c_g[slot].cross(&w_x_c) * m_;
+            let coriolis_lin = w_x_c * m_;
+            let f_com = self.gravity * m_ + body.force;
+            let f_ang = c_g[slot].cross(&f_com) + body.torque;
+            let (b, a) = self.inverse_mass(
+                slot,
+                r,
+                &c_g[slot],
+                f_ang - coriolis_ang,
+                f_com - coriolis_lin,
+            );
+            udot0[slot] = [b.x, b.y, b.z, a.x, a.y, a.z];
+        }
+
+        // Rows, bias b = −k (− 2α ė − β² e with Baumgarte), masked Jacobian blocks and
+        // Y = M⁻¹ Gᵀ per block.
+        self.rows(kin, rows);
+        let mut bias = [splat(0.0); MAX_M];
+        for c in &plan.constraints {
+            let with_baumgarte = match baumgarte {
+                BaumgarteMode::Template => c.template_baumgarte,
+                BaumgarteMode::All => true,
+                BaumgarteMode::Off => false,
+            };
+            for r in c.offset..c.offset + c.rows {
+                let row = &rows[r];
+                let on = self.enabled[r];
+                bias[r] = -row.acceleration_error;
+                if with_baumgarte {
+                    let a = self.inverse_time_constant[r];
+                    bias[r] -= splat(2.0) * a * row.velocity_error + a * a * row.position_error;
+                }
+                for j in 0..c.body_count {
+                    let Some(slot) = c.slots[j] else { continue };
+                    let block = row.jacobian[j].map(|x| select(on, x, splat(0.0)));
+                    ok = ok
+                        & block
+                            .iter()
+                            .fold(LaneMask::splat(true), |all, x| all & is_finite(*x));
+                    g[r][j] = block;
+                    let k = &kin[plan.free_bodies[slot]];
+                    let (b, a) = self.inverse_mass(
+                        slot,
+                        &k.rotation,
+                        &c_g[slot],
+                        LaneVec3::new(block[0], block[1], block[2]),
+                        LaneVec3::new(block[3], block[4], block[5]),
+                    );
+                    y_blocks[r][j] = [b.x, b.y, b.z, a.x, a.y, a.z];
+                }
+                ok = ok & (is_finite(bias[r]) | !on);
+            }
+        }
+
+        // A = G M⁻¹ Gᵀ (symmetrised), rhs = G u̇₀ − b; masked rows get a unit pivot.
+        let slots = &plan.row_slots;
+        let mut rhs = [splat(0.0); MAX_M];
+        for r in 0..m {
+            for q in r..m {
+                let mut sum = splat(0.0);
+                for (j, slot) in slots[r].iter().enumerate() {
+                    for (jq, slot_q) in slots[q].iter().enumerate() {
+                        if slot.is_some() && slot == slot_q {
+                            sum += dot6(&g[r][j], &y_blocks[q][jq]);
+                        }
+                    }
+                }
+                // A is symmetric: its lower triangle is all the factorisation reads.
+                l[q][r] = sum;
+            }
+            l[r][r] = select(self.enabled[r], l[r][r], splat(1.0));
+            let mut g_udot = splat(0.0);
+            for (j, slot) in slots[r].iter().enumerate() {
+                if let Some(s) = slot {
+                    g_udot += dot6(&g[r][j], &udot0[*s]);
+                }
+            }
+            rhs[r] = select(self.enabled[r], g_udot - bias[r], splat(0.0));
+        }
+        solve_certified(l, m, &rhs, &self.enabled, &mut ok, lambda);
+
+        // u̇ = u̇₀ − M⁻¹ Gᵀ λ.
+        for slot in 0..plan.free {
+            for (k, value) in udot[slot].iter_mut().enumerate() {
+                let mut sum = splat(0.0);
+                for r in 0..m {
+                    for (j, s) in slots[r].iter().enumerate() {
+                        if *s == Some(slot) {
+                            sum += y_blocks[r][j][k] * lambda[r];
+                        }
+                    }
+                }
+                *value = udot0[slot][k] - sum;
+            }
+        }
+        ok
+    }
+
+    /// `ẏ` at state `y` into `dy` (`(q̇, u̇, work rates)`, as `cpu::integrate::derivative`), and
+    /// the bit mask of the lanes the lane formulas answered; the others must be recomputed on
+    /// the reference path.
+    pub(crate) fn derivative(
+        &self,
+        y: &[Lane],
+        baumgarte: BaumgarteMode,
+        dy: &mut [Lane],
+        scratch: &mut Scratch,
+    ) -> u32 {
+        let plan = self.plan;
+        let (nq, m) = (plan.nq(), plan.m);
+        let mut ok = self.dynamics(y, baumgarte, scratch);
+        let (kin, g) = (&scratch.kin, &scratch.g);
+        let Dynamics {
+            c_g, udot, lambda, ..
+        } = &scratch.dynamics;
+        let mut driven = splat(0.0);
+        for r in 0..m {
+            let mut gu = splat(0.0);
+            for (j, s) in plan.row_slots[r].iter().enumerate() {
+                if let Some(s) = s {
+                    gu += dot6(&g[r][j], &std::array::from_fn(|k| y[nq + 6 * s + k]));
+                }
+            }
+            driven -= lambda[r] * gu;
+        }
+        let mut power = splat(0.0);
+        for slot in 0..plan.free {
+            let k = &kin[plan.free_bodies[slot]];
+            let q = &y[7 * slot..7 * slot + 4];
+            let rate = quaternion_rate(&[q[0], q[1], q[2], q[3]], &k.ang_vel);
+            dy[7 * slot..7 * slot + 4].copy_from_slice(&rate);
+            dy[7 * slot + 4] = k.lin_vel.x;
+            dy[7 * slot + 5] = k.lin_vel.y;
+            dy[7 * slot + 6] = k.lin_vel.z;
+            dy[nq + 6 * slot..nq + 6 * slot + 6].copy_from_slice(&udot[slot]);
+            // Applied power Σ F · v_com + T · w (cpu::integrate's applied_power).
+            let body = &self.bodies[slot];
+            let v_com = k.lin_vel + k.ang_vel.cross(&c_g[slot]);
+            power += body.force.dot(&v_com) + body.torque.dot(&k.ang_vel);
+        }
+        let ny = plan.ny();
+        dy[ny - 2] = driven;
+        dy[ny - 1] = power;
+        ok = ok & all_finite(&dy[..ny]);
+        bits(ok) & !self.reference_only
+    }
+}

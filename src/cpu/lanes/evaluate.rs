@@ -1,0 +1,206 @@
+//! Evaluation on lanes: the twin of `cpu::evaluate`'s per-instance evaluation for four
+//! instances at once, written straight into the [`Evaluation`](crate::evaluation::Evaluation)'s
+//! columns. Every output is computed as the reference computes it — `G u̇ + k` for the
+//! acceleration errors, `Σ λ G` for the body forces, `−λ · verr` for the power, the kind's
+//! [`report_lanes`](crate::model::Constraint::report_lanes) for contact point, separation and
+//! force — and any lane the lane formulas cannot answer is evaluated on the reference path,
+//! which also sets its status bits.
+
+// Index loops over rows, lanes and slots mirror the reference formulas they are held against.
+#![allow(clippy::needless_range_loop)]
+
+use super::dynamics::{Dynamics, dot6};
+use super::{Chunk, LanePlan, MAX_Y, Scratch, all_finite};
+use crate::batch::{Batch, status};
+use crate::constraints::{MAX_ROWS, ParamLanes};
+use crate::cpu::evaluate::BaumgarteMode;
+use crate::evaluation::EvaluationBlock;
+use crate::math::lanes::{LANES, Lane, bits, is_finite, select, splat, values};
+
+/// Writes lanes `0..count` of `x` into `column[(at + l) · width + k]`.
+#[inline(always)]
+fn put(column: &mut [f64], width: usize, k: usize, at: usize, count: usize, x: Lane) {
+    for (l, value) in values(x).into_iter().enumerate().take(count) {
+        column[(at + l) * width + k] = value;
+    }
+}
+
+/// What a rayon job of an evaluation keeps across its blocks.
+pub(crate) struct Buffers<'a> {
+    pub(super) chunk: Chunk<'a>,
+    pub(super) scratch: Box<Scratch>,
+    pub(super) y: [Lane; MAX_Y],
+}
+
+impl<'a> Buffers<'a> {
+    /// Buffers for evaluating `batch` with `plan`.
+    pub(crate) fn new(batch: &'a Batch, plan: &'a LanePlan) -> Self {
+        Self {
+            chunk: Chunk::new(batch, plan),
+            scratch: Scratch::new(),
+            y: [splat(0.0); MAX_Y],
+        }
+    }
+}
+
+/// Evaluates every instance of `block` on lanes, falling back to the reference path lane by
+/// lane.
+pub(crate) fn evaluate_block(buffers: &mut Buffers<'_>, block: &mut EvaluationBlock<'_>) {
+    let Buffers { chunk, scratch, y } = buffers;
+    let mut at = 0;
+    while at < block.len {
+        let count = (block.len - at).min(LANES);
+        // Padding lanes repeat the last instance; they are computed and never written.
+        chunk.load(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
+        let answered = chunk.evaluate(scratch, y, block, at, count);
+        for l in 0..count {
+            if answered & (1 << l) == 0 {
+                chunk.batch.evaluate_instance_into(block, at + l);
+            }
+        }
+        at += count;
+    }
+}
+
+impl Chunk<'_> {
+    /// Evaluates the loaded instances at their batch states and writes lanes `0..count` into
+    /// `block` from entry `at`; returns the lanes answered (the others hold partial values that
+    /// the caller must overwrite).
+    pub(super) fn evaluate(
+        &self,
+        scratch: &mut Scratch,
+        y: &mut [Lane; MAX_Y],
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) -> u32 {
+        let plan = self.plan;
+        let time = self.gather_state_into(y);
+        let mut ok = self.dynamics(y, BaumgarteMode::Template, scratch);
+        let (kin, rows, g) = (&scratch.kin, &scratch.rows, &scratch.g);
+        let Dynamics {
+            udot0,
+            udot,
+            lambda,
+            ..
+        } = &scratch.dynamics;
+        ok = ok & is_finite(time) & all_finite(&lambda[..plan.m]);
+
+        let nu = block.nu;
+        for slot in 0..plan.free {
+            ok = ok & all_finite(&udot[slot]);
+            for k in 0..6 {
+                put(block.udot, nu, 6 * slot + k, at, count, udot[slot][k]);
+                put(
+                    block.udot_unconstrained,
+                    nu,
+                    6 * slot + k,
+                    at,
+                    count,
+                    udot0[slot][k],
+                );
+            }
+        }
+
+        let template = self.batch.template();
+        let zero = splat(0.0);
+        for (((c, slot), cols), (prepared, out)) in plan
+            .constraints
+            .iter()
+            .zip(template.constraints())
+            .zip(self.batch.all_constraint_columns())
+            .zip(self.prepared.iter().zip(block.constraints.iter_mut()))
+        {
+            let constraint = &slot.constraint;
+            let own = &rows[c.offset..c.offset + c.rows];
+            let multipliers = &lambda[c.offset..c.offset + c.rows];
+
+            // aerr = G u̇ + k on enabled rows, 0 on disabled ones; power = −λ · verr; the
+            // force on each body Σ λ G_body.
+            let mut acceleration_errors = [zero; MAX_ROWS];
+            let mut power = zero;
+            let mut forces = [[zero; 6]; 2];
+            for (r, row) in own.iter().enumerate() {
+                let at_row = c.offset + r;
+                let mut g_udot = zero;
+                for j in 0..c.body_count {
+                    if let Some(s) = c.slots[j] {
+                        g_udot += dot6(&g[at_row][j], &udot[s]);
+                    }
+                }
+                acceleration_errors[r] =
+                    select(self.enabled[at_row], g_udot + row.acceleration_error, zero);
+                power -= multipliers[r] * row.velocity_error;
+                for j in 0..c.body_count {
+                    for k in 0..6 {
+                        forces[j][k] += multipliers[r] * row.jacobian[j][k];
+                    }
+                }
+            }
+            ok = ok & is_finite(power);
+
+            let w = out.width;
+            for (s, row) in constraint.report_slots().iter().enumerate() {
+                let Some(r) = *row else {
+                    for column in [
+                        &mut *out.position_errors,
+                        &mut *out.velocity_errors,
+                        &mut *out.acceleration_errors,
+                        &mut *out.multipliers,
+                    ] {
+                        put(column, w, s, at, count, zero);
+                    }
+                    continue;
+                };
+                put(out.position_errors, w, s, at, count, own[r].position_error);
+                put(out.velocity_errors, w, s, at, count, own[r].velocity_error);
+                put(
+                    out.acceleration_errors,
+                    w,
+                    s,
+                    at,
+                    count,
+                    acceleration_errors[r],
+                );
+                put(out.multipliers, w, s, at, count, multipliers[r]);
+            }
+            put(out.power, 1, 0, at, count, power);
+            let bodies = out.body_count;
+            for j in 0..c.body_count {
+                let f = forces[j].map(values);
+                for l in 0..count {
+                    out.body_forces[(at + l) * bodies + j] = std::array::from_fn(|k| f[k][l]);
+                }
+            }
+
+            if out.contact_point.is_some()
+                || out.separation.is_some()
+                || out.contact_force.is_some()
+            {
+                let params = ParamLanes::new(&cols.params, &cols.widths, self.instances);
+                let report = self.with_bodies(c, kin, |bodies| {
+                    constraint.report_lanes(&params, prepared, bodies, multipliers)
+                });
+                let point = report.contact_point.map(values);
+                let force = report.contact_force.map(values);
+                let separation = values(report.separation);
+                for l in 0..count {
+                    if let Some(v) = out.contact_point.as_deref_mut() {
+                        v[at + l] = std::array::from_fn(|k| point[k][l]);
+                    }
+                    if let Some(v) = out.separation.as_deref_mut() {
+                        v[at + l] = separation[l];
+                    }
+                    if let Some(v) = out.contact_force.as_deref_mut() {
+                        v[at + l] = std::array::from_fn(|k| force[k][l]);
+                    }
+                }
+            }
+        }
+        let answered = bits(ok) & !self.reference_only;
+        for l in 0..count {
+            block.status[at + l] = status::OK;
+        }
+        answered
+    }
+}

@@ -1,0 +1,278 @@
+//! Evaluation on the CPU lane path (`Batch::evaluate`) against the per-instance reference path
+//! (`Batch::evaluate_reference`): every reported column within 1e-12, the same status bits,
+//! on the built-in kinds (lane kernels), custom constraints (the trait's per-lane defaults),
+//! free and prescribed planes, disabled constraints, redundant rows (min-norm fallback), an
+//! overflowing instance, reused outputs across templates, and bits identical across thread
+//! counts and with the sequential evaluation.
+
+use simbatch::custom::{DistanceRod, KnifeEdge};
+use simbatch::evaluation::{ConstraintEvaluation, Evaluation};
+use simbatch::prelude::*;
+use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
+
+/// `a` and `b` within `tol` relative to max(1, |b|); NaN matches NaN.
+fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: length");
+    for (k, (x, y)) in a.iter().zip(b).enumerate() {
+        let same = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * y.abs().max(1.0);
+        assert!(same, "{what}[{k}]: lanes {x:e}, reference {y:e}");
+    }
+}
+
+fn flat<const N: usize>(v: &[[f64; N]]) -> Vec<f64> {
+    v.iter().flatten().copied().collect()
+}
+
+/// Every column of two evaluations within `tol`, statuses equal.
+fn assert_same_evaluation(a: &Evaluation, b: &Evaluation, tol: f64, what: &str) {
+    assert_eq!((a.len, a.nu), (b.len, b.nu), "{what}: shape");
+    assert_eq!(a.status, b.status, "{what}: status");
+    close(&a.udot, &b.udot, tol, &format!("{what}: udot"));
+    close(
+        &a.udot_unconstrained,
+        &b.udot_unconstrained,
+        tol,
+        &format!("{what}: udot_unconstrained"),
+    );
+    assert_eq!(a.constraints.len(), b.constraints.len());
+    for (c, (x, y)) in a.constraints.iter().zip(&b.constraints).enumerate() {
+        let w = |name: &str| format!("{what}: constraint {c} {name}");
+        let columns = |e: &ConstraintEvaluation| {
+            [
+                e.position_errors.clone(),
+                e.velocity_errors.clone(),
+                e.acceleration_errors.clone(),
+                e.multipliers.clone(),
+                flat(&e.body_forces),
+                e.power.clone(),
+                e.contact_point.as_deref().map(flat).unwrap_or_default(),
+                e.separation.clone().unwrap_or_default(),
+                e.contact_force.as_deref().map(flat).unwrap_or_default(),
+            ]
+        };
+        let names = [
+            "position_errors",
+            "velocity_errors",
+            "acceleration_errors",
+            "multipliers",
+            "body_forces",
+            "power",
+            "contact_point",
+            "separation",
+            "contact_force",
+        ];
+        assert_eq!(
+            (x.width, x.body_count),
+            (y.width, y.body_count),
+            "{}",
+            w("shape")
+        );
+        for ((p, q), name) in columns(x).iter().zip(columns(y)).zip(names) {
+            close(p, &q, tol, &w(name));
+        }
+        assert_eq!(
+            (
+                x.contact_point.is_some(),
+                x.separation.is_some(),
+                x.contact_force.is_some()
+            ),
+            (
+                y.contact_point.is_some(),
+                y.separation.is_some(),
+                y.contact_force.is_some()
+            ),
+            "{}",
+            w("extras")
+        );
+    }
+}
+
+/// Instances whose u̇ differs from the reference's in some bit: the lane path rounds
+/// differently (closed-form `M⁻¹`), so a lane path that silently handed every instance to the
+/// reference would show none.
+fn differing_instances(a: &Evaluation, b: &Evaluation) -> usize {
+    (0..a.len)
+        .filter(|&i| {
+            let (x, y) = (a.udot_of(i).unwrap(), b.udot_of(i).unwrap());
+            x.iter().zip(y).any(|(p, q)| p.to_bits() != q.to_bits())
+        })
+        .count()
+}
+
+fn bits(e: &Evaluation) -> Vec<u64> {
+    let mut out: Vec<u64> = e.status.iter().map(|s| *s as u64).collect();
+    out.extend(
+        e.udot
+            .iter()
+            .chain(&e.udot_unconstrained)
+            .map(|x| x.to_bits()),
+    );
+    for c in &e.constraints {
+        for v in [
+            &c.position_errors,
+            &c.velocity_errors,
+            &c.acceleration_errors,
+            &c.multipliers,
+            &c.power,
+        ] {
+            out.extend(v.iter().map(|x| x.to_bits()));
+        }
+        out.extend(flat(&c.body_forces).iter().map(|x| x.to_bits()));
+        if let Some(p) = &c.contact_point {
+            out.extend(flat(p).iter().map(|x| x.to_bits()));
+        }
+        if let Some(s) = &c.separation {
+            out.extend(s.iter().map(|x| x.to_bits()));
+        }
+        if let Some(f) = &c.contact_force {
+            out.extend(flat(f).iter().map(|x| x.to_bits()));
+        }
+    }
+    out
+}
+
+#[test]
+fn lane_evaluation_reproduces_the_reference_on_every_contact_kind() {
+    // 203 = 50 chunks of four and a chunk with three lanes of padding; random, inconsistent
+    // states, about one instance in 97 with its contact disabled.
+    let n = 203;
+    for kind in [
+        ContactKind::RollingSphere,
+        ContactKind::SlidingSphere,
+        ContactKind::Point,
+    ] {
+        for plane in [PlaneBody::Ground, PlaneBody::Free, PlaneBody::Prescribed] {
+            let (batch, _, contact) = contact_batch(kind, plane, n, 17).unwrap();
+            let what = format!("{kind:?} on {plane:?}");
+            let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
+            assert_eq!(lanes.flagged(), 0, "{what}");
+            assert_same_evaluation(&lanes, &reference, 1e-12, &what);
+            let disabled = (0..n)
+                .filter(|&i| batch.enabled(contact).unwrap()[i] == 0)
+                .count();
+            assert!(
+                disabled > 0,
+                "{what}: some instance runs without its contact"
+            );
+            if plane != PlaneBody::Prescribed {
+                assert!(differing_instances(&lanes, &reference) > n / 2, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn point_to_ground_and_custom_constraints_evaluate_on_lanes() {
+    let (batch, _, _) = point_to_ground_batch(45, 9, 3, true, true).unwrap();
+    let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
+    assert_same_evaluation(&lanes, &reference, 1e-12, "point to ground");
+
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("cart");
+    let knife = t
+        .add_constraint(KnifeEdge::new(body, [0.0, 0.0, -0.1], [0.0, 1.0, 0.0]))
+        .unwrap();
+    t.add_constraint(DistanceRod::new(
+        body,
+        [0.1, 0.0, 0.0],
+        [0.0, 0.0, 1.0],
+        1.0,
+    ))
+    .unwrap();
+    let n = 23;
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        let x = i as f64 / n as f64;
+        batch
+            .set_mass_properties(
+                body,
+                i,
+                1.0 + x,
+                [0.0, 0.01, 0.0],
+                [0.2, 0.3, 0.25, 0.01, 0.0, 0.0],
+            )
+            .unwrap();
+        batch
+            .set_q(body, i, [1.0, 0.1 * x, -0.05, 0.02, 0.3 * x, 0.2, 0.1])
+            .unwrap();
+        batch
+            .set_u(body, i, [0.3, -0.2 * x, 0.5, 0.1, 0.4 * x, -0.3])
+            .unwrap();
+        batch.set_enabled(knife, i, i % 5 != 0).unwrap();
+    }
+    let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
+    assert_same_evaluation(&lanes, &reference, 1e-12, "custom");
+    assert!(differing_instances(&lanes, &reference) > n / 2);
+}
+
+/// A box on four coplanar no-slip corners: `G M⁻¹ Gᵀ` is singular, the certificate fails on
+/// every lane and the reference's minimum-norm solve answers, to the bit.
+#[test]
+fn redundant_rows_evaluate_on_the_reference_min_norm_route() {
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("box");
+    for (x, y) in [(0.2, 0.1), (-0.2, 0.1), (-0.2, -0.1), (0.2, -0.1)] {
+        t.add_constraint(PointOnPlaneContact::new(GROUND, body).with_follower_point([x, y, -0.05]))
+            .unwrap();
+    }
+    let n = 6;
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        batch
+            .set_q(body, i, [1.0, 0.0, 0.0, 0.0, 0.01 * i as f64, 0.0, 0.05])
+            .unwrap();
+        batch
+            .set_u(body, i, [0.0, 0.0, 0.3, 0.1 * i as f64, -0.2, 0.0])
+            .unwrap();
+    }
+    let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
+    assert_eq!(bits(&lanes), bits(&reference));
+}
+
+#[test]
+fn an_overflowing_instance_is_flagged_alone() {
+    let (mut batch, body, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, 10, 3).unwrap();
+    let clean = batch.evaluate();
+    batch
+        .set_u(body, 5, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
+        .unwrap();
+    let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
+    assert_same_evaluation(&lanes, &reference, 1e-12, "overflowing instance");
+    assert_ne!(lanes.status[5], status::OK);
+    for i in (0..10).filter(|i| *i != 5) {
+        assert_eq!(lanes.status[i], status::OK);
+        assert_eq!(lanes.udot_of(i).unwrap(), clean.udot_of(i).unwrap());
+        let c = &lanes.constraints[0];
+        assert_eq!(
+            c.multipliers_of(i).unwrap(),
+            clean.constraints[0].multipliers_of(i).unwrap()
+        );
+    }
+}
+
+#[test]
+fn lane_evaluation_is_bit_identical_across_threads_and_reused_outputs() {
+    let (batch, _, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 2999, 5).unwrap();
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| bits(&batch.evaluate()))
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(7));
+    assert_eq!(one, bits(&batch.evaluate_sequential()));
+
+    // One output reused for batches of other templates and sizes: nothing stale survives.
+    let (other, _, _) = point_to_ground_batch(77, 2, 3, true, false).unwrap();
+    let mut out = Evaluation::default();
+    batch.evaluate_into(&mut out);
+    other.evaluate_into(&mut out);
+    assert_eq!(bits(&out), bits(&other.evaluate()));
+    batch.evaluate_into(&mut out);
+    assert_eq!(bits(&out), one);
+}
