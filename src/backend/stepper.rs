@@ -83,6 +83,15 @@ impl Stepper {
         self
     }
 
+    /// Host bytes a CPU stepping call on `batch` holds besides the batch's columns: the
+    /// stepper's per-instance step sizes and the call's outcome buffers (sized per block of
+    /// instances on the lane path, per instance on the reference path); per-thread scratch is
+    /// not counted. What `simbatch bench` adds to the batch's bytes per instance.
+    pub fn host_call_bytes(&self, batch: &Batch) -> usize {
+        batch.len() * std::mem::size_of::<f64>()
+            + stepping::call_bytes(batch, &self.options, self.cpu_lanes)
+    }
+
     /// The backend in use (`Cpu` or `Gpu`).
     pub fn backend(&self) -> Backend {
         self.evaluator.backend()

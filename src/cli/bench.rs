@@ -8,7 +8,7 @@ use serde_json::json;
 use super::CliError;
 use crate::backend::Evaluator;
 use crate::backend::Stepper;
-use crate::batch::{Batch, InstanceState};
+use crate::batch::Batch;
 use crate::evaluation::Evaluation;
 use crate::gpu::{GpuOptions, Precision};
 use crate::scenarios::{
@@ -298,7 +298,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                             || Ok(stepper.step(&mut batch, k).map(|_| ())?),
                             args.seconds,
                         )?;
-                        let call = InstanceState::bytes_for(&batch);
+                        let call = stepper.host_call_bytes(&batch).div_ceil(n);
                         let bytes = host_bytes_per_instance(&batch, call);
                         report(row("cpu", bytes), (n * k) as f64 / s);
                     }

@@ -2,7 +2,7 @@
 //! on the templates it takes, the reference path (`cpu::integrate`) for everything else. The
 //! backend's `Stepper` is the public way in.
 
-use crate::batch::Batch;
+use crate::batch::{Batch, InstanceState};
 use crate::cpu::{integrate, lanes};
 use crate::error::Result;
 use crate::step::{Goal, StepOptions, StepReport};
@@ -24,5 +24,17 @@ pub(crate) fn run_goal(
     match plan {
         Some(plan) => lanes::step::run_goal(batch, &plan, options, goal, step_sizes, violation),
         None => integrate::run_goal(batch, options, goal, step_sizes, violation),
+    }
+}
+
+/// Bytes a stepping call on `batch` allocates besides the batch's columns (outcome buffers;
+/// per-thread scratch is not counted): per block on the lane path, per instance on the
+/// reference path.
+pub(crate) fn call_bytes(batch: &Batch, options: &StepOptions, use_lanes: bool) -> usize {
+    let lanes = use_lanes && lanes::step::plan_for(batch, options).is_some();
+    if lanes {
+        lanes::step::call_bytes(batch.len())
+    } else {
+        batch.len() * InstanceState::bytes_for(batch)
     }
 }

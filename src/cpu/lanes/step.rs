@@ -45,8 +45,21 @@ struct Outcome {
     report: [StepReport; LANES],
 }
 
-/// Runs `goal` on every instance not halted, in chunks of [`LANES`] (rayon over chunks), and
-/// stores the states: `cpu::integrate::run_goal` for the fixed-step integrators.
+/// Instances per block of a stepping call. A call runs the blocks one after the other (each in
+/// parallel over its chunks) and stores a block's states before the next starts, so its outcome
+/// buffer is sized per block, not per batch.
+const BLOCK: usize = 1024;
+
+/// Bytes a lane stepping call of a batch of `len` instances allocates besides the batch: the
+/// outcome buffer of one block and its instance list (per-thread scratch is not counted).
+pub(crate) fn call_bytes(len: usize) -> usize {
+    let block = len.min(BLOCK);
+    block.div_ceil(LANES) * std::mem::size_of::<Outcome>() + block * std::mem::size_of::<usize>()
+}
+
+/// Runs `goal` on every instance not halted, in chunks of [`LANES`] (rayon over chunks, one
+/// block of instances at a time), and stores the states: `cpu::integrate::run_goal` for the
+/// fixed-step integrators. An instance's result does not depend on its chunk or block.
 pub(crate) fn run_goal(
     batch: &mut Batch,
     plan: &LanePlan,
@@ -59,38 +72,42 @@ pub(crate) fn run_goal(
         Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
         Integrator::RungeKuttaMerson { .. } => unreachable!("plan_for refuses RKM"),
     };
-    let active: Vec<usize> = (0..batch.len())
-        .filter(|&i| batch.status()[i] & status::HALTED == 0)
-        .collect();
-    let b: &Batch = batch;
-    let outcomes: Vec<Outcome> = active
-        .par_chunks(LANES)
-        // Buffers and chunk per rayon job, not per group of instances: a group's call only
-        // reads what it wrote or loaded.
-        .map_init(
-            || (Buffers::new(), Chunk::new(b, plan)),
-            |(buffers, chunk), group| {
-                chunk.load(std::array::from_fn(|l| group[l.min(group.len() - 1)]));
-                advance(chunk, options, goal, step, violation, buffers)
-            },
-        )
-        .collect();
     let ny = plan.ny();
     let mut report = StepReport::default();
     let mut values = [0.0; MAX_Y];
-    for (chunk, outcome) in active.chunks(LANES).zip(&outcomes) {
-        for (l, &i) in chunk.iter().enumerate() {
-            for (v, x) in values[..ny].iter_mut().zip(&outcome.y) {
-                *v = x.extract(l);
-            }
-            batch.store_values(i, outcome.time.extract(l), &values[..ny], outcome.flags[l]);
-            report.add(&outcome.report[l]);
-            if outcome.flags[l] != 0 {
-                report.flagged += 1;
-            }
-            // Fixed steps: the step size only records the step (as on the reference path).
-            if step_sizes[i] <= 0.0 {
-                step_sizes[i] = step;
+    let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(BLOCK));
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for start in (0..batch.len()).step_by(BLOCK) {
+        let end = (start + BLOCK).min(batch.len());
+        active.clear();
+        active.extend((start..end).filter(|&i| batch.status()[i] & status::HALTED == 0));
+        let b: &Batch = batch;
+        active
+            .par_chunks(LANES)
+            // Buffers and chunk per rayon job, not per group of instances: a group's call only
+            // reads what it wrote or loaded.
+            .map_init(
+                || (Buffers::new(), Chunk::new(b, plan)),
+                |(buffers, chunk), group| {
+                    chunk.load(std::array::from_fn(|l| group[l.min(group.len() - 1)]));
+                    advance(chunk, options, goal, step, violation, buffers)
+                },
+            )
+            .collect_into_vec(&mut outcomes);
+        for (chunk, outcome) in active.chunks(LANES).zip(&outcomes) {
+            for (l, &i) in chunk.iter().enumerate() {
+                for (v, x) in values[..ny].iter_mut().zip(&outcome.y) {
+                    *v = x.extract(l);
+                }
+                batch.store_values(i, outcome.time.extract(l), &values[..ny], outcome.flags[l]);
+                report.add(&outcome.report[l]);
+                if outcome.flags[l] != 0 {
+                    report.flagged += 1;
+                }
+                // Fixed steps: the step size only records the step (as on the reference path).
+                if step_sizes[i] <= 0.0 {
+                    step_sizes[i] = step;
+                }
             }
         }
     }
