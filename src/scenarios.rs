@@ -239,6 +239,7 @@ pub fn rolling_balls(n: usize) -> Result<Batch> {
         // Rolling along x: w = (n × v) / r.
         b.set_u(ball, i, [0.0, v / r, 0.0, v, 0.0, 0.0])?;
     }
+    b.share_uniform_columns();
     Ok(b)
 }
 
@@ -272,5 +273,6 @@ pub fn standing_sticks(n: usize) -> Result<Batch> {
             ],
         )?;
     }
+    b.share_uniform_columns();
     Ok(b)
 }

@@ -175,6 +175,9 @@ impl Stepper {
         // Options were validated when the stepper was made; instances added since start with
         // no step size.
         self.step_sizes.resize(batch.len(), 0.0);
+        // Cheap (a scan stops at the first differing value, and a shared column is skipped),
+        // and it keeps a batch filled one instance at a time from holding N copies of a value.
+        batch.share_uniform_columns();
         match self.evaluator.backend() {
             Backend::Gpu => self.evaluator.gpu_for(batch)?.run_goal(
                 batch,

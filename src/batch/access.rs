@@ -1,6 +1,7 @@
 //! Per-field accessors of a batch: getters, checked per-instance setters and checked bulk
 //! setters of body, instance and constraint columns.
 
+use super::broadcast::InstanceColumn;
 use super::checks::{
     finite, finite_scalar, invalid, pose, positive_mass, valid_inertia, well_conditioned,
 };
@@ -11,7 +12,7 @@ macro_rules! free_body_field {
     ($get:ident, $set:ident, $set_col:ident, $field:ident, $variant:ident, $ty:ty, $validate:path, $doc:literal) => {
         #[doc = concat!("Column of ", $doc, " of free body `body`, one entry per instance.")]
         pub fn $get(&self, body: BodyId) -> Result<&[$ty]> {
-            Ok(&self.free[self.free_slot(body)?].$field)
+            Ok(self.free[self.free_slot(body)?].$field.entries())
         }
 
         #[doc = concat!("Sets ", $doc, " of free body `body` for one instance, validated.")]
@@ -26,10 +27,13 @@ macro_rules! free_body_field {
                     acc,
                 )
             })?;
-            let old = std::mem::replace(&mut self.free[slot].$field[instance], v);
+            let what = format!("body[{}].{}", body.index(), stringify!($field));
+            let old = self.free[slot].$field.get(instance);
+            self.free[slot].$field.put(instance, v, &what)?;
             if matches!(FreeField::$variant, FreeField::Mass | FreeField::Inertia) {
                 if let Err(e) = self.check_conditioning(body, slot, instance..instance + 1) {
-                    self.free[slot].$field[instance] = old;
+                    // The old value's column already had room for it.
+                    self.free[slot].$field.put(instance, old, &what)?;
                     return Err(e);
                 }
             }
@@ -47,7 +51,7 @@ macro_rules! free_body_field {
                 .enumerate()
                 .map(|(i, v)| $validate(*v).map_err(|acc| invalid(field(), i, format!("{v:?}"), acc)))
                 .collect::<Result<Vec<$ty>>>()?;
-            let old = std::mem::replace(&mut self.free[slot].$field, column);
+            let old = self.free[slot].$field.swap_all(column);
             if matches!(FreeField::$variant, FreeField::Mass | FreeField::Inertia) {
                 if let Err(e) = self.check_conditioning(body, slot, 0..self.len) {
                     self.free[slot].$field = old;
@@ -109,7 +113,7 @@ macro_rules! instance_field {
     ($get:ident, $set:ident, $set_col:ident, $field:ident, $variant:ident, $ty:ty, $validate:path, $doc:literal) => {
         #[doc = concat!("Column of ", $doc, ", one entry per instance.")]
         pub fn $get(&self) -> &[$ty] {
-            &self.$field
+            self.$field.entries()
         }
 
         #[doc = concat!("Sets ", $doc, " for one instance, validated.")]
@@ -118,7 +122,7 @@ macro_rules! instance_field {
             let v = $validate(value).map_err(|acc| {
                 invalid(stringify!($field).to_string(), instance, format!("{value:?}"), acc)
             })?;
-            self.$field[instance] = v;
+            self.$field.put(instance, v, stringify!($field))?;
             self.touch(Column::$variant);
             if matches!(Column::$variant, Column::Time) {
                 self.refresh_motion_of(instance);
@@ -138,7 +142,7 @@ macro_rules! instance_field {
                     })
                 })
                 .collect::<Result<Vec<$ty>>>()?;
-            self.$field = column;
+            self.$field.swap_all(column);
             self.touch(Column::$variant);
             if matches!(Column::$variant, Column::Time) {
                 self.refresh_motion_all();
@@ -319,9 +323,9 @@ impl Batch {
             )
         })?;
         let cols = &mut self.free[slot];
-        cols.mass[instance] = mass;
-        cols.com[instance] = com;
-        cols.inertia[instance] = inertia;
+        cols.mass.put(instance, mass, &field("mass"))?;
+        cols.com.put(instance, com, &field("com"))?;
+        cols.inertia.put(instance, inertia, &field("inertia"))?;
         for field in [FreeField::Mass, FreeField::Com, FreeField::Inertia] {
             self.touch(Column::Free { slot, field });
         }
@@ -330,14 +334,17 @@ impl Batch {
 
     /// Enabled flags of a constraint (1 = enabled).
     pub fn enabled(&self, c: ConstraintId) -> Result<&[u32]> {
-        Ok(&self.constraint_columns(c)?.enabled)
+        Ok(self.constraint_columns(c)?.enabled.entries())
     }
 
     /// Enables or disables a constraint for one instance; a disabled constraint drops its rows.
     pub fn set_enabled(&mut self, c: ConstraintId, instance: usize, enabled: bool) -> Result<()> {
         self.constraint_columns(c)?;
         self.check_instance(instance)?;
-        self.constraints[c.0].enabled[instance] = u32::from(enabled);
+        let what = format!("constraint[{}].enabled", c.0);
+        self.constraints[c.0]
+            .enabled
+            .put(instance, u32::from(enabled), &what)?;
         self.touch(Column::Enabled(c.0));
         Ok(())
     }
@@ -346,14 +353,19 @@ impl Batch {
     pub fn set_enabled_column(&mut self, c: ConstraintId, enabled: &[bool]) -> Result<()> {
         self.constraint_columns(c)?;
         self.check_len(format!("constraint[{}].enabled", c.0), enabled.len())?;
-        self.constraints[c.0].enabled = enabled.iter().map(|e| u32::from(*e)).collect();
+        self.constraints[c.0]
+            .enabled
+            .swap_all(enabled.iter().map(|e| u32::from(*e)).collect());
         self.touch(Column::Enabled(c.0));
         Ok(())
     }
 
     /// Baumgarte time constants of a constraint (used where the template enables Baumgarte).
     pub fn baumgarte_time_constant(&self, c: ConstraintId) -> Result<&[f64]> {
-        Ok(&self.constraint_columns(c)?.baumgarte_time_constant)
+        Ok(self
+            .constraint_columns(c)?
+            .baumgarte_time_constant
+            .entries())
     }
 
     /// Sets the Baumgarte time constant `T > 0` of a constraint for one instance.
@@ -373,7 +385,10 @@ impl Batch {
                 "a finite number > 0 (seconds)",
             ));
         }
-        self.constraints[c.0].baumgarte_time_constant[instance] = t;
+        let what = format!("constraint[{}].baumgarte_time_constant", c.0);
+        self.constraints[c.0]
+            .baumgarte_time_constant
+            .put(instance, t, &what)?;
         self.touch(Column::Baumgarte(c.0));
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! groups, and their change tracking (a version per column, which the GPU upload reads).
 
 use super::Batch;
+use super::broadcast::Broadcast;
 use crate::error::Result;
 use crate::model::{BodyId, ConstraintId, ParamSpec};
 
@@ -114,19 +115,31 @@ pub enum ColumnData<'a> {
     U32(&'a [u32]),
 }
 
-/// Per-instance columns of one free body.
+/// What [`Batch::column_data`] returns: a column's stored values and how to read them.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnView<'a> {
+    /// The stored values: one row when `shared`, `len · width` values otherwise.
+    pub data: ColumnData<'a>,
+    /// Values per instance.
+    pub width: usize,
+    /// Whether every instance shares the one stored row.
+    pub shared: bool,
+}
+
+/// Per-instance columns of one free body. The parameters are [`Broadcast`] columns (stored
+/// once while every instance shares them); the state `q`, `u` is per instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FreeBodyColumns {
     /// Mass `m > 0`.
-    pub mass: Vec<f64>,
+    pub mass: Broadcast<f64>,
     /// COM offset `c` in the body frame.
-    pub com: Vec<[f64; 3]>,
+    pub com: Broadcast<[f64; 3]>,
     /// Inertia about the COM in the body frame, `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]`.
-    pub inertia: Vec<[f64; 6]>,
+    pub inertia: Broadcast<[f64; 6]>,
     /// Applied force through the COM, in Ground.
-    pub applied_force: Vec<[f64; 3]>,
+    pub applied_force: Broadcast<[f64; 3]>,
     /// Applied torque, in Ground.
-    pub applied_torque: Vec<[f64; 3]>,
+    pub applied_torque: Broadcast<[f64; 3]>,
     /// Generalized coordinates `[e0, e1, e2, e3, x, y, z]`.
     pub q: Vec<[f64; 7]>,
     /// Generalized speeds `[w, v_origin]` in Ground.
@@ -159,13 +172,14 @@ pub struct MotionColumns {
     pub widths: Vec<usize>,
 }
 
-/// Per-instance columns of one constraint.
+/// Per-instance columns of one constraint ([`Broadcast`]: stored once while every instance
+/// shares a value).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConstraintColumns {
     /// 1 when the constraint is enabled for the instance, 0 when its rows are dropped.
-    pub enabled: Vec<u32>,
+    pub enabled: Broadcast<u32>,
     /// Baumgarte time constant `T` (used when the template enables Baumgarte on it).
-    pub baumgarte_time_constant: Vec<f64>,
+    pub baumgarte_time_constant: Broadcast<f64>,
     /// Parameter specs, in the constraint's order.
     pub specs: Vec<ParamSpec>,
     /// Flat parameter columns (`width` values per instance), in the constraint's order.
@@ -213,25 +227,47 @@ impl Batch {
         self.column_index(column).map(|k| self.versions[k])
     }
 
-    /// A column's values, flat, with its width; `None` when the column does not exist.
-    pub fn column_data(&self, column: Column) -> Option<(ColumnData<'_>, usize)> {
+    /// A column's stored values, flat, with its width and whether it is shared; `None` when
+    /// the column does not exist. A shared ([`Broadcast`]) column stores one row (`width`
+    /// values) for every instance; any other stores `len · width` values.
+    pub fn column_data(&self, column: Column) -> Option<ColumnView<'_>> {
         use bytemuck::cast_slice;
+        fn view<'c, T: bytemuck::Pod>(
+            c: &'c Broadcast<T>,
+            data: impl Fn(&'c [T]) -> ColumnData<'c>,
+            width: usize,
+        ) -> ColumnView<'c> {
+            ColumnView {
+                data: data(c.stored()),
+                width,
+                shared: c.is_shared(),
+            }
+        }
+        let per_instance = |data, width| ColumnView {
+            data,
+            width,
+            shared: false,
+        };
         Some(match column {
-            Column::Gravity => (ColumnData::F64(cast_slice(&self.gravity)), 3),
-            Column::Time => (ColumnData::F64(&self.time), 1),
-            Column::Work => (ColumnData::F64(cast_slice(&self.work)), 2),
+            Column::Gravity => view(&self.gravity, |v| ColumnData::F64(cast_slice(v)), 3),
+            Column::Time => per_instance(ColumnData::F64(&self.time), 1),
+            Column::Work => per_instance(ColumnData::F64(cast_slice(&self.work)), 2),
             Column::Free { slot, field } => {
                 let c = self.free.get(slot)?;
-                let data: &[f64] = match field {
-                    FreeField::Mass => &c.mass,
-                    FreeField::Com => cast_slice(&c.com),
-                    FreeField::Inertia => cast_slice(&c.inertia),
-                    FreeField::AppliedForce => cast_slice(&c.applied_force),
-                    FreeField::AppliedTorque => cast_slice(&c.applied_torque),
-                    FreeField::Q => cast_slice(&c.q),
-                    FreeField::U => cast_slice(&c.u),
-                };
-                (ColumnData::F64(data), field.width())
+                let w = field.width();
+                match field {
+                    FreeField::Mass => view(&c.mass, ColumnData::F64, w),
+                    FreeField::Com => view(&c.com, |v| ColumnData::F64(cast_slice(v)), w),
+                    FreeField::Inertia => view(&c.inertia, |v| ColumnData::F64(cast_slice(v)), w),
+                    FreeField::AppliedForce => {
+                        view(&c.applied_force, |v| ColumnData::F64(cast_slice(v)), w)
+                    }
+                    FreeField::AppliedTorque => {
+                        view(&c.applied_torque, |v| ColumnData::F64(cast_slice(v)), w)
+                    }
+                    FreeField::Q => per_instance(ColumnData::F64(cast_slice(&c.q)), w),
+                    FreeField::U => per_instance(ColumnData::F64(cast_slice(&c.u)), w),
+                }
             }
             Column::Prescribed { slot, field } => {
                 let c = self.prescribed.get(slot)?;
@@ -240,20 +276,21 @@ impl Batch {
                     PrescribedField::Velocity => cast_slice(&c.velocity),
                     PrescribedField::Acceleration => cast_slice(&c.acceleration),
                 };
-                (ColumnData::F64(data), field.width())
+                per_instance(ColumnData::F64(data), field.width())
             }
-            Column::Enabled(c) => (ColumnData::U32(&self.constraints.get(c)?.enabled), 1),
-            Column::Baumgarte(c) => (
-                ColumnData::F64(&self.constraints.get(c)?.baumgarte_time_constant),
+            Column::Enabled(c) => view(&self.constraints.get(c)?.enabled, ColumnData::U32, 1),
+            Column::Baumgarte(c) => view(
+                &self.constraints.get(c)?.baumgarte_time_constant,
+                ColumnData::F64,
                 1,
             ),
             Column::Param(c, k) => {
                 let cols = self.constraints.get(c)?;
-                (ColumnData::F64(cols.params.get(k)?), cols.widths[k])
+                per_instance(ColumnData::F64(cols.params.get(k)?), cols.widths[k])
             }
             Column::Motion { slot, param } => {
                 let cols = self.prescribed.get(slot)?.motion.as_ref()?;
-                (ColumnData::F64(cols.params.get(param)?), cols.widths[param])
+                per_instance(ColumnData::F64(cols.params.get(param)?), cols.widths[param])
             }
         })
     }

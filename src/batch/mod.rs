@@ -7,15 +7,17 @@
 //! accepted range; a bulk setter validates the whole column before writing any of it.
 
 mod access;
+mod broadcast;
 mod checks;
 mod columns;
 mod motion;
 mod state;
 pub mod status;
 
+pub use broadcast::Broadcast;
 pub use checks::MAX_MASS_CONDITION;
 pub use columns::{
-    Column, ColumnData, ConstraintColumns, FreeBodyColumns, FreeField, MotionColumns,
+    Column, ColumnData, ColumnView, ConstraintColumns, FreeBodyColumns, FreeField, MotionColumns,
     PrescribedBodyColumns, PrescribedField,
 };
 pub use state::InstanceState;
@@ -36,7 +38,7 @@ pub struct Batch {
     uid: u64,
     template: Arc<SystemTemplate>,
     len: usize,
-    gravity: Vec<[f64; 3]>,
+    gravity: Broadcast<[f64; 3]>,
     time: Vec<f64>,
     status: Vec<u32>,
     free: Vec<FreeBodyColumns>,
@@ -110,11 +112,11 @@ impl Batch {
         let mut free = Vec::with_capacity(template.free_bodies().len());
         for _ in template.free_bodies() {
             free.push(FreeBodyColumns {
-                mass: try_filled(1.0, len, &filled("mass"))?,
-                com: try_filled([0.0; 3], len, &filled("com"))?,
-                inertia: try_filled([1.0, 1.0, 1.0, 0.0, 0.0, 0.0], len, &filled("inertia"))?,
-                applied_force: try_filled([0.0; 3], len, &filled("applied_force"))?,
-                applied_torque: try_filled([0.0; 3], len, &filled("applied_torque"))?,
+                mass: Broadcast::shared(len, &[1.0]),
+                com: Broadcast::shared(len, &[[0.0; 3]]),
+                inertia: Broadcast::shared(len, &[[1.0, 1.0, 1.0, 0.0, 0.0, 0.0]]),
+                applied_force: Broadcast::shared(len, &[[0.0; 3]]),
+                applied_torque: Broadcast::shared(len, &[[0.0; 3]]),
                 q: try_filled([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], len, &filled("q"))?,
                 u: try_filled([0.0; 6], len, &filled("u"))?,
             });
@@ -140,8 +142,8 @@ impl Batch {
             let (params, widths) = default_columns(&specs, &owner, len, &filled)?;
             let t = slot.baumgarte.unwrap_or_default().time_constant;
             constraints.push(ConstraintColumns {
-                enabled: try_filled(1, len, &filled("enabled"))?,
-                baumgarte_time_constant: try_filled(t, len, &filled("baumgarte_time_constant"))?,
+                enabled: Broadcast::shared(len, &[1]),
+                baumgarte_time_constant: Broadcast::shared(len, &[t]),
                 specs,
                 params,
                 widths,
@@ -168,7 +170,7 @@ impl Batch {
             constraint_column_base,
             template,
             len,
-            gravity: try_filled([0.0, 0.0, -9.81], len, &filled("gravity"))?,
+            gravity: Broadcast::shared(len, &[[0.0, 0.0, -9.81]]),
             time: try_filled(0.0, len, &filled("time"))?,
             status: try_filled(status::OK, len, &filled("status"))?,
             free,
@@ -182,8 +184,62 @@ impl Batch {
         Ok(batch)
     }
 
-    /// Host bytes one instance of `template` takes in a batch's columns (what a batch of N
-    /// instances needs is N times this, before any evaluation output).
+    /// Stores once every broadcast column (gravity, mass properties, applied loads, enabled
+    /// flags, Baumgarte time constants) whose instances all hold the same value, bit for bit —
+    /// as after writing one value to every instance one at a time. Values do not change, so
+    /// no column version changes either. Returns how many columns became shared. Stepping
+    /// calls this at the start of every call; builders that fill instances one by one call
+    /// it when done.
+    pub fn share_uniform_columns(&mut self) -> usize {
+        fn share<T: bytemuck::Pod>(c: &mut Broadcast<T>) -> usize {
+            usize::from(!c.is_shared() && c.share_if_uniform())
+        }
+        let mut count = share(&mut self.gravity);
+        for c in &mut self.free {
+            count += share(&mut c.mass)
+                + share(&mut c.com)
+                + share(&mut c.inertia)
+                + share(&mut c.applied_force)
+                + share(&mut c.applied_torque);
+        }
+        for c in &mut self.constraints {
+            count += share(&mut c.enabled) + share(&mut c.baumgarte_time_constant);
+        }
+        count
+    }
+
+    /// Host bytes the batch's columns hold now: shared ([`Broadcast`]) columns count once
+    /// (with any read-side expansion [`Broadcast::as_slice`] made), per-instance ones N times.
+    pub fn bytes(&self) -> usize {
+        let f = std::mem::size_of::<f64>();
+        let n = self.len;
+        let mut total = self.gravity.bytes() + n * (f + 4 + 2 * f);
+        for c in &self.free {
+            total += c.mass.bytes()
+                + c.com.bytes()
+                + c.inertia.bytes()
+                + c.applied_force.bytes()
+                + c.applied_torque.bytes()
+                + n * (7 + 6) * f;
+        }
+        for c in &self.prescribed {
+            total += n * (7 + 6 + 6) * f;
+            if let Some(m) = &c.motion {
+                total += m.params.iter().map(|p| p.len() * f).sum::<usize>();
+            }
+        }
+        for c in &self.constraints {
+            total += c.enabled.bytes()
+                + c.baumgarte_time_constant.bytes()
+                + c.params.iter().map(|p| p.len() * f).sum::<usize>();
+        }
+        total
+    }
+
+    /// Host bytes one instance of `template` takes in a batch's columns when every column is
+    /// per-instance: the most a batch of N instances needs is N times this, before any
+    /// evaluation output (what a new batch is checked against; shared columns take less, see
+    /// [`bytes`](Self::bytes)).
     pub fn bytes_per_instance(template: &SystemTemplate) -> usize {
         let free = template.free_bodies().len() * 8 * (1 + 3 + 6 + 3 + 3 + 7 + 6);
         let prescribed: usize = template
@@ -452,6 +508,12 @@ impl Batch {
                 });
             }
         }
+    }
+
+    /// Gravity as stored: indexing it per instance never expands a shared value (unlike
+    /// [`gravity`](Self::gravity), which gives one entry per instance).
+    pub fn gravity_column(&self) -> &Broadcast<[f64; 3]> {
+        &self.gravity
     }
 
     pub(crate) fn free_columns(&self) -> &[FreeBodyColumns] {

@@ -94,12 +94,12 @@ fn integrator_options(name: &str) -> Option<StepOptions> {
     })
 }
 
-/// Bytes per instance a batch of `batch`'s template holds on the host: its columns (status,
-/// time, work, gravity, every body and constraint column), [`Batch::bytes_per_instance`],
+/// Bytes per instance `batch` holds on the host: its columns (status, time, work, gravity,
+/// every body and constraint column; shared ones once), [`Batch::bytes`] divided by N,
 /// plus `work` bytes per instance of the call's own buffers (the evaluation result, or the
 /// stepping call's states). Scratch of the CPU path is per thread, not per instance.
 fn host_bytes_per_instance(batch: &Batch, work: usize) -> usize {
-    Batch::bytes_per_instance(batch.template()) + work
+    batch.bytes().div_ceil(batch.len().max(1)) + work
 }
 
 /// Bytes per instance of the GPU buffers in `precision`: inputs, outputs and the staging copy

@@ -287,6 +287,8 @@ fn build(
             message: e.to_string(),
         })?;
     }
+    // Inputs the scenario does not draw were written per instance with one value.
+    batch.share_uniform_columns();
     Ok((batch, bodies))
 }
 

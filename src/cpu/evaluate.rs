@@ -251,7 +251,7 @@ impl Batch {
         let nu = template.nu();
         sys.instance = i;
         let mut st = self.kinematics_into(i, state, None, &mut sys.kinematics);
-        let gravity = Vec3::from(self.gravity()[i]);
+        let gravity = Vec3::from(self.gravity_column()[i]);
 
         sys.mass_blocks.clear();
         zeroed_vector(&mut sys.applied, nu);
@@ -375,7 +375,7 @@ impl Batch {
             });
         }
         let (kin, _) = self.kinematics(i, None);
-        let gravity = Vec3::from(self.gravity()[i]);
+        let gravity = Vec3::from(self.gravity_column()[i]);
         Ok(self
             .template()
             .free_bodies()

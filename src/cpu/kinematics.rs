@@ -34,7 +34,7 @@ impl Batch {
     ) -> u32 {
         let template = self.template();
         let mut st = status::OK;
-        let gravity = self.gravity()[i];
+        let gravity = self.gravity_column()[i];
         if !all_finite(&gravity) || !state.time.is_finite() {
             st |= status::NONFINITE_STATE;
         }

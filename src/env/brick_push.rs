@@ -464,7 +464,7 @@ impl Task for BrickPush {
     fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]) {
         let q = batch.q(self.brick).map(|q| q[env]).unwrap_or([f64::NAN; 7]);
         let u = batch.u(self.brick).map(|u| u[env]).unwrap_or([f64::NAN; 6]);
-        let g = batch.gravity()[env];
+        let g = batch.gravity_column()[env];
         let g_norm = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
         let downhill = if g_norm > 0.0 {
             [g[0] / g_norm, g[1] / g_norm]

@@ -311,26 +311,37 @@ impl GpuEvaluator {
                 if chunk.uploaded[k] == version {
                     continue;
                 }
-                let (data, width) = batch.column_data(col.column).ok_or_else(|| {
+                let view = batch.column_data(col.column).ok_or_else(|| {
                     Error::Gpu(format!("column {:?} missing from the batch", col.column))
                 })?;
-                let range = chunk.start * width..(chunk.start + chunk.count) * width;
-                let payload: Vec<u8> = match (self.precision, data) {
-                    (Precision::F32, ColumnData::F64(v)) => bytemuck::cast_slice(
-                        &v[range].iter().map(|x| *x as f32).collect::<Vec<f32>>(),
+                // The chunk's values as f64: a shared column's one row, repeated.
+                let width = view.width;
+                let (first, count) = if view.shared {
+                    (0, 1)
+                } else {
+                    (chunk.start, chunk.count)
+                };
+                let range = first * width..(first + count) * width;
+                let values: Vec<f64> = match view.data {
+                    ColumnData::F64(v) => v[range].to_vec(),
+                    ColumnData::U32(v) => v[range].iter().map(|x| *x as f64).collect(),
+                };
+                let values: Vec<f64> = if view.shared {
+                    values
+                        .iter()
+                        .copied()
+                        .cycle()
+                        .take(chunk.count * width)
+                        .collect()
+                } else {
+                    values
+                };
+                let payload: Vec<u8> = match self.precision {
+                    Precision::F32 => bytemuck::cast_slice(
+                        &values.iter().map(|x| *x as f32).collect::<Vec<f32>>(),
                     )
                     .to_vec(),
-                    (Precision::F64, ColumnData::F64(v)) => {
-                        bytemuck::cast_slice(&v[range]).to_vec()
-                    }
-                    (Precision::F32, ColumnData::U32(v)) => bytemuck::cast_slice(
-                        &v[range].iter().map(|x| *x as f32).collect::<Vec<f32>>(),
-                    )
-                    .to_vec(),
-                    (Precision::F64, ColumnData::U32(v)) => bytemuck::cast_slice(
-                        &v[range].iter().map(|x| *x as f64).collect::<Vec<f64>>(),
-                    )
-                    .to_vec(),
+                    Precision::F64 => bytemuck::cast_slice(&values).to_vec(),
                 };
                 let offset = (col.prefix * chunk.count * bytes) as u64;
                 if !payload.is_empty() {

@@ -1665,8 +1665,15 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
     assert_eq!(doc["cpu_threads"], 1);
     let rows = doc["rows"].as_array().unwrap();
     let balls = simbatch::scenarios::rolling_balls(64).unwrap();
-    let columns = simbatch::batch::Batch::bytes_per_instance(balls.template());
-    let state = simbatch::batch::InstanceState::bytes_for(&balls);
+    // Shared columns count once; the lane path's call holds one block's outcomes.
+    let columns = balls.bytes().div_ceil(64);
+    assert!(columns < simbatch::batch::Batch::bytes_per_instance(balls.template()));
+    let stepper = simbatch::prelude::Stepper::new(simbatch::prelude::StepOptions {
+        integrator: simbatch::prelude::Integrator::Rk4 { step: 1e-3 },
+        stabilization: simbatch::prelude::Stabilization::None,
+    })
+    .unwrap();
+    let state = stepper.host_call_bytes(&balls).div_ceil(64);
     for integrator in ["rk4", "rk4-projection", "euler"] {
         let row = rows
             .iter()
@@ -1686,8 +1693,7 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
         1,
     )
     .unwrap();
-    let expected = simbatch::batch::Batch::bytes_per_instance(spheres.template())
-        + spheres.evaluate().bytes() / 64;
+    let expected = spheres.bytes().div_ceil(64) + spheres.evaluate().bytes() / 64;
     assert_eq!(evaluation["bytes_per_instance"], expected, "{evaluation}");
 
     for (flag, value, accepted) in [

@@ -625,3 +625,72 @@ fn random_library_inputs_never_panic_and_never_pass_silently() {
         }
     }
 }
+
+/// Template values every instance shares are stored once (broadcast columns); a write of the
+/// shared value keeps them shared, a differing one expands only that column, and every reader
+/// sees the same values either way.
+#[test]
+fn shared_columns_are_stored_once_and_expand_on_a_differing_write() {
+    let n = 1000;
+    let balls = simbatch::scenarios::rolling_balls(n).unwrap();
+    let ball = BodyId::new(1);
+    let full = Batch::bytes_per_instance(balls.template()) * n;
+    let shared = balls.bytes();
+    // Per instance: q, u, time, status, work and the contact's 11 parameters (plane frame,
+    // sphere centre, radius); gravity, mass properties, loads, enabled, Baumgarte once.
+    let per_instance = (7 + 6) * 8 + 8 + 4 + 2 * 8 + 11 * 8;
+    assert!(
+        (per_instance * n..per_instance * n + 1000).contains(&shared),
+        "{shared} bytes for {n} instances"
+    );
+    assert!(
+        shared + 160 * n <= full,
+        "the shared columns save 160 bytes an instance"
+    );
+    let cols = balls.free_body_columns(ball).unwrap();
+    assert!(
+        cols.mass.is_shared() && cols.inertia.is_shared() && balls.gravity_column().is_shared()
+    );
+
+    let mut b = balls.clone();
+    // The shared value itself: still shared.
+    b.set_gravity(7, [0.0, 0.0, -9.81]).unwrap();
+    assert!(b.gravity_column().is_shared());
+    assert_eq!(b.bytes(), shared);
+    // A differing value: that column alone expands, and only instance 7 sees it.
+    b.set_gravity(7, [0.0, 0.0, -1.62]).unwrap();
+    assert!(!b.gravity_column().is_shared());
+    assert_eq!(b.bytes(), shared - 24 + 24 * n);
+    assert_eq!(b.gravity()[7], [0.0, 0.0, -1.62]);
+    assert_eq!(b.gravity()[6], [0.0, 0.0, -9.81]);
+    let (e, reference) = (b.evaluate(), balls.evaluate());
+    for i in 0..n {
+        // The normal force carries gravity (a rolling ball on level ground has u̇ = 0).
+        let same = e.udot_unconstrained_of(i).unwrap()
+            == reference.udot_unconstrained_of(i).unwrap()
+            && e.constraints[0].multipliers_of(i).unwrap()
+                == reference.constraints[0].multipliers_of(i).unwrap();
+        assert_eq!(same, i != 7, "instance {i}");
+    }
+    // A bulk write of identical rows is shared again; the batches compare equal.
+    b.set_gravity_column(&vec![[0.0, 0.0, -9.81]; n]).unwrap();
+    assert!(b.gravity_column().is_shared());
+    assert_eq!(
+        b.free_body_columns(ball).unwrap(),
+        balls.free_body_columns(ball).unwrap()
+    );
+    assert_eq!(bits(&b.evaluate()), bits(&reference));
+    // A refused write leaves the column as it was (shared).
+    assert!(b.set_mass(ball, 3, -1.0).is_err());
+    assert!(b.free_body_columns(ball).unwrap().mass.is_shared());
+}
+
+fn bits(e: &simbatch::evaluation::Evaluation) -> Vec<u64> {
+    let c = &e.constraints[0];
+    e.udot_unconstrained
+        .iter()
+        .chain(&c.multipliers)
+        .chain(&c.power)
+        .map(|x| x.to_bits())
+        .collect()
+}

@@ -259,7 +259,7 @@ impl<'a> Chunk<'a> {
     pub(crate) fn load(&mut self, instances: [usize; LANES]) {
         let (batch, plan) = (self.batch, self.plan);
         self.instances = instances;
-        self.gravity = vec3_from_fn(|l| batch.gravity()[instances[l]]);
+        self.gravity = vec3_from_fn(|l| batch.gravity_column()[instances[l]]);
         let mut reference_only = 0;
         for (body, cols) in self.bodies.iter_mut().zip(batch.free_columns()) {
             let mass = from_fn(|l| cols.mass[instances[l]]);
