@@ -45,15 +45,20 @@ struct Outcome {
     report: [StepReport; LANES],
 }
 
-/// Instances per block of a stepping call. A call runs the blocks one after the other (each in
-/// parallel over its chunks) and stores a block's states before the next starts, so its outcome
-/// buffer is sized per block, not per batch.
-const BLOCK: usize = 1024;
+/// Chunks per thread in a block of a stepping call.
+const CHUNKS_PER_THREAD: usize = 64;
+
+/// Instances per block of a stepping call: 64 chunks of four per rayon thread. A call runs the
+/// blocks one after the other (each in parallel over its chunks) and stores a block's states
+/// before the next starts, so its outcome buffer grows with the thread count, not the batch.
+fn block_size() -> usize {
+    CHUNKS_PER_THREAD * LANES * rayon::current_num_threads().max(1)
+}
 
 /// Bytes a lane stepping call of a batch of `len` instances allocates besides the batch: the
 /// outcome buffer of one block and its instance list (per-thread scratch is not counted).
 pub(crate) fn call_bytes(len: usize) -> usize {
-    let block = len.min(BLOCK);
+    let block = len.min(block_size());
     block.div_ceil(LANES) * std::mem::size_of::<Outcome>() + block * std::mem::size_of::<usize>()
 }
 
@@ -75,10 +80,11 @@ pub(crate) fn run_goal(
     let ny = plan.ny();
     let mut report = StepReport::default();
     let mut values = [0.0; MAX_Y];
-    let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(BLOCK));
+    let block = block_size();
+    let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(block));
     let mut outcomes: Vec<Outcome> = Vec::new();
-    for start in (0..batch.len()).step_by(BLOCK) {
-        let end = (start + BLOCK).min(batch.len());
+    for start in (0..batch.len()).step_by(block) {
+        let end = (start + block).min(batch.len());
         active.clear();
         active.extend((start..end).filter(|&i| batch.status()[i] & status::HALTED == 0));
         let b: &Batch = batch;
