@@ -32,8 +32,10 @@ macro_rules! free_body_field {
             self.free[slot].$field.put(instance, v, &what)?;
             if matches!(FreeField::$variant, FreeField::Mass | FreeField::Inertia) {
                 if let Err(e) = self.check_conditioning(body, slot, instance..instance + 1) {
-                    // The old value's column already had room for it.
+                    // The old value's column already had room for it; a column the write
+                    // expanded is shared again.
                     self.free[slot].$field.put(instance, old, &what)?;
+                    self.free[slot].$field.compact();
                     return Err(e);
                 }
             }

@@ -180,6 +180,8 @@ pub(crate) trait InstanceColumn<T: Pod>: Sized {
     fn put(&mut self, i: usize, value: T, what: &str) -> Result<()>;
     /// Replaces every entry; returns the previous column.
     fn swap_all(&mut self, values: Vec<T>) -> Self;
+    /// Stores a uniform column once again where the column type can (a write undone).
+    fn compact(&mut self) {}
 }
 
 impl<T: Pod> InstanceColumn<T> for Vec<T> {
@@ -210,6 +212,9 @@ impl<T: Pod> InstanceColumn<T> for Broadcast<T> {
     }
     fn swap_all(&mut self, values: Vec<T>) -> Self {
         self.replace_all(values)
+    }
+    fn compact(&mut self) {
+        self.share_if_uniform();
     }
 }
 
