@@ -135,22 +135,16 @@ impl Evaluation {
     /// Empties this evaluation and sizes it for `len` instances of `template` (reserving every
     /// column, keeping allocations): the one place both backends start from.
     pub fn reset_for(&mut self, template: &SystemTemplate, len: usize) {
-        let nu = template.nu();
+        self.shape_for(template);
         self.len = len;
-        self.nu = nu;
+        let nu = self.nu;
+        for v in [&mut self.udot, &mut self.udot_unconstrained] {
+            v.clear();
+            v.reserve(len * nu);
+        }
         self.status.clear();
-        self.udot.clear();
-        self.udot_unconstrained.clear();
         self.status.reserve(len);
-        self.udot.reserve(len * nu);
-        self.udot_unconstrained.reserve(len * nu);
-        self.constraints
-            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
-        for (out, slot) in self.constraints.iter_mut().zip(template.constraints()) {
-            let c = &slot.constraint;
-            let extras = c.reported_extras();
-            out.width = c.report_slots().len();
-            out.body_count = c.bodies().len();
+        for out in &mut self.constraints {
             for v in [
                 &mut out.position_errors,
                 &mut out.velocity_errors,
@@ -164,9 +158,35 @@ impl Evaluation {
             out.body_forces.reserve(len * out.body_count);
             out.power.clear();
             out.power.reserve(len);
-            reset_optional(extras.contact_point, &mut out.contact_point, len);
-            reset_optional(extras.contact_force, &mut out.contact_force, len);
-            reset_optional(extras.separation, &mut out.separation, len);
+            for v in [&mut out.contact_point, &mut out.contact_force]
+                .into_iter()
+                .flatten()
+            {
+                v.clear();
+                v.reserve(len);
+            }
+            if let Some(v) = out.separation.as_mut() {
+                v.clear();
+                v.reserve(len);
+            }
+        }
+    }
+
+    /// What [`reset_for`](Self::reset_for) and [`fill_for`](Self::fill_for) share: `nu`, one
+    /// entry per constraint with its width and body count, and the optional columns present
+    /// exactly when the kind reports them (existing ones keep their values).
+    fn shape_for(&mut self, template: &SystemTemplate) {
+        self.nu = template.nu();
+        self.constraints
+            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
+        for (out, slot) in self.constraints.iter_mut().zip(template.constraints()) {
+            let c = &slot.constraint;
+            let extras = c.reported_extras();
+            out.width = c.report_slots().len();
+            out.body_count = c.bodies().len();
+            keep_optional(extras.contact_point, &mut out.contact_point);
+            keep_optional(extras.contact_force, &mut out.contact_force);
+            keep_optional(extras.separation, &mut out.separation);
         }
     }
 
@@ -200,17 +220,6 @@ impl Evaluation {
 fn keep_optional<T>(keep: bool, column: &mut Option<Vec<T>>) {
     if keep {
         column.get_or_insert_with(Vec::new);
-    } else {
-        *column = None;
-    }
-}
-
-/// An optional column: emptied and reserved when the kind reports it, `None` otherwise.
-fn reset_optional<T>(keep: bool, column: &mut Option<Vec<T>>, len: usize) {
-    if keep {
-        let v = column.get_or_insert_with(Vec::new);
-        v.clear();
-        v.reserve(len);
     } else {
         *column = None;
     }
@@ -270,27 +279,16 @@ pub(crate) struct EvaluationBlock<'a> {
 }
 
 impl Evaluation {
-    /// [`reset_for`](Self::reset_for), then every column at its full length (zeros), for a
-    /// backend that writes instances in place through [`blocks`](Self::blocks).
+    /// Sizes this evaluation for `len` instances of `template` with every column at its full
+    /// length, for a backend that writes instances in place through [`blocks`](Self::blocks).
     ///
     /// Columns that already have their length keep their (stale) values: every backend writing
     /// through blocks writes every entry, so clearing them first would only cost a pass over
-    /// memory.
+    /// memory (new entries are zeros).
     pub(crate) fn fill_for(&mut self, template: &SystemTemplate, len: usize) {
-        let nu = template.nu();
+        self.shape_for(template);
         self.len = len;
-        self.nu = nu;
-        self.constraints
-            .resize_with(template.constraints().len(), ConstraintEvaluation::default);
-        for (out, slot) in self.constraints.iter_mut().zip(template.constraints()) {
-            let c = &slot.constraint;
-            let extras = c.reported_extras();
-            out.width = c.report_slots().len();
-            out.body_count = c.bodies().len();
-            keep_optional(extras.contact_point, &mut out.contact_point);
-            keep_optional(extras.contact_force, &mut out.contact_force);
-            keep_optional(extras.separation, &mut out.separation);
-        }
+        let nu = self.nu;
         self.status.resize(len, status::OK);
         self.udot.resize(len * nu, 0.0);
         self.udot_unconstrained.resize(len * nu, 0.0);

@@ -5,7 +5,6 @@
 //! overflowing instance, reused outputs across templates, and bits identical across thread
 //! counts and with the sequential evaluation.
 
-use simbatch::custom::{DistanceRod, KnifeEdge};
 use simbatch::evaluation::{ConstraintEvaluation, Evaluation};
 use simbatch::prelude::*;
 use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
@@ -167,39 +166,8 @@ fn point_to_ground_and_custom_constraints_evaluate_on_lanes() {
     let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
     assert_same_evaluation(&lanes, &reference, 1e-12, "point to ground");
 
-    let mut t = SystemTemplate::new();
-    let body = t.add_free_body("cart");
-    let knife = t
-        .add_constraint(KnifeEdge::new(body, [0.0, 0.0, -0.1], [0.0, 1.0, 0.0]))
-        .unwrap();
-    t.add_constraint(DistanceRod::new(
-        body,
-        [0.1, 0.0, 0.0],
-        [0.0, 0.0, 1.0],
-        1.0,
-    ))
-    .unwrap();
     let n = 23;
-    let mut batch = Batch::new(t, n).unwrap();
-    for i in 0..n {
-        let x = i as f64 / n as f64;
-        batch
-            .set_mass_properties(
-                body,
-                i,
-                1.0 + x,
-                [0.0, 0.01, 0.0],
-                [0.2, 0.3, 0.25, 0.01, 0.0, 0.0],
-            )
-            .unwrap();
-        batch
-            .set_q(body, i, [1.0, 0.1 * x, -0.05, 0.02, 0.3 * x, 0.2, 0.1])
-            .unwrap();
-        batch
-            .set_u(body, i, [0.3, -0.2 * x, 0.5, 0.1, 0.4 * x, -0.3])
-            .unwrap();
-        batch.set_enabled(knife, i, i % 5 != 0).unwrap();
-    }
+    let batch = super::lanes::knife_edge_carts(n);
     let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
     assert_same_evaluation(&lanes, &reference, 1e-12, "custom");
     assert!(differing_instances(&lanes, &reference) > n / 2);

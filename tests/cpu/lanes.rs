@@ -108,8 +108,10 @@ fn lanes_reproduce_the_reference_on_every_contact_kind_and_drift_control() {
     }
 }
 
-#[test]
-fn custom_constraints_run_on_lanes_through_the_scalar_interface() {
+/// `n` carts on a knife edge and a distance rod (custom constraints, the per-lane defaults),
+/// with varied mass properties and inconsistent states; every fifth instance runs without the
+/// knife edge. Shared with `lane_evaluation`.
+pub(crate) fn knife_edge_carts(n: usize) -> Batch {
     let mut t = SystemTemplate::new();
     let body = t.add_free_body("cart");
     let knife = t
@@ -123,7 +125,6 @@ fn custom_constraints_run_on_lanes_through_the_scalar_interface() {
             1.0,
         ))
         .unwrap();
-    let n = 37;
     let mut batch = Batch::new(t, n).unwrap();
     for i in 0..n {
         let x = i as f64 / n as f64;
@@ -142,10 +143,15 @@ fn custom_constraints_run_on_lanes_through_the_scalar_interface() {
         batch
             .set_u(body, i, [0.3, -0.2 * x, 0.5, 0.1, 0.4 * x, -0.3])
             .unwrap();
-        // Every fifth instance runs without the knife edge.
         batch.set_enabled(knife, i, i % 5 != 0).unwrap();
         batch.set_enabled(rod, i, true).unwrap();
     }
+    batch
+}
+
+#[test]
+fn custom_constraints_run_on_lanes_through_the_scalar_interface() {
+    let batch = knife_edge_carts(37);
     for integrator in [EULER, RK4] {
         for stabilization in stabilizations() {
             let what = format!("custom, {integrator:?}, {stabilization:?}");
