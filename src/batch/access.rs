@@ -1,11 +1,11 @@
 //! Per-field accessors of a batch: getters, checked per-instance setters and checked bulk
 //! setters of body, instance and constraint columns.
 
-use super::broadcast::InstanceColumn;
 use super::checks::{
     finite, finite_scalar, invalid, pose, positive_mass, valid_inertia, well_conditioned,
 };
 use super::*;
+use crate::model::InstanceColumn;
 
 /// Generates the getter, the per-instance setter and the bulk setter of a free-body column.
 macro_rules! free_body_field {
@@ -420,14 +420,14 @@ impl Batch {
     pub fn param(&self, c: ConstraintId, name: &str) -> Result<(&[f64], usize)> {
         let k = self.param_index(c, name)?;
         let cols = &self.constraints[c.0];
-        Ok((&cols.params[k], cols.widths[k]))
+        Ok((cols.params[k].as_slice(), cols.widths[k]))
     }
 
     /// One instance's value of a constraint parameter.
     pub fn param_value(&self, c: ConstraintId, name: &str, instance: usize) -> Result<&[f64]> {
         self.check_instance(instance)?;
-        let (col, w) = self.param(c, name)?;
-        Ok(&col[instance * w..(instance + 1) * w])
+        let k = self.param_index(c, name)?;
+        Ok(self.constraints[c.0].params[k].row(instance))
     }
 
     /// Sets a constraint parameter for one instance, validated (plane frames are normalised).
@@ -443,8 +443,8 @@ impl Batch {
         let cols = &self.constraints[c.0];
         let w = cols.widths[k];
         let field = format!("constraint[{}].{name}", c.0);
-        let v = checked_param(&cols.specs[k], w, field, instance, value)?;
-        self.constraints[c.0].params[k][instance * w..(instance + 1) * w].copy_from_slice(&v);
+        let v = checked_param(&cols.specs[k], w, field.clone(), instance, value)?;
+        self.constraints[c.0].params[k].set_row(instance, &v, &field)?;
         self.touch(Column::Param(c.0, k));
         Ok(())
     }
@@ -474,7 +474,7 @@ impl Batch {
                 ));
             }
         }
-        self.constraints[c.0].params[k] = column;
+        self.constraints[c.0].params[k].replace_all(column);
         self.touch(Column::Param(c.0, k));
         Ok(())
     }

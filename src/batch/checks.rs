@@ -5,7 +5,7 @@ use nalgebra::SymmetricEigen;
 
 use crate::error::{Error, Result};
 use crate::math::{inertia_matrix, normalize_quaternion};
-use crate::model::ParamSpec;
+use crate::model::{Broadcast, ParamSpec};
 
 pub(super) type Accepted = &'static str;
 
@@ -93,13 +93,13 @@ pub(super) fn pose(mut p: [f64; 7]) -> Result<[f64; 7], Accepted> {
 }
 
 /// Parameter columns for `len` instances of the parameters `specs` (a constraint's or a motion
-/// law's), every value at its checked default; `owner` names them in errors.
+/// law's), every value at its checked default, stored once ([`Broadcast`]) until an instance
+/// is given a value of its own; `owner` names them in errors.
 pub(crate) fn default_columns(
     specs: &[ParamSpec],
     owner: &str,
     len: usize,
-    filled: &dyn Fn(&str) -> String,
-) -> Result<(Vec<Vec<f64>>, Vec<usize>)> {
+) -> Result<(Vec<Broadcast<f64>>, Vec<usize>)> {
     let mut params = Vec::with_capacity(specs.len());
     let mut widths = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -112,20 +112,8 @@ pub(crate) fn default_columns(
                 spec.check.accepted()
             )));
         }
-        let mut column = Vec::new();
-        column
-            .try_reserve_exact(default.len() * len)
-            .map_err(|_| Error::OutOfMemory {
-                what: filled(spec.name),
-                count: len.to_string(),
-                bytes: (default.len() * 8) as u128 * len as u128,
-                where_: "host",
-            })?;
-        for _ in 0..len {
-            column.extend_from_slice(&default);
-        }
         widths.push(default.len());
-        params.push(column);
+        params.push(Broadcast::shared(len, &default));
     }
     Ok((params, widths))
 }

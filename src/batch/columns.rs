@@ -2,8 +2,8 @@
 //! groups, and their change tracking (a version per column, which the GPU upload reads).
 
 use super::Batch;
-use super::broadcast::Broadcast;
 use crate::error::Result;
+use crate::model::Broadcast;
 use crate::model::{BodyId, ConstraintId, ParamSpec};
 
 /// A field of a free body's columns.
@@ -166,8 +166,9 @@ pub struct PrescribedBodyColumns {
 pub struct MotionColumns {
     /// Parameter specs, in the law's order.
     pub specs: Vec<ParamSpec>,
-    /// Flat parameter columns (`width` values per instance).
-    pub params: Vec<Vec<f64>>,
+    /// Parameter columns (`width` values per instance; [`Broadcast`]: stored once while every
+    /// instance shares a value).
+    pub params: Vec<Broadcast<f64>>,
     /// Width of each parameter column.
     pub widths: Vec<usize>,
 }
@@ -182,8 +183,8 @@ pub struct ConstraintColumns {
     pub baumgarte_time_constant: Broadcast<f64>,
     /// Parameter specs, in the constraint's order.
     pub specs: Vec<ParamSpec>,
-    /// Flat parameter columns (`width` values per instance), in the constraint's order.
-    pub params: Vec<Vec<f64>>,
+    /// Parameter columns (`width` values per instance), in the constraint's order.
+    pub params: Vec<Broadcast<f64>>,
     /// Width of each parameter column.
     pub widths: Vec<usize>,
 }
@@ -286,11 +287,11 @@ impl Batch {
             ),
             Column::Param(c, k) => {
                 let cols = self.constraints.get(c)?;
-                per_instance(ColumnData::F64(cols.params.get(k)?), cols.widths[k])
+                view(cols.params.get(k)?, ColumnData::F64, cols.widths[k])
             }
             Column::Motion { slot, param } => {
                 let cols = self.prescribed.get(slot)?.motion.as_ref()?;
-                per_instance(ColumnData::F64(cols.params.get(param)?), cols.widths[param])
+                view(cols.params.get(param)?, ColumnData::F64, cols.widths[param])
             }
         })
     }

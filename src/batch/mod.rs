@@ -7,14 +7,13 @@
 //! accepted range; a bulk setter validates the whole column before writing any of it.
 
 mod access;
-mod broadcast;
 mod checks;
 mod columns;
 mod motion;
 mod state;
 pub mod status;
 
-pub use broadcast::Broadcast;
+pub use crate::model::Broadcast;
 pub use checks::MAX_MASS_CONDITION;
 pub use columns::{
     Column, ColumnData, ColumnView, ConstraintColumns, FreeBodyColumns, FreeField, MotionColumns,
@@ -126,7 +125,7 @@ impl Batch {
             let body = &template.bodies()[id.index()];
             let motion = match &body.motion {
                 None => None,
-                Some(law) => Some(motion::law_columns(law.as_ref(), &body.name, len, &filled)?),
+                Some(law) => Some(motion::law_columns(law.as_ref(), &body.name, len)?),
             };
             prescribed.push(PrescribedBodyColumns {
                 pose: try_filled([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], len, &filled("pose"))?,
@@ -139,7 +138,7 @@ impl Batch {
         for (index, slot) in template.constraints().iter().enumerate() {
             let specs = slot.constraint.params();
             let owner = format!("constraint {index} ({})", slot.constraint.kind_name());
-            let (params, widths) = default_columns(&specs, &owner, len, &filled)?;
+            let (params, widths) = default_columns(&specs, &owner, len)?;
             let t = slot.baumgarte.unwrap_or_default().time_constant;
             constraints.push(ConstraintColumns {
                 enabled: Broadcast::shared(len, &[1]),
@@ -185,7 +184,7 @@ impl Batch {
     }
 
     /// Stores once every broadcast column (gravity, mass properties, applied loads, enabled
-    /// flags, Baumgarte time constants) whose instances all hold the same value, bit for bit —
+    /// flags, Baumgarte time constants, constraint and motion-law parameters) whose instances all hold the same value, bit for bit —
     /// as after writing one value to every instance one at a time. Values do not change, so
     /// no column version changes either. Returns how many columns became shared. Stepping
     /// calls this at the start of every call; builders that fill instances one by one call
@@ -204,6 +203,10 @@ impl Batch {
         }
         for c in &mut self.constraints {
             count += share(&mut c.enabled) + share(&mut c.baumgarte_time_constant);
+            count += c.params.iter_mut().map(share).sum::<usize>();
+        }
+        for m in self.prescribed.iter_mut().filter_map(|p| p.motion.as_mut()) {
+            count += m.params.iter_mut().map(share).sum::<usize>();
         }
         count
     }
@@ -225,13 +228,13 @@ impl Batch {
         for c in &self.prescribed {
             total += n * (7 + 6 + 6) * f;
             if let Some(m) = &c.motion {
-                total += m.params.iter().map(|p| p.len() * f).sum::<usize>();
+                total += m.params.iter().map(Broadcast::bytes).sum::<usize>();
             }
         }
         for c in &self.constraints {
             total += c.enabled.bytes()
                 + c.baumgarte_time_constant.bytes()
-                + c.params.iter().map(|p| p.len() * f).sum::<usize>();
+                + c.params.iter().map(Broadcast::bytes).sum::<usize>();
         }
         total
     }

@@ -11,15 +11,10 @@ use crate::model::motion::motion_columns;
 use crate::model::{BodyKinematics, Params};
 
 /// Parameter columns of a law for `len` instances, every value at its (checked) default.
-pub(super) fn law_columns(
-    law: &dyn MotionLaw,
-    body: &str,
-    len: usize,
-    filled: &dyn Fn(&str) -> String,
-) -> Result<MotionColumns> {
+pub(super) fn law_columns(law: &dyn MotionLaw, body: &str, len: usize) -> Result<MotionColumns> {
     let specs = law.params();
     let owner = format!("body {body:?} ({} motion)", law.kind_name());
-    let (params, widths) = default_columns(&specs, &owner, len, filled)?;
+    let (params, widths) = default_columns(&specs, &owner, len)?;
     Ok(MotionColumns {
         specs,
         params,
@@ -39,7 +34,7 @@ impl Batch {
     /// body with the constant law.
     pub(crate) fn law_kinematics(&self, slot: usize, i: usize, t: f64) -> Option<BodyKinematics> {
         let (law, cols) = self.law_of(slot)?;
-        Some(law.evaluate(&Params::new(&cols.params, &cols.widths, i), t))
+        Some(law.evaluate(&Params::of(&cols.params, i), t))
     }
 
     /// The motion of prescribed body `body` of instance `instance` at time `t` from its law
@@ -112,7 +107,7 @@ impl Batch {
         let cols = self.prescribed[slot]
             .motion
             .as_ref()
-            .map(|m| (&m.params[k], m.widths[k]));
+            .map(|m| (m.params[k].as_slice(), m.widths[k]));
         let (column, width) = cols.ok_or_else(|| self.no_parameter(slot, name))?;
         Ok((column, width))
     }
@@ -120,8 +115,12 @@ impl Batch {
     /// One instance's value of a motion-law parameter.
     pub fn motion_param_value(&self, body: BodyId, name: &str, instance: usize) -> Result<&[f64]> {
         self.check_instance(instance)?;
-        let (column, w) = self.motion_param(body, name)?;
-        Ok(&column[instance * w..(instance + 1) * w])
+        let (slot, k) = self.motion_param_index(body, name)?;
+        let m = self.prescribed[slot].motion.as_ref();
+        let column = m.map(|m| &m.params[k]);
+        Ok(column
+            .ok_or_else(|| self.no_parameter(slot, name))?
+            .row(instance))
     }
 
     /// Sets a motion-law parameter for one instance, validated (directions and quaternions are
@@ -137,8 +136,7 @@ impl Batch {
         self.check_instance(instance)?;
         let v = self.checked_motion_value(slot, k, instance, value)?;
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
-            let w = m.widths[k];
-            m.params[k][instance * w..(instance + 1) * w].copy_from_slice(&v);
+            m.params[k].set_row(instance, &v, name)?;
         }
         self.touch(Column::Motion { slot, param: k });
         self.refresh_motion_of(instance);
@@ -178,7 +176,7 @@ impl Batch {
             }
         }
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
-            m.params[k] = column;
+            m.params[k].replace_all(column);
         }
         self.touch(Column::Motion { slot, param: k });
         self.refresh_motion_all();
@@ -215,8 +213,8 @@ impl Batch {
         }
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
             for (k, v) in checked.iter().enumerate() {
-                let w = m.widths[k];
-                m.params[k][instance * w..(instance + 1) * w].copy_from_slice(v);
+                let name = m.specs[k].name;
+                m.params[k].set_row(instance, v, name)?;
             }
         }
         for param in 0..widths.len() {

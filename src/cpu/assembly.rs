@@ -164,7 +164,7 @@ fn assembly_rows(
             c.assembly_velocity_rows()
         };
         if count > 0 {
-            let params = Params::new(&cols.params, &cols.widths, sys.instance);
+            let params = Params::of(&cols.params, sys.instance);
             let kinematics: Vec<BodyKinematics> = c
                 .bodies()
                 .iter()

@@ -174,7 +174,7 @@ impl Batch {
         rows: &mut Vec<Row>,
     ) -> bool {
         let c = &slot.constraint;
-        let params = Params::new(&cols.params, &cols.widths, i);
+        let params = Params::of(&cols.params, i);
         body_kin.clear();
         body_kin.extend(c.bodies().iter().map(|b| kin[b.index()]));
         let levels = c.row_levels();
@@ -466,7 +466,7 @@ impl Batch {
                     }
                 }
             }
-            let params = Params::new(&cols.params, &cols.widths, i);
+            let params = Params::of(&cols.params, i);
             let body_kin: Vec<BodyKinematics> = c
                 .bodies()
                 .iter()

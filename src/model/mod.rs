@@ -9,6 +9,7 @@
 //! they were added (`physics.md` §1, column order); prescribed bodies move as the user drives them
 //! and own no columns.
 
+mod broadcast;
 pub mod constraint;
 pub mod motion;
 
@@ -16,6 +17,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+pub use broadcast::Broadcast;
+pub(crate) use broadcast::InstanceColumn;
 pub use constraint::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS,
     PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes, ReportedExtras, Row,

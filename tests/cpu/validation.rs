@@ -636,16 +636,16 @@ fn shared_columns_are_stored_once_and_expand_on_a_differing_write() {
     let ball = BodyId::new(1);
     let full = Batch::bytes_per_instance(balls.template()) * n;
     let shared = balls.bytes();
-    // Per instance: q, u, time, status, work and the contact's 11 parameters (plane frame,
-    // sphere centre, radius); gravity, mass properties, loads, enabled, Baumgarte once.
-    let per_instance = (7 + 6) * 8 + 8 + 4 + 2 * 8 + 11 * 8;
+    // Per instance: q, u, time, status and work; gravity, mass properties, loads, enabled,
+    // Baumgarte and the contact's 11 parameters (plane frame, sphere centre, radius) once.
+    let per_instance = (7 + 6) * 8 + 8 + 4 + 2 * 8;
     assert!(
         (per_instance * n..per_instance * n + 1000).contains(&shared),
         "{shared} bytes for {n} instances"
     );
     assert!(
-        shared + 160 * n <= full,
-        "the shared columns save 160 bytes an instance"
+        shared + 248 * n <= full,
+        "the shared columns save 248 bytes an instance"
     );
     let cols = balls.free_body_columns(ball).unwrap();
     assert!(
@@ -687,6 +687,37 @@ fn shared_columns_are_stored_once_and_expand_on_a_differing_write() {
     assert!(b.set_mass(ball, 3, 1e-16).is_err());
     assert!(b.free_body_columns(ball).unwrap().mass.is_shared());
     assert_eq!(b.bytes(), shared);
+
+    // Constraint parameters: the radius of instance 5 alone expands that column (width 1).
+    let contact = ConstraintId(0);
+    let radius = balls.param_value(contact, "radius", 5).unwrap()[0];
+    b.set_param(contact, "radius", 5, &[radius]).unwrap();
+    assert_eq!(
+        b.bytes(),
+        shared,
+        "the shared radius leaves the column shared"
+    );
+    b.set_param(contact, "radius", 5, &[2.0 * radius]).unwrap();
+    assert_eq!(b.bytes(), shared - 8 + 8 * n);
+    assert!(b.set_param(contact, "radius", 6, &[-1.0]).is_err());
+    assert_eq!(
+        b.param_value(contact, "radius", 5).unwrap(),
+        &[2.0 * radius]
+    );
+    assert_eq!(b.param_value(contact, "radius", 6).unwrap(), &[radius]);
+    let (e, reference) = (b.evaluate(), balls.evaluate());
+    for i in 0..n {
+        let same = e.constraints[0].position_errors_of(i).unwrap()
+            == reference.constraints[0].position_errors_of(i).unwrap();
+        assert_eq!(same, i != 5, "instance {i}");
+    }
+    // The flat column a caller asks for holds every instance's value.
+    let (column, width) = b.param(contact, "radius").unwrap();
+    assert_eq!((column.len(), width), (n, 1));
+    b.set_param(contact, "radius", 5, &[radius]).unwrap();
+    assert_eq!(b.share_uniform_columns(), 1);
+    assert_eq!(b.bytes(), shared);
+    assert_eq!(bits(&b.evaluate()), bits(&reference));
 }
 
 fn bits(e: &simbatch::evaluation::Evaluation) -> Vec<u64> {

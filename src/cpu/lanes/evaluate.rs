@@ -177,7 +177,7 @@ impl Chunk<'_> {
                 || out.separation.is_some()
                 || out.contact_force.is_some()
             {
-                let params = ParamLanes::new(&cols.params, &cols.widths, self.instances);
+                let params = ParamLanes::new(&cols.params, self.instances);
                 let report = self.with_bodies(c, kin, |bodies| {
                     constraint.report_lanes(&params, prepared, bodies, multipliers)
                 });

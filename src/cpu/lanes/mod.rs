@@ -285,7 +285,7 @@ impl<'a> Chunk<'a> {
             .zip(batch.template().constraints())
             .zip(&mut self.prepared)
         {
-            let params = ParamLanes::new(&cols.params, &cols.widths, instances);
+            let params = ParamLanes::new(&cols.params, instances);
             slot.constraint.prepare_lanes(&params, prepared);
             let on = LaneMask::from(std::array::from_fn::<bool, LANES, _>(|l| {
                 cols.enabled[instances[l]] != 0
@@ -405,7 +405,7 @@ impl<'a> Chunk<'a> {
             .zip(self.batch.all_constraint_columns())
             .enumerate()
         {
-            let params = ParamLanes::new(&cols.params, &cols.widths, self.instances);
+            let params = ParamLanes::new(&cols.params, self.instances);
             let prepared = &self.prepared[k];
             let out = &mut rows[plan.offset..plan.offset + plan.rows];
             let c = &slot.constraint;

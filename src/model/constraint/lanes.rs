@@ -10,37 +10,47 @@ use crate::math::lanes::{
     LANES, Lane, LaneMat3, LaneVec3, from_fn, mat3_lane, set_mat3_lane, set_vec3_lane, splat,
     vec3_lane,
 };
+use crate::model::Broadcast;
 
 /// [`LANES`] instances' parameter values of one constraint: the lane form of [`Params`].
 #[derive(Debug, Clone, Copy)]
 pub struct ParamLanes<'a> {
-    columns: &'a [Vec<f64>],
-    widths: &'a [usize],
+    columns: &'a [Broadcast<f64>],
     instances: [usize; LANES],
 }
 
 impl<'a> ParamLanes<'a> {
-    /// A view of instances `instances` (one per lane; a lane may repeat another's instance).
-    pub fn new(columns: &'a [Vec<f64>], widths: &'a [usize], instances: [usize; LANES]) -> Self {
-        Self {
-            columns,
-            widths,
-            instances,
-        }
+    /// A view of instances `instances` (one per lane; a lane may repeat another's instance)
+    /// over a batch's parameter columns.
+    pub fn new(columns: &'a [Broadcast<f64>], instances: [usize; LANES]) -> Self {
+        Self { columns, instances }
     }
 
     /// The scalar view of lane `l`.
     #[inline]
     pub fn lane(&self, l: usize) -> Params<'a> {
-        Params::new(self.columns, self.widths, self.instances[l])
+        Params::of(self.columns, self.instances[l])
+    }
+
+    /// Whether parameter `k` is one value shared by every instance of the batch (then every
+    /// lane reads the same value).
+    #[inline]
+    pub fn is_shared(&self, k: usize) -> bool {
+        self.columns[k].is_shared()
     }
 
     /// Value `j` of parameter `k`, one per lane.
     #[inline]
     pub fn value(&self, k: usize, j: usize) -> Lane {
-        let w = self.widths[k];
+        let column = &self.columns[k];
+        let w = column.width();
         debug_assert!(j < w, "value {j} of a parameter of width {w}");
-        from_fn(|l| self.columns[k][self.instances[l] * w + j])
+        let stored = column.stored();
+        if column.is_shared() {
+            splat(stored[j])
+        } else {
+            from_fn(|l| stored[self.instances[l] * w + j])
+        }
     }
 
     /// Parameter `k` as a 3-vector per lane (its first three values).

@@ -14,7 +14,7 @@ use std::fmt::Debug;
 
 use crate::math::lanes::{LANES, Lane};
 use crate::math::{Mat3, Vec3, all_finite, normalize_quaternion, vec3};
-use crate::model::BodyId;
+use crate::model::{BodyId, Broadcast};
 use simba::simd::SimdValue;
 
 mod lanes;
@@ -166,17 +166,34 @@ impl BodyKinematics {
 /// [`Constraint::params`].
 #[derive(Debug, Clone, Copy)]
 pub struct Params<'a> {
-    columns: &'a [Vec<f64>],
-    widths: &'a [usize],
+    source: ParamSource<'a>,
     instance: usize,
+}
+
+/// Where a [`Params`] view reads: flat per-instance columns, or a batch's broadcast columns.
+#[derive(Debug, Clone, Copy)]
+enum ParamSource<'a> {
+    Flat {
+        columns: &'a [Vec<f64>],
+        widths: &'a [usize],
+    },
+    Columns(&'a [Broadcast<f64>]),
 }
 
 impl<'a> Params<'a> {
     /// A view of instance `instance` over flat parameter columns of the given widths.
     pub fn new(columns: &'a [Vec<f64>], widths: &'a [usize], instance: usize) -> Self {
         Self {
-            columns,
-            widths,
+            source: ParamSource::Flat { columns, widths },
+            instance,
+        }
+    }
+
+    /// A view of instance `instance` over [`Broadcast`] columns (a batch's own storage: a
+    /// parameter every instance shares is stored once).
+    pub fn of(columns: &'a [Broadcast<f64>], instance: usize) -> Self {
+        Self {
+            source: ParamSource::Columns(columns),
             instance,
         }
     }
@@ -184,8 +201,13 @@ impl<'a> Params<'a> {
     /// Parameter `k` of this instance.
     #[inline]
     pub fn get(&self, k: usize) -> &'a [f64] {
-        let w = self.widths[k];
-        &self.columns[k][self.instance * w..(self.instance + 1) * w]
+        match self.source {
+            ParamSource::Flat { columns, widths } => {
+                let w = widths[k];
+                &columns[k][self.instance * w..(self.instance + 1) * w]
+            }
+            ParamSource::Columns(columns) => columns[k].row(self.instance),
+        }
     }
 
     /// Parameter `k` as a 3-vector (its first three values).
