@@ -18,15 +18,26 @@
 //   its WGSL. The solver below knows no constraint kind.
 // and, from each driven body's `MotionLaw::wgsl`, prescribed_motion(b, i, t) -> BodyKinematics
 // (shaders/motion.wgsl holds the laws' shared helpers).
-// Every column is a segment of `capacity × width` values: value k of instance i of the column
-// with prefix p (in units of widths) sits at p · capacity + i · width + k.
+// and input_at(prefix, width, i), the index of instance i's first value of the input column of
+// logical prefix `prefix` (the prefixes above): a per-instance column is a segment of
+// `capacity × width` values (value k of instance i at at · capacity + i · width + k), a shared
+// one a single row after them (at VARYING_WIDTH · capacity + its offset). Output columns are
+// all per instance: value k of instance i of the output column with prefix p (in units of
+// widths) sits at p · capacity + i · width + k.
 
+// Twin of `Launch` (src/gpu/buffers.rs).
 struct Launch {
+    // Instances this dispatch runs, and the chunk's instance count (the input segments' length).
     count: u32,
     capacity: u32,
     // Stepping kernel only: substeps per dispatch, and integrator | (Baumgarte mode << 8).
     steps: u32,
     mode: u32,
+    // Evaluation kernel: the dispatch runs instances first … first + count − 1 of the chunk
+    // and writes their outputs in segments `out_capacity` long (a slice of the chunk).
+    first: u32,
+    out_capacity: u32,
+    _pad: vec2<u32>,
 }
 
 @group(0) @binding(0) var<uniform> launch: Launch;
@@ -36,8 +47,10 @@ struct Launch {
 // Status bits (NONFINITE_STATE, NONFINITE_RESULT, SINGULAR_MASS, STEP_FAILED,
 // CONSTRAINT_VIOLATED) come from the host's prelude (`status` in src/batch/status.rs).
 
+// Value k of instance i of the input column of logical prefix `prefix` (`width` values per
+// instance); `input_at` (generated per template) knows where each column is stored.
 fn load(prefix: u32, width: u32, i: u32, k: u32) -> real {
-    return input[prefix * launch.capacity + i * width + k];
+    return input[input_at(prefix, width, i) + k];
 }
 
 fn load3(prefix: u32, width: u32, i: u32, k: u32) -> vec3<real> {
@@ -49,7 +62,7 @@ fn load4(prefix: u32, width: u32, i: u32, k: u32) -> vec4<real> {
 }
 
 fn store(prefix: u32, width: u32, i: u32, k: u32, value: real) {
-    output[prefix * launch.capacity + i * width + k] = value;
+    output[prefix * launch.out_capacity + (i - launch.first) * width + k] = value;
 }
 
 fn store3(prefix: u32, width: u32, i: u32, k: u32, value: vec3<real>) {
@@ -476,5 +489,5 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= launch.count {
         return;
     }
-    evaluate_instance(id.x);
+    evaluate_instance(launch.first + id.x);
 }

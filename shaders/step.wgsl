@@ -365,8 +365,9 @@ fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
 fn store_state(i: u32, s: State) {
     var body_kind = BODY_KIND;
     var body_in = BODY_IN;
-    input[WORK_IN * launch.capacity + i * 2u] = s.work.x;
-    input[WORK_IN * launch.capacity + i * 2u + 1u] = s.work.y;
+    let w = input_at(WORK_IN, 2u, i);
+    input[w] = s.work.x;
+    input[w + 1u] = s.work.y;
     for (var b = 0u; b < NB; b++) {
         let p = body_in[b];
         var qp = p + FREE_Q_AT;
@@ -378,7 +379,7 @@ fn store_state(i: u32, s: State) {
             qp = p + PRESCRIBED_POSE_AT;
             up = p + PRESCRIBED_VELOCITY_AT;
         }
-        let o = qp * launch.capacity + i * 7u;
+        let o = input_at(qp, 7u, i);
         let q = s.quaternion[b];
         input[o] = q.x;
         input[o + 1u] = q.y;
@@ -387,7 +388,7 @@ fn store_state(i: u32, s: State) {
         input[o + 4u] = s.origin[b].x;
         input[o + 5u] = s.origin[b].y;
         input[o + 6u] = s.origin[b].z;
-        let v = up * launch.capacity + i * 6u;
+        let v = input_at(up, 6u, i);
         input[v] = s.ang_vel[b].x;
         input[v + 1u] = s.ang_vel[b].y;
         input[v + 2u] = s.ang_vel[b].z;
@@ -537,7 +538,7 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
     if finished || status != 0u {
         // Its last dispatch of the call: its time, as the host will have it (to f32 rounding
         // of the compensated sum). Not before: later dispatches start from the call's start.
-        input[TIME_IN * launch.capacity + i] = state.time;
+        input[input_at(TIME_IN, 1u, i)] = state.time;
     }
     output[CARRY_STATUS * launch.capacity + i] = real(status);
     output[CARRY_ACCEPTED * launch.capacity + i] = real(accepted);

@@ -126,6 +126,16 @@ impl Evaluator {
         }
     }
 
+    /// Bytes of GPU memory the kernels hold now: the chunks' inputs (shared columns once),
+    /// the stepping carry and staging, and the evaluation's output slices once it has
+    /// evaluated. `None` on the CPU or before the first batch.
+    pub fn device_bytes(&self) -> Option<u64> {
+        match &self.resolved {
+            Resolved::Gpu { gpu: Some(g), .. } => Some(g.device_bytes()),
+            _ => None,
+        }
+    }
+
     /// As [`evaluate`](Self::evaluate), writing into `out` (on the GPU its allocations are reused).
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
         match &mut self.resolved {

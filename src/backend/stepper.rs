@@ -92,6 +92,12 @@ impl Stepper {
             + stepping::call_bytes(batch, &self.options, self.cpu_lanes)
     }
 
+    /// Bytes of GPU memory the stepper's kernels hold (see [`Evaluator::device_bytes`]);
+    /// `None` on the CPU or before the first step.
+    pub fn device_bytes(&self) -> Option<u64> {
+        self.evaluator.device_bytes()
+    }
+
     /// The backend in use (`Cpu` or `Gpu`).
     pub fn backend(&self) -> Backend {
         self.evaluator.backend()

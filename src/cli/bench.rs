@@ -102,22 +102,12 @@ fn host_bytes_per_instance(batch: &Batch, work: usize) -> usize {
     batch.bytes().div_ceil(batch.len().max(1)) + work
 }
 
-/// Bytes per instance of the GPU buffers in `precision`: inputs, outputs and the staging copy
-/// (the layout's widths), plus, when stepping, the kernel's carry (in its output and in
-/// staging) and the staged state columns, counted at most at the input width.
-fn gpu_bytes_per_instance(
-    batch: &Batch,
-    precision: Precision,
-    stepping: bool,
-) -> crate::Result<usize> {
-    let layout = crate::gpu::layout::Layout::new(batch.template())?;
-    let reals = layout.input_width + 2 * layout.output_width;
-    let carry = if stepping {
-        2 * 8 + layout.input_width
-    } else {
-        0
-    };
-    Ok((reals + carry) * precision.bytes())
+/// Bytes per instance of the GPU memory the kernels hold after the timed calls
+/// ([`Stepper::device_bytes`]): the chunks' inputs (shared columns once), and the stepping
+/// carry or the evaluation outputs, with the staging buffers (bounded per call, not per
+/// instance). The host's f64 copy of the batch is the CPU row's figure.
+fn gpu_bytes_per_instance(device_bytes: Option<u64>, n: usize) -> usize {
+    device_bytes.unwrap_or(0).div_ceil(n.max(1) as u64) as usize
 }
 
 /// Runs the benchmark.
@@ -268,7 +258,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             if let Some(d) = &device {
                 let mut e = Evaluator::on_device(d.clone(), precision, GpuOptions::default())?;
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
-                let bytes = gpu_bytes_per_instance(&batch, precision, false)?;
+                let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
                 report(row(&gpu_name, bytes), n as f64 / s);
             }
         }
@@ -308,7 +298,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                             || Ok(stepper.step(&mut batch, k).map(|_| ())?),
                             args.seconds,
                         )?;
-                        let bytes = gpu_bytes_per_instance(&batch, precision, true)?;
+                        let bytes = gpu_bytes_per_instance(stepper.device_bytes(), n);
                         report(row(&gpu_name, bytes), (n * k) as f64 / s);
                     }
                 }

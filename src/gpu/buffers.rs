@@ -6,6 +6,42 @@ use crate::gpu::device::GpuDevice;
 
 pub(crate) const WORKGROUP: usize = 64;
 
+/// The kernels' `Launch` uniform (twin of `shaders/evaluate.wgsl`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct Launch {
+    /// Instances the dispatch runs.
+    pub count: u32,
+    /// The chunk's instance count (the length of its input segments).
+    pub capacity: u32,
+    /// Stepping: trial steps per dispatch.
+    pub steps: u32,
+    /// Stepping: integrator | (Baumgarte mode << 8).
+    pub mode: u32,
+    /// Evaluation: the slice's first instance in the chunk.
+    pub first: u32,
+    /// Evaluation: the length of the output segments (the slice's instance count).
+    pub out_capacity: u32,
+    /// Uniform structs round up to 16 bytes.
+    pub pad: [u32; 2],
+}
+
+impl Launch {
+    /// A uniform buffer holding this launch.
+    pub(crate) fn buffer(&self, device: &GpuDevice) -> wgpu::Buffer {
+        let buffer = device.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch launch"),
+            size: std::mem::size_of::<Self>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        device
+            .queue
+            .write_buffer(&buffer, 0, bytemuck::bytes_of(self));
+        buffer
+    }
+}
+
 /// Maps the first `size` bytes of a staging buffer, waits for the GPU, hands them to `f` while
 /// mapped, and unmaps.
 pub(crate) fn map_read<R>(
@@ -32,6 +68,45 @@ pub(crate) fn map_read<R>(
     let out = f(&view);
     drop(view);
     buffer.unmap();
+    Ok(out)
+}
+
+/// Reads `ranges` (buffer, byte offset, byte size) back to the host, in order, through
+/// `staging` (MAP_READ | COPY_DST), as many rounds as its size needs: work buffers stay bounded
+/// whatever the batch size. `convert` turns each mapped piece into the caller's values.
+pub(crate) fn read_back<T>(
+    device: &GpuDevice,
+    staging: &wgpu::Buffer,
+    ranges: &[(&wgpu::Buffer, u64, u64)],
+    mut convert: impl FnMut(&[u8], &mut Vec<T>),
+) -> Result<Vec<T>> {
+    // Copies keep 4-byte alignment: reals are 4 or 8 bytes and every offset a multiple of them.
+    let room = staging.size();
+    let mut out = Vec::new();
+    let mut pending: Vec<(&wgpu::Buffer, u64, u64)> = ranges.iter().rev().copied().collect();
+    while !pending.is_empty() {
+        let mut encoder = device
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("simbatch readback"),
+            });
+        let mut used = 0;
+        while let Some((buffer, offset, size)) = pending.pop() {
+            let take = size.min(room - used);
+            if take > 0 {
+                encoder.copy_buffer_to_buffer(buffer, offset, staging, used, take);
+                used += take;
+            }
+            if take < size {
+                pending.push((buffer, offset + take, size - take));
+                break;
+            }
+        }
+        device.queue.submit([encoder.finish()]);
+        if used > 0 {
+            map_read(device, staging, used, |view| convert(view, &mut out))?;
+        }
+    }
     Ok(out)
 }
 

@@ -229,15 +229,25 @@ fn gpu_f64_matches_cpu_to_the_cpu_bound() {
 fn chunked_batches_give_the_same_results() {
     let Some(device) = device() else { return };
     let (batch, _) = random_contact_batch(Kind::Point, PlaneBody::Free, 5000, 21);
-    let layout = Layout::new(batch.template()).unwrap();
-    let per_instance = (layout.input_width.max(layout.output_width) * 4) as u64;
+    // The binding holds 700 instances' per-instance columns and one row of the shared ones;
+    // each instance's outputs are wider than its inputs, so a chunk's outputs take several
+    // slices of at most the binding size.
+    let layout = Layout::for_batch(&batch).unwrap();
+    assert!(layout.shared_width > 0 && layout.output_width > layout.varying_width);
+    let per_instance = (layout.varying_width * 4) as u64;
     let small = GpuOptions {
-        max_binding_bytes: Some(per_instance * 700),
+        max_binding_bytes: Some(per_instance * 700 + layout.shared_width as u64 * 4),
     };
     let mut chunked = GpuEvaluator::new(device.clone(), &batch, Precision::F32, small).unwrap();
     let a = chunked.evaluate(&batch).unwrap();
     assert_eq!(chunked.chunk_capacity(), 700);
     assert_eq!(chunked.chunk_count(), 8);
+    let per_slice =
+        (per_instance * 700 + layout.shared_width as u64 * 4) as usize / (layout.output_width * 4);
+    assert_eq!(
+        chunked.slice_count(),
+        7 * 700usize.div_ceil(per_slice) + 100usize.div_ceil(per_slice)
+    );
     let whole = gpu_evaluation(&device, &batch, Precision::F32);
     assert_eq!(a, whole, "chunking must not change a single bit");
     // Reusing an evaluation's allocations, also across batch sizes and templates, changes nothing.

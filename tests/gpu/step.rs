@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::common;
 use common::device;
 
+use simbatch::batch::Column;
 use simbatch::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use simbatch::golden::Report;
 use simbatch::prelude::*;
@@ -498,4 +499,96 @@ fn gpu_stepping_ends_and_flags_what_cannot_proceed_as_the_cpu_does() {
     assert_eq!(batch.status()[9], status::CONSTRAINT_VIOLATED);
     assert_eq!(batch.status(), cpu.status());
     assert!((batch.time()[9] - 0.01).abs() < 1e-12, "still stepped");
+}
+
+const RK4_1MS: StepOptions = StepOptions {
+    integrator: Integrator::Rk4 { step: 1e-3 },
+    stabilization: Stabilization::None,
+};
+
+/// GPU memory (issue 17): per instance, a stepped f32 rolling-ball batch holds only its state
+/// (q, u, time, work) and the kernel's carry, 96 B; gravity, mass properties and the contact's
+/// parameters are one row per chunk, and the readback goes through a staging buffer of fixed
+/// size. The evaluation's outputs exist only once something is evaluated, in bounded slices.
+#[test]
+fn gpu_batches_hold_the_state_and_the_carry_per_instance() {
+    let Some(device) = device() else { return };
+    let options = RK4_1MS;
+    let mut held = Vec::new();
+    for n in [50_000, 60_000] {
+        let (mut batch, _) = rolling(n);
+        let mut stepper = Stepper::on_gpu(options, device.clone(), Precision::F32).unwrap();
+        stepper.step(&mut batch, 1).unwrap();
+        held.push(stepper.device_bytes().unwrap());
+    }
+    let per_instance = (held[1] - held[0]) / 10_000;
+    // q 7, u 6, time 1, work 2; carry 8; f32.
+    assert_eq!(per_instance, (7 + 6 + 1 + 2 + 8) * 4);
+    // Besides: one shared row and the staging buffer, fixed whatever N (so a batch of 131 072
+    // instances or more holds at most 128 B an instance).
+    assert!(held[0] - 50_000 * per_instance <= simbatch::gpu::step::STAGING_BYTES + 4096);
+
+    // Evaluating adds the output slices (the result's own size), bounded by SLICE_BYTES.
+    let (batch, _) = rolling(1000);
+    let mut e =
+        Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
+    let ev = e.evaluate(&batch).unwrap();
+    let layout = e.gpu_evaluator().unwrap().layout().clone();
+    assert!(layout.shared_width >= 3 + 1 + 3 + 6 + 3 + 3 + 1 + 1 + 11);
+    assert_eq!(layout.varying_width, 7 + 6 + 1 + 2);
+    let outputs = 2 * 1000 * layout.output_width as u64 * 4;
+    assert!(e.device_bytes().unwrap() >= outputs);
+    let mut report = Report::default();
+    simbatch::golden::compare_evaluations(&ev, &batch.evaluate(), 2e-4, &mut report).unwrap();
+    assert!(report.passed(), "{report}");
+}
+
+/// A column the kernel reads as one shared row that becomes per-instance rebuilds the kernel
+/// (it reads the column per instance from then on, also once the column is shared again), and
+/// the results follow the batch on every path.
+#[test]
+fn a_shared_column_made_per_instance_rebuilds_the_kernel() {
+    let Some(device) = device() else { return };
+    let (mut batch, ball) = rolling(300);
+    let contact = ConstraintId(0);
+    let mut e =
+        Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
+    let compare = |gpu: &Evaluation, batch: &Batch| {
+        let mut report = Report::default();
+        simbatch::golden::compare_evaluations(gpu, &batch.evaluate(), 2e-4, &mut report).unwrap();
+        assert!(report.passed(), "{report}");
+    };
+    let radius_shared = |e: &Evaluator| {
+        let layout = e.gpu_evaluator().unwrap().layout();
+        layout.input(Column::Param(0, 2)).unwrap().shared
+    };
+    compare(&e.evaluate(&batch).unwrap(), &batch);
+    assert!(radius_shared(&e));
+    let r = batch.param_value(contact, "radius", 5).unwrap()[0];
+    batch.set_param(contact, "radius", 5, &[1.5 * r]).unwrap();
+    batch.set_mass(ball, 7, 2.5).unwrap();
+    compare(&e.evaluate(&batch).unwrap(), &batch);
+    assert!(!radius_shared(&e));
+    batch.set_param(contact, "radius", 5, &[r]).unwrap();
+    assert!(batch.share_uniform_columns() >= 1);
+    compare(&e.evaluate(&batch).unwrap(), &batch);
+    assert!(!radius_shared(&e), "read per instance from then on");
+    // Stepping through the same kernels after the change.
+    let mut stepped = batch.clone();
+    stepped.set_param(contact, "radius", 9, &[0.9 * r]).unwrap();
+    let mut gpu = Stepper::on_gpu(RK4_1MS, device.clone(), Precision::F32).unwrap();
+    gpu.step(&mut stepped, 5).unwrap();
+    stepped
+        .set_param(contact, "radius", 11, &[1.1 * r])
+        .unwrap();
+    gpu.step(&mut stepped, 5).unwrap();
+    let mut cpu = batch.clone();
+    cpu.set_param(contact, "radius", 9, &[0.9 * r]).unwrap();
+    let mut reference = Stepper::new(RK4_1MS).unwrap();
+    reference.step(&mut cpu, 5).unwrap();
+    cpu.set_param(contact, "radius", 11, &[1.1 * r]).unwrap();
+    reference.step(&mut cpu, 5).unwrap();
+    let mut report = Report::default();
+    compare_states(&stepped, &cpu, F32_TRAJECTORY_TOL, &mut report);
+    assert!(report.passed(), "{report}");
 }

@@ -227,6 +227,47 @@ pub(crate) struct Chunk<'a> {
     prepared: Vec<PreparedLanes>,
     /// Lanes that always take the reference path (mass properties the closed form refuses).
     reference_only: u32,
+    /// What every instance shares ([`Broadcast`](crate::batch::Broadcast) columns stored
+    /// once), gathered and prepared on the first load only: gravity; per free body its mass
+    /// properties and loads; per constraint its parameters, enabled flag and time constant.
+    shared: Shared,
+    loaded: bool,
+}
+
+/// Which parts of a chunk's load every instance shares (see [`Chunk::load`]).
+struct Shared {
+    gravity: bool,
+    bodies: [bool; MAX_FREE],
+    /// Per free body, the reference-only lanes its shared mass properties gave.
+    body_reference_only: [u32; MAX_FREE],
+    constraints: Vec<bool>,
+}
+
+impl Shared {
+    fn of(batch: &Batch) -> Self {
+        let mut bodies = [false; MAX_FREE];
+        for (shared, c) in bodies.iter_mut().zip(batch.free_columns()) {
+            *shared = c.mass.is_shared()
+                && c.com.is_shared()
+                && c.inertia.is_shared()
+                && c.applied_force.is_shared()
+                && c.applied_torque.is_shared();
+        }
+        Self {
+            gravity: batch.gravity_column().is_shared(),
+            bodies,
+            body_reference_only: [0; MAX_FREE],
+            constraints: batch
+                .all_constraint_columns()
+                .iter()
+                .map(|c| {
+                    c.enabled.is_shared()
+                        && c.baumgarte_time_constant.is_shared()
+                        && c.params.iter().all(|p| p.is_shared())
+                })
+                .collect(),
+        }
+    }
 }
 
 impl<'a> Chunk<'a> {
@@ -252,22 +293,35 @@ impl<'a> Chunk<'a> {
             inverse_time_constant: [splat(0.0); MAX_M],
             prepared: vec![[splat(0.0); PREPARED_LANES]; plan.constraints.len()],
             reference_only: ALL_LANES,
+            shared: Shared::of(batch),
+            loaded: false,
         }
     }
 
     /// Gathers instances `instances` of the batch: everything that stays fixed over a call.
+    /// What every instance shares is gathered (and prepared) on the first load only: the
+    /// values are the same bits for every instance.
     pub(crate) fn load(&mut self, instances: [usize; LANES]) {
         let (batch, plan) = (self.batch, self.plan);
+        let again = std::mem::replace(&mut self.loaded, true);
         self.instances = instances;
-        self.gravity = vec3_from_fn(|l| batch.gravity_column()[instances[l]]);
+        if !(again && self.shared.gravity) {
+            self.gravity = vec3_from_fn(|l| batch.gravity_column()[instances[l]]);
+        }
         let mut reference_only = 0;
-        for (body, cols) in self.bodies.iter_mut().zip(batch.free_columns()) {
+        for (k, (body, cols)) in self.bodies.iter_mut().zip(batch.free_columns()).enumerate() {
+            if again && self.shared.bodies[k] {
+                reference_only |= self.shared.body_reference_only[k];
+                continue;
+            }
             let mass = from_fn(|l| cols.mass[instances[l]]);
             let packed: [Lane; 6] =
                 std::array::from_fn(|k| from_fn(|l| cols.inertia[instances[l]][k]));
             let (inverse_inertia, ok) = inverse_inertia(&packed);
             let [a, b, c, d, e, f] = packed;
-            reference_only |= !bits(ok & mass.simd_gt(splat(0.0)) & is_finite(mass)) & ALL_LANES;
+            let refused = !bits(ok & mass.simd_gt(splat(0.0)) & is_finite(mass)) & ALL_LANES;
+            self.shared.body_reference_only[k] = refused;
+            reference_only |= refused;
             *body = FreeBody {
                 mass,
                 inverse_mass: splat(1.0) / mass,
@@ -278,13 +332,17 @@ impl<'a> Chunk<'a> {
                 torque: vec3_from_fn(|l| cols.applied_torque[instances[l]]),
             };
         }
-        for (((c, cols), slot), prepared) in plan
+        for ((((c, cols), slot), prepared), shared) in plan
             .constraints
             .iter()
             .zip(batch.all_constraint_columns())
             .zip(batch.template().constraints())
             .zip(&mut self.prepared)
+            .zip(&self.shared.constraints)
         {
+            if again && *shared {
+                continue;
+            }
             let params = ParamLanes::new(&cols.params, instances);
             slot.constraint.prepare_lanes(&params, prepared);
             let on = LaneMask::from(std::array::from_fn::<bool, LANES, _>(|l| {

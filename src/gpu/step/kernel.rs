@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::layout_entry;
+use crate::gpu::buffers::{Launch, layout_entry};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
 use crate::gpu::layout::Layout;
@@ -194,29 +194,22 @@ impl StepPipeline {
     }
 }
 
-/// A chunk's stepping buffers: its launch uniform, the carry columns, and the staging buffer
-/// the carry and the state columns come back through. Bound to the chunk's input buffer.
+/// A chunk's stepping buffers: its launch uniform and the carry columns. Bound to the chunk's
+/// input buffer.
 pub(super) struct ChunkStep {
     pub(super) launch: wgpu::Buffer,
     pub(super) output: wgpu::Buffer,
-    pub(super) staging: wgpu::Buffer,
     pub(super) bind_group: wgpu::BindGroup,
 }
 
 impl ChunkStep {
-    /// Buffers for `chunk` with `state_width` state values per instance, in `bytes`-byte reals.
-    pub(super) fn new(
-        device: &GpuDevice,
-        sp: &StepPipeline,
-        chunk: &Chunk,
-        state_width: usize,
-        bytes: u64,
-    ) -> Self {
+    /// Buffers for `chunk`, in `bytes`-byte reals.
+    pub(super) fn new(device: &GpuDevice, sp: &StepPipeline, chunk: &Chunk, bytes: u64) -> Self {
         let d = &device.device;
         let count = chunk.count as u64;
         let launch = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("simbatch step launch"),
-            size: 16,
+            size: std::mem::size_of::<Launch>() as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -226,12 +219,6 @@ impl ChunkStep {
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let staging = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("simbatch step staging"),
-            size: (CARRY_COLUMNS + state_width) as u64 * count * bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
@@ -253,7 +240,6 @@ impl ChunkStep {
         Self {
             launch,
             output,
-            staging,
             bind_group,
         }
     }

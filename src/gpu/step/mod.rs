@@ -22,11 +22,15 @@ use readback::{gather_states, mark_resident, state_columns, to_f64};
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{WORKGROUP, gpu_allocation_error, map_read};
+use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, read_back};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
 use crate::step::{Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, StepOptions, StepReport};
+
+/// Largest staging buffer of a stepping call, in bytes: the carry and the state columns come
+/// back through it in as many rounds as they need.
+pub const STAGING_BYTES: u64 = 4 << 20;
 
 /// The GPU kernels of one template: the evaluation kernel ([`GpuEvaluator`]) and the stepping
 /// kernels, which advance the state in the evaluator's own input buffers.
@@ -37,6 +41,9 @@ pub struct GpuStepper {
     /// Per chunk of the evaluator, its stepping buffers, and the chunks' generation they are
     /// bound to.
     chunk_steps: Vec<ChunkStep>,
+    /// The staging buffer the carry and the state columns come back through (at most
+    /// [`STAGING_BYTES`], whatever the batch size).
+    staging: Option<wgpu::Buffer>,
     bound_to: u64,
 }
 
@@ -62,8 +69,21 @@ impl GpuStepper {
             evaluator: GpuEvaluator::new(device, batch, precision, options)?,
             pipeline: None,
             chunk_steps: Vec::new(),
+            staging: None,
             bound_to: 0,
         })
+    }
+
+    /// Bytes of GPU memory these kernels hold: the evaluator's
+    /// ([`GpuEvaluator::device_bytes`]), each chunk's carry columns and launch word, and the
+    /// stepping staging buffer.
+    pub fn device_bytes(&self) -> u64 {
+        let steps: u64 = self
+            .chunk_steps
+            .iter()
+            .map(|s| s.output.size() + s.launch.size())
+            .sum();
+        self.evaluator.device_bytes() + steps + self.staging.as_ref().map_or(0, |s| s.size())
     }
 
     /// The evaluation kernel (shares the buffers the stepping kernels advance).
@@ -107,6 +127,10 @@ impl GpuStepper {
         };
         let settings = KernelSettings::new(options);
         let gpu = &mut self.evaluator;
+        if gpu.rebuild_for(batch)? {
+            // The stepping kernels read the columns as the evaluation kernel does.
+            self.pipeline = None;
+        }
         gpu.prepare(batch)?;
         gpu.last_upload_bytes = gpu.upload(batch)?;
         let (precision, device) = (gpu.precision, gpu.device.clone());
@@ -167,15 +191,35 @@ impl GpuStepper {
             self.chunk_steps = gpu
                 .chunks
                 .iter()
-                .map(|chunk| ChunkStep::new(&gpu.device, sp, chunk, state_width, bytes))
+                .map(|chunk| ChunkStep::new(&gpu.device, sp, chunk, bytes))
                 .collect();
             self.bound_to = gpu.generation;
+            // Sized for the largest chunk's readback, at most STAGING_BYTES (a multiple of 8,
+            // so no f64 is split between two rounds).
+            let largest = gpu.chunks.iter().map(|c| c.count).max().unwrap_or(1) as u64;
+            let size = ((CARRY_COLUMNS + state_width) as u64 * largest * bytes)
+                .min(STAGING_BYTES)
+                .next_multiple_of(8);
+            self.staging = Some(d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("simbatch step staging"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
         }
         let trials = trials_per_dispatch(options) as u32;
         for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
             let c = chunk.count as u32;
-            let launch = [c, c, trials, settings.mode()];
-            queue.write_buffer(&step.launch, 0, bytemuck::cast_slice(&launch));
+            let launch = Launch {
+                count: c,
+                capacity: c,
+                steps: trials,
+                mode: settings.mode(),
+                first: 0,
+                out_capacity: c,
+                pad: [0; 2],
+            };
+            queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
             let mut carry = vec![0.0f64; CARRY_COLUMNS * chunk.count];
             for local in 0..chunk.count {
                 let i = chunk.start + local;
@@ -195,11 +239,12 @@ impl GpuStepper {
         }
         if let Some(e) = pollster::block_on(oom.pop()) {
             self.chunk_steps.clear();
-            let total = (CARRY_COLUMNS * 2 + state_width) as u128 * batch.len() as u128;
+            let total =
+                CARRY_COLUMNS as u128 * batch.len() as u128 * bytes as u128 + STAGING_BYTES as u128;
             return Err(gpu_allocation_error(
                 &gpu.device,
                 batch.len(),
-                total * bytes as u128,
+                total,
                 Some(e),
             ));
         }
@@ -225,19 +270,23 @@ impl GpuStepper {
             .as_ref()
             .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
         let pipeline = sp.built(settings)?;
-        let prefixes = columns
+        let inputs = columns
             .iter()
             .map(|(column, _)| {
                 gpu.layout
-                    .inputs
-                    .iter()
-                    .find(|c| c.column == *column)
-                    .map(|c| c.prefix)
-                    .ok_or_else(|| Error::Gpu(format!("state column {column:?} not in the layout")))
+                    .input(*column)
+                    .filter(|c| !c.shared)
+                    .ok_or_else(|| {
+                        Error::Gpu(format!(
+                            "state column {column:?} not per instance in the layout"
+                        ))
+                    })
             })
             .collect::<Result<Vec<_>>>()?;
-        let state_width: usize = columns.iter().map(|(_, w)| w).sum();
-        let width = CARRY_COLUMNS + state_width;
+        let staging = self
+            .staging
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("stepping staging buffer missing".into()))?;
         let trials = trials_per_dispatch(options);
         let mut dispatches = dispatches_needed(goal, &options.integrator, settings, step_sizes)
             .div_ceil(trials)
@@ -262,26 +311,25 @@ impl GpuStepper {
                         pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
                     }
                 }
-                // Read back: the carry, then every state column.
-                let count = chunk.count as u64;
-                let carry = CARRY_COLUMNS as u64 * count * bytes;
-                encoder.copy_buffer_to_buffer(&step.output, 0, &step.staging, 0, carry);
-                let mut at = carry;
-                for ((_, w), prefix) in columns.iter().zip(&prefixes) {
-                    let size = *w as u64 * count * bytes;
-                    let from = *prefix as u64 * count * bytes;
-                    encoder.copy_buffer_to_buffer(&chunk.input, from, &step.staging, at, size);
-                    at += size;
-                }
             }
             queue.submit([encoder.finish()]);
             for (k, (chunk, step)) in gpu.chunks.iter().zip(&self.chunk_steps).enumerate() {
                 if !pending[k] {
                     continue;
                 }
-                let size = (width * chunk.count) as u64 * bytes;
-                let v = map_read(&gpu.device, &step.staging, size, |view| {
-                    to_f64(precision, view)
+                // Read back: the carry, then every state column.
+                let count = chunk.count as u64;
+                let mut ranges = vec![(&step.output, 0, CARRY_COLUMNS as u64 * count * bytes)];
+                for ((_, w), input) in columns.iter().zip(&inputs) {
+                    let first = input.offset(gpu.layout.varying_width, chunk.count, 0);
+                    ranges.push((
+                        &chunk.input,
+                        first as u64 * bytes,
+                        *w as u64 * count * bytes,
+                    ));
+                }
+                let v = read_back(&gpu.device, staging, &ranges, |view, out| {
+                    out.extend(to_f64(precision, view))
                 })?;
                 let n = chunk.count;
                 // RKM attempts are capped (fixed steps are bounded by the goal itself).

@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 use crate::model::{BodyKind, SystemTemplate};
 use crate::motion::MOTION_PARAMS_CAP;
 
+mod inputs;
+pub use inputs::InputColumn;
+
 /// Largest number of free bodies per template on the GPU (private-memory budget per thread).
 pub const MAX_FREE_BODIES: usize = 4;
 /// Largest number of constraint rows per template on the GPU.
@@ -30,17 +33,6 @@ pub struct WgslSection {
     pub name: String,
     /// The WGSL text.
     pub text: String,
-}
-
-/// One input column: what it is, its width and its prefix.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct InputColumn {
-    /// The batch column.
-    pub column: Column,
-    /// Values per instance.
-    pub width: usize,
-    /// Prefix in the input buffer.
-    pub prefix: usize,
 }
 
 /// Output placement of one constraint.
@@ -98,8 +90,12 @@ impl ConstraintOutput {
 pub struct Layout {
     /// Input columns in buffer order.
     pub inputs: Vec<InputColumn>,
-    /// Sum of input widths (values per instance in the input buffer).
+    /// Sum of input widths (values per instance, every column counted).
     pub input_width: usize,
+    /// Sum of the per-instance columns' widths (values per instance in the input buffer).
+    pub varying_width: usize,
+    /// Values of the shared columns (stored once per chunk, after the per-instance ones).
+    pub shared_width: usize,
     /// Sum of output widths without the Jacobian region.
     pub output_main_width: usize,
     /// Sum of all output widths.
@@ -188,8 +184,15 @@ fn wgsl_array(name: &str, values: &[usize]) -> String {
 }
 
 impl Layout {
-    /// Lays out a template; errors when the GPU kernel cannot run it.
+    /// Lays out a template with every column per instance; errors when the GPU kernel cannot
+    /// run it.
     pub fn new(template: &SystemTemplate) -> Result<Self> {
+        Self::with_shared(template, &|_| false)
+    }
+
+    /// Lays out a template, storing once the columns for which `shared` is true; errors when
+    /// the GPU kernel cannot run it.
+    pub fn with_shared(template: &SystemTemplate, shared: &dyn Fn(Column) -> bool) -> Result<Self> {
         let nf = template.free_bodies().len();
         if nf > MAX_FREE_BODIES {
             return Err(Error::Gpu(format!(
@@ -205,6 +208,8 @@ impl Layout {
                     column,
                     width,
                     prefix: *prefix,
+                    shared: false,
+                    at: 0,
                 });
                 *prefix += width;
             };
@@ -532,9 +537,15 @@ impl Layout {
             text: report,
         });
 
-        Ok(Self {
+        // (The state columns the stepping kernel writes are per-instance columns, never shared.)
+        for c in &mut inputs {
+            c.shared = shared(c.column);
+        }
+        let mut layout = Self {
             inputs,
             input_width,
+            varying_width: 0,
+            shared_width: 0,
             output_main_width,
             output_width,
             nu,
@@ -545,6 +556,8 @@ impl Layout {
             constraints,
             wgsl_constants: w,
             constraint_sections: sections,
-        })
+        };
+        layout.place_inputs();
+        Ok(layout)
     }
 }

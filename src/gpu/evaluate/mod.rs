@@ -3,15 +3,20 @@
 //!
 //! A batch is split into chunks small enough for one storage binding (the adapter's
 //! `max_storage_buffer_binding_size`, 128 MiB on lavapipe) and one dispatch. Every chunk keeps
-//! its own input, output and staging buffers across calls, and remembers the version of each
-//! column it holds: a call uploads only the columns written since ([`Batch::column_version`]).
+//! its own input buffer across calls — the per-instance columns, then one row of each column
+//! the batch shares ([`Layout::for_batch`]) — and remembers the version of each column it
+//! holds: a call uploads only the columns written since ([`Batch::column_version`]).
+//!
+//! The outputs are work buffers, not batch storage: one output and one staging buffer of at
+//! most [`SLICE_BYTES`] each, made on the first evaluation (a batch that is only stepped never
+//! has them), through which each chunk is evaluated and read back one slice at a time.
 
 use std::sync::Arc;
 
-use crate::batch::{Batch, ColumnData, status};
+use crate::batch::{Batch, ColumnData};
 use crate::error::{Error, Result};
 use crate::evaluation::Evaluation;
-use crate::gpu::buffers::{WORKGROUP, gpu_allocation_error, layout_entry, map_read};
+use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, layout_entry};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
@@ -27,20 +32,40 @@ pub struct GpuJacobians {
     pub bias_acceleration: Vec<Vec<f64>>,
 }
 
-/// Values read back from one chunk, in the kernel's precision, borrowed from the mapping.
+mod results;
+mod slices;
+
+/// Largest output (and staging) buffer of an evaluation, in bytes: a chunk is evaluated and read
+/// back in slices of at most this much output.
+pub const SLICE_BYTES: u64 = 32 << 20;
+
+/// Values read back from one slice, in the kernel's precision, borrowed from the mapping.
 enum RawRef<'a> {
     F32(&'a [f32]),
     F64(&'a [f64]),
 }
 
+/// A chunk of the batch: its instances' input buffer and, once evaluated, its slices.
 pub(crate) struct Chunk {
     pub(crate) start: usize,
     pub(crate) count: usize,
     pub(crate) input: wgpu::Buffer,
+    /// Made on the first evaluation.
+    slices: Vec<Slice>,
+    pub(crate) uploaded: Vec<u64>,
+}
+
+/// Instances `first … first + count − 1` of a chunk, evaluated in one dispatch into the
+/// evaluator's output buffer.
+struct Slice {
+    count: usize,
+    bind_group: wgpu::BindGroup,
+}
+
+/// The evaluation's work buffers (shared by every slice).
+struct Outputs {
     output: wgpu::Buffer,
     staging: wgpu::Buffer,
-    bind_group: wgpu::BindGroup,
-    pub(crate) uploaded: Vec<u64>,
 }
 
 /// Evaluates batches of one template on the GPU.
@@ -52,11 +77,16 @@ pub struct GpuEvaluator {
     bind_group_layout: wgpu::BindGroupLayout,
     capacity: usize,
     max_binding_bytes: u64,
+    options: GpuOptions,
+    /// The batch the kernel was built for and its input columns' versions then.
+    built_for: Option<(u64, Vec<u64>)>,
     batch_uid: Option<u64>,
     pub(crate) chunks: Vec<Chunk>,
+    outputs: Option<Outputs>,
     pub(crate) last_upload_bytes: u64,
-    /// Counts rebuilds of the chunks: buffers bound to a chunk's input (the stepping kernel's)
-    /// are remade when it changes.
+    /// Names the chunks' buffers (unique in the process, new at every rebuild of the chunks or
+    /// of the evaluator): buffers bound to a chunk's input (the stepping kernel's) are remade
+    /// when it changes.
     pub(crate) generation: u64,
 }
 
@@ -70,13 +100,77 @@ impl std::fmt::Debug for GpuEvaluator {
     }
 }
 
+/// The versions of `layout`'s input columns in `batch`.
+fn versions(batch: &Batch, layout: &Layout) -> Vec<u64> {
+    let version = |c: &crate::gpu::layout::InputColumn| batch.column_version(c.column);
+    layout
+        .inputs
+        .iter()
+        .map(|c| version(c).unwrap_or(0))
+        .collect()
+}
+
+/// A process-unique generation number for a set of chunks.
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl GpuEvaluator {
-    /// Builds the kernel for `batch`'s template. Errors (no panic) when the template has a
-    /// constraint kind without a GPU kernel, when f64 is asked of an adapter without
-    /// `SHADER_F64`, or when the kernel fails validation.
+    /// Builds the kernel for `batch`'s template, reading once the columns the batch shares now
+    /// ([`Layout::for_batch`]). Errors (no panic) when the template has a constraint kind
+    /// without a GPU kernel, when f64 is asked of an adapter without `SHADER_F64`, or when the
+    /// kernel fails validation.
     pub fn new(
         device: Arc<GpuDevice>,
         batch: &Batch,
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        let mut built = Self::build(device, Layout::for_batch(batch)?, precision, options)?;
+        built.built_for = Some((batch.uid(), versions(batch, &built.layout)));
+        Ok(built)
+    }
+
+    /// Rebuilds the kernel when `batch` has made per-instance a column this kernel reads as one
+    /// shared row (the buffers follow on the next call); returns whether it did. The new kernel
+    /// reads per instance every column written since the kernel was built (the columns a
+    /// caller writes per instance, such as an environment's actions, change together: one
+    /// rebuild, not one per column). A column the batch shares but the kernel reads per
+    /// instance needs nothing — its row is uploaded to every instance — so a column flipping
+    /// between the two forms recompiles at most once.
+    pub fn rebuild_for(&mut self, batch: &Batch) -> Result<bool> {
+        if self.layout.serves(batch) {
+            return Ok(false);
+        }
+        let mut layout = Layout::for_batch(batch)?;
+        // Keep per-instance what this kernel already reads per instance.
+        if layout.unshared() != self.layout.unshared() {
+            return Err(Error::Gpu(
+                "this evaluator was built for another template layout".into(),
+            ));
+        }
+        let written = |k: usize, c: &crate::gpu::layout::InputColumn| match &self.built_for {
+            Some((uid, v)) if *uid == batch.uid() => batch.column_version(c.column) != Some(v[k]),
+            _ => false,
+        };
+        for (k, (c, old)) in layout
+            .inputs
+            .iter_mut()
+            .zip(&self.layout.inputs)
+            .enumerate()
+        {
+            c.shared &= old.shared && !written(k, old);
+        }
+        layout.place_inputs();
+        *self = Self::build(self.device.clone(), layout, self.precision, self.options)?;
+        self.built_for = Some((batch.uid(), versions(batch, &self.layout)));
+        Ok(true)
+    }
+
+    fn build(
+        device: Arc<GpuDevice>,
+        layout: Layout,
         precision: Precision,
         options: GpuOptions,
     ) -> Result<Self> {
@@ -86,7 +180,6 @@ impl GpuEvaluator {
                 device.info.name
             )));
         }
-        let layout = Layout::new(batch.template())?;
         let source = kernel_source(precision, &layout);
         source.check()?;
         let d = &device.device;
@@ -126,8 +219,18 @@ impl GpuEvaluator {
             .unwrap_or(u64::MAX)
             .min(limits.max_storage_buffer_binding_size)
             .min(limits.max_buffer_size);
-        let per_instance = (layout.input_width.max(layout.output_width) * precision.bytes()) as u64;
-        let by_binding = (max_binding_bytes / per_instance.max(1)) as usize;
+        // Inputs: the per-instance columns, then one row of the shared ones. The outputs go
+        // through slices (`SLICE_BYTES`), so they do not bound a chunk.
+        let per_instance = (layout.varying_width * precision.bytes()) as u64;
+        let shared_bytes = (layout.shared_width * precision.bytes()) as u64;
+        let by_binding =
+            (max_binding_bytes.saturating_sub(shared_bytes) / per_instance.max(1)) as usize;
+        let output_bytes = (layout.output_width * precision.bytes()) as u64;
+        if output_bytes > max_binding_bytes {
+            return Err(Error::Gpu(format!(
+                "one instance's outputs need {output_bytes} bytes, more than the {max_binding_bytes}-byte binding limit"
+            )));
+        }
         let by_dispatch = limits.max_compute_workgroups_per_dimension as usize * WORKGROUP;
         let capacity = by_binding.min(by_dispatch).max(1);
         if by_binding == 0 {
@@ -143,10 +246,13 @@ impl GpuEvaluator {
             bind_group_layout,
             capacity,
             max_binding_bytes,
+            options,
+            built_for: None,
             batch_uid: None,
             chunks: Vec::new(),
+            outputs: None,
             last_upload_bytes: 0,
-            generation: 0,
+            generation: next_generation(),
         })
     }
 
@@ -158,6 +264,12 @@ impl GpuEvaluator {
     /// Number of chunks of the last batch evaluated.
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// Number of slices the last evaluation ran (each one dispatch and one readback through
+    /// output and staging buffers of at most [`SLICE_BYTES`]); 0 before the first.
+    pub fn slice_count(&self) -> usize {
+        self.chunks.iter().map(|c| c.slices.len()).sum()
     }
 
     /// The binding-size limit in force (the adapter's, or a smaller one from [`GpuOptions`]).
@@ -180,14 +292,15 @@ impl GpuEvaluator {
         &self.layout
     }
 
-    /// Whether this evaluator's kernel serves `batch` (same layout).
+    /// Whether this evaluator's kernel serves `batch`'s template (the same layout; which
+    /// columns are shared is handled by [`rebuild_for`](Self::rebuild_for)).
     pub(crate) fn fits(&self, batch: &Batch) -> Result<bool> {
         // The batch the buffers were made for fits by construction (a batch's template never
         // changes): its layout is built once, not on every call.
         if self.batch_uid == Some(batch.uid()) {
             return Ok(true);
         }
-        Ok(Layout::new(batch.template())? == self.layout)
+        Ok(Layout::new(batch.template())? == self.layout.unshared())
     }
 
     /// Makes the chunks' buffers for `batch` (kept while the same batch of the same size comes).
@@ -197,7 +310,7 @@ impl GpuEvaluator {
         {
             return Ok(());
         }
-        if Layout::new(batch.template())? != self.layout {
+        if Layout::new(batch.template())? != self.layout.unshared() {
             return Err(Error::Gpu(
                 "this evaluator was built for another template layout".into(),
             ));
@@ -206,21 +319,21 @@ impl GpuEvaluator {
         let bytes = self.precision.bytes() as u64;
         self.chunks.clear();
         self.batch_uid = None;
-        self.generation += 1;
+        self.generation = next_generation();
         // Sizes come from the user: a buffer the GPU cannot allocate is a typed error, not the
         // uncaptured-error panic.
-        let total = (self.layout.input_width + 2 * self.layout.output_width) as u128
-            * batch.len() as u128
+        let total = (self.layout.varying_width as u128 * batch.len() as u128
+            + self.layout.shared_width as u128)
             * bytes as u128;
         let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut start = 0;
         while start < batch.len() {
-            // A chunk's column segments are `count` instances long: its buffers hold its own
+            // A chunk's column segments are `count` instances long: its buffer holds its own
             // instances only, and a readback moves exactly the values asked for.
             let count = self.capacity.min(batch.len() - start);
-            let in_size = (self.layout.input_width * count) as u64 * bytes;
-            let out_size = (self.layout.output_width * count) as u64 * bytes;
+            let in_size =
+                (self.layout.varying_width * count + self.layout.shared_width) as u64 * bytes;
             let input = d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch input"),
                 size: in_size.max(4),
@@ -230,54 +343,11 @@ impl GpuEvaluator {
                     | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
-            let output = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch output"),
-                size: out_size.max(4),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let staging = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch staging"),
-                size: out_size.max(4),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            // The kernel's `capacity` is the chunk's segment length.
-            let launch: [u32; 4] = [count as u32, count as u32, 0, 0];
-            let uniform = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch launch"),
-                size: 16,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            self.device
-                .queue
-                .write_buffer(&uniform, 0, bytemuck::cast_slice(&launch));
-            let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("simbatch evaluate"),
-                layout: &self.bind_group_layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: uniform.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: input.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: output.as_entire_binding(),
-                    },
-                ],
-            });
             self.chunks.push(Chunk {
                 start,
                 count,
                 input,
-                output,
-                staging,
-                bind_group,
+                slices: Vec::new(),
                 uploaded: vec![0; self.layout.inputs.len()],
             });
             start += count;
@@ -297,6 +367,22 @@ impl GpuEvaluator {
         Ok(())
     }
 
+    /// Bytes of GPU memory the evaluator holds: every chunk's input buffer and, once it has
+    /// evaluated, the output and staging buffers and the slices' launch words.
+    pub fn device_bytes(&self) -> u64 {
+        let bytes = self.precision.bytes() as u64;
+        let inputs: u64 = self
+            .chunks
+            .iter()
+            .map(|c| {
+                (self.layout.varying_width * c.count + self.layout.shared_width) as u64 * bytes
+            })
+            .sum();
+        let launches = self.chunks.iter().map(|c| c.slices.len()).sum::<usize>()
+            * std::mem::size_of::<Launch>();
+        inputs + launches as u64 + self.outputs.as_ref().map_or(0, |o| 2 * o.output.size())
+    }
+
     /// Uploads the columns that changed since this chunk last saw them; returns bytes sent.
     ///
     /// (Buffers are made by `prepare`, whose failures [`gpu_allocation_error`] reports.)
@@ -314,7 +400,8 @@ impl GpuEvaluator {
                 let view = batch.column_data(col.column).ok_or_else(|| {
                     Error::Gpu(format!("column {:?} missing from the batch", col.column))
                 })?;
-                // The chunk's values as f64: a shared column's one row, repeated.
+                // The chunk's values as f64: a shared column's one row, once where the kernel
+                // reads it so, else repeated for every instance.
                 let width = view.width;
                 let (first, count) = if view.shared {
                     (0, 1)
@@ -326,7 +413,7 @@ impl GpuEvaluator {
                     ColumnData::F64(v) => v[range].to_vec(),
                     ColumnData::U32(v) => v[range].iter().map(|x| *x as f64).collect(),
                 };
-                let values: Vec<f64> = if view.shared {
+                let values: Vec<f64> = if view.shared && !col.shared {
                     values
                         .iter()
                         .copied()
@@ -343,7 +430,7 @@ impl GpuEvaluator {
                     .to_vec(),
                     Precision::F64 => bytemuck::cast_slice(&values).to_vec(),
                 };
-                let offset = (col.prefix * chunk.count * bytes) as u64;
+                let offset = (col.offset(self.layout.varying_width, chunk.count, 0) * bytes) as u64;
                 if !payload.is_empty() {
                     self.device
                         .queue
@@ -356,82 +443,12 @@ impl GpuEvaluator {
         Ok(sent)
     }
 
-    /// Uploads changed columns, runs the kernel on every chunk and copies `width` output values
-    /// per instance (the main outputs, or all of them with the Jacobians) to the staging buffers.
-    fn submit(&mut self, batch: &Batch, width: usize) -> Result<()> {
-        self.prepare(batch)?;
-        self.last_upload_bytes = self.upload(batch)?;
-        let mut encoder =
-            self.device
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("simbatch evaluate"),
-                });
-        self.encode_evaluation(&mut encoder, width);
-        self.device.queue.submit([encoder.finish()]);
-        Ok(())
-    }
-
-    /// Maps each chunk's staging buffer in turn and hands its values, in the kernel's precision,
-    /// to `consume` while mapped (no intermediate copy).
-    fn read(&self, width: usize, mut consume: impl FnMut(&Chunk, RawRef<'_>)) -> Result<()> {
-        let bytes = self.precision.bytes();
-        for chunk in &self.chunks {
-            let read = width * chunk.count * bytes;
-            if read == 0 {
-                continue;
-            }
-            map_read(
-                &self.device,
-                &chunk.staging,
-                read as u64,
-                |view| match self.precision {
-                    Precision::F32 => consume(chunk, RawRef::F32(bytemuck::cast_slice(view))),
-                    Precision::F64 => consume(chunk, RawRef::F64(bytemuck::cast_slice(view))),
-                },
-            )?;
-        }
-        Ok(())
-    }
-
     /// Forgets which columns the GPU holds, so the next call uploads every column (for
     /// benchmarks of the full path, and after the device's memory was tampered with).
     pub fn invalidate(&mut self) {
         for chunk in &mut self.chunks {
             chunk.uploaded.iter_mut().for_each(|v| *v = 0);
         }
-    }
-
-    /// One evaluation pass per chunk, each followed by a copy of `width` output values per
-    /// instance to its staging buffer (none when `width` is 0).
-    fn encode_evaluation(&self, encoder: &mut wgpu::CommandEncoder, width: usize) {
-        let bytes = self.precision.bytes() as u64;
-        for chunk in &self.chunks {
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("simbatch evaluate"),
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, &chunk.bind_group, &[]);
-                pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
-            }
-            let read = (width * chunk.count) as u64 * bytes;
-            if read > 0 {
-                encoder.copy_buffer_to_buffer(&chunk.output, 0, &chunk.staging, 0, read);
-            }
-        }
-    }
-
-    /// Uploads changed columns and runs the kernel on every chunk, waiting for it, without
-    /// reading anything back (results stay on the GPU; for benchmarks of the kernel alone).
-    pub fn dispatch(&mut self, batch: &Batch) -> Result<()> {
-        self.submit(batch, 0)?;
-        self.device
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
-        Ok(())
     }
 
     /// Evaluates every instance: the same [`Evaluation`] as the CPU path, within the precision
@@ -450,11 +467,11 @@ impl GpuEvaluator {
             .device
             .device
             .push_error_scope(wgpu::ErrorFilter::Validation);
-        self.submit(batch, width)?;
+        self.ready(batch)?;
         out.reset_for(batch.template(), batch.len());
-        self.read(width, |chunk, raw| match raw {
-            RawRef::F32(v) => self.append_chunk(batch, out, v, chunk.count),
-            RawRef::F64(v) => self.append_chunk(batch, out, v, chunk.count),
+        self.run_slices(width, |slice, raw| match raw {
+            RawRef::F32(v) => self.append_slice(batch, out, v, slice.count),
+            RawRef::F64(v) => self.append_slice(batch, out, v, slice.count),
         })?;
         self.finish_evaluation(batch, out);
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -467,7 +484,7 @@ impl GpuEvaluator {
     pub fn evaluate_with_jacobians(&mut self, batch: &Batch) -> Result<(Evaluation, GpuJacobians)> {
         let width = self.layout.output_width;
         let nu = self.layout.nu;
-        self.submit(batch, width)?;
+        self.ready(batch)?;
         let mut ev = Evaluation::default();
         ev.reset_for(batch.template(), batch.len());
         let n_c = self.layout.constraints.len();
@@ -475,13 +492,13 @@ impl GpuEvaluator {
             jacobian: vec![Vec::new(); n_c],
             bias_acceleration: vec![Vec::new(); n_c],
         };
-        self.read(width, |chunk, raw| {
+        self.run_slices(width, |slice, raw| {
             let values: Vec<f64> = match raw {
                 RawRef::F32(v) => v.iter().map(|x| *x as f64).collect(),
                 RawRef::F64(v) => v.to_vec(),
             };
-            self.append_chunk(batch, &mut ev, &values, chunk.count);
-            let n = chunk.count;
+            self.append_slice(batch, &mut ev, &values, slice.count);
+            let n = slice.count;
             for (k, c) in self.layout.constraints.iter().enumerate() {
                 let seg = |prefix: usize, w: usize| &values[prefix * n..(prefix + w) * n];
                 jac.jacobian[k].extend_from_slice(seg(c.jacobian_prefix, c.rows * nu));
@@ -490,100 +507,5 @@ impl GpuEvaluator {
         })?;
         self.finish_evaluation(batch, &mut ev);
         Ok((ev, jac))
-    }
-
-    /// Appends one chunk's outputs. In a chunk of `n` instances, the column with prefix p and
-    /// width w is the instance-major slice `v[p·n .. (p + w)·n]`.
-    fn append_chunk<T: Copy + Into<f64>>(
-        &self,
-        batch: &Batch,
-        ev: &mut Evaluation,
-        v: &[T],
-        n: usize,
-    ) {
-        let nu = self.layout.nu;
-        let segment = |prefix: usize, width: usize| &v[prefix * n..(prefix + width) * n];
-        let f = |x: &T| -> f64 { (*x).into() };
-        ev.status
-            .extend(segment(self.layout.status, 1).iter().map(|x| f(x) as u32));
-        ev.udot.extend(segment(self.layout.udot, nu).iter().map(f));
-        ev.udot_unconstrained
-            .extend(segment(self.layout.udot_unconstrained, nu).iter().map(f));
-        for ((slot, place), out) in batch
-            .template()
-            .constraints()
-            .iter()
-            .zip(&self.layout.constraints)
-            .zip(ev.constraints.iter_mut())
-        {
-            let slots = slot.constraint.report_slots();
-            let rows = place.rows;
-            // Internal rows → reported slots (x, y, z); absent slots are 0.
-            let reorder = |prefix: usize, dst: &mut Vec<f64>| {
-                for row in segment(prefix, rows).chunks_exact(rows) {
-                    dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| f(&row[r]))));
-                }
-            };
-            reorder(place.prefix, &mut out.position_errors);
-            reorder(place.velocity_errors(), &mut out.velocity_errors);
-            reorder(place.acceleration_errors(), &mut out.acceleration_errors);
-            reorder(place.multipliers(), &mut out.multipliers);
-            for forces in segment(place.body_forces(), 12).chunks_exact(12) {
-                for b in 0..out.body_count {
-                    let mut force = [0.0; 6];
-                    for (k, x) in force.iter_mut().enumerate() {
-                        *x = f(&forces[6 * b + k]);
-                    }
-                    out.body_forces.push(force);
-                }
-            }
-            out.power.extend(segment(place.power(), 1).iter().map(f));
-            let triples = |prefix: usize| {
-                segment(prefix, 3)
-                    .chunks_exact(3)
-                    .map(|p| [f(&p[0]), f(&p[1]), f(&p[2])])
-            };
-            if let Some(p) = out.contact_point.as_mut() {
-                p.extend(triples(place.contact_point()));
-            }
-            if let Some(s) = out.separation.as_mut() {
-                s.extend(segment(place.separation(), 1).iter().map(f));
-            }
-            if let Some(c) = out.contact_force.as_mut() {
-                c.extend(triples(place.contact_force()));
-            }
-        }
-    }
-
-    /// As on the CPU: an instance whose state is not finite (or whose mass matrix is singular)
-    /// has no solution, and its solved quantities are NaN.
-    fn finish_evaluation(&self, batch: &Batch, ev: &mut Evaluation) {
-        let nu = ev.nu;
-        for i in 0..ev.len {
-            if ev.status[i] & (status::NONFINITE_STATE | status::SINGULAR_MASS) == 0 {
-                continue;
-            }
-            ev.udot[i * nu..(i + 1) * nu].fill(f64::NAN);
-            ev.udot_unconstrained[i * nu..(i + 1) * nu].fill(f64::NAN);
-            for (c, slot) in ev
-                .constraints
-                .iter_mut()
-                .zip(batch.template().constraints())
-            {
-                let w = c.width;
-                for (s, row) in slot.constraint.report_slots().iter().enumerate() {
-                    if row.is_some() {
-                        c.acceleration_errors[i * w + s] = f64::NAN;
-                        c.multipliers[i * w + s] = f64::NAN;
-                    }
-                }
-                let b = c.body_count;
-                c.body_forces[i * b..(i + 1) * b].fill([f64::NAN; 6]);
-                c.power[i] = f64::NAN;
-                if let Some(f) = c.contact_force.as_mut() {
-                    f[i] = [f64::NAN; 3];
-                }
-            }
-        }
     }
 }

@@ -1,0 +1,175 @@
+//! The evaluation's work buffers and its slices: one output and one staging buffer of at most
+//! [`SLICE_BYTES`] each, made on the first evaluation, through which each chunk is evaluated and
+//! read back a slice at a time.
+
+use super::{GpuEvaluator, Outputs, RawRef, SLICE_BYTES, Slice};
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::gpu::Precision;
+use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, map_read};
+
+impl GpuEvaluator {
+    /// Makes the evaluation's output and staging buffers (at most [`SLICE_BYTES`] each) and
+    /// every chunk's slices, on the first evaluation of these chunks.
+    pub(super) fn prepare_outputs(&mut self) -> Result<()> {
+        if self.outputs.is_some() && self.chunks.iter().all(|c| !c.slices.is_empty()) {
+            return Ok(());
+        }
+        let d = &self.device.device;
+        let bytes = self.precision.bytes() as u64;
+        let per_instance = (self.layout.output_width as u64 * bytes).max(1);
+        let largest = self
+            .chunks
+            .iter()
+            .map(|c| c.count)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let slice =
+            ((SLICE_BYTES.min(self.max_binding_bytes) / per_instance) as usize).clamp(1, largest);
+        let size = (slice as u64 * per_instance).max(4);
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let output = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch output"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let staging = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("simbatch staging"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        for chunk in &mut self.chunks {
+            chunk.slices.clear();
+            let mut first = 0;
+            while first < chunk.count {
+                let count = slice.min(chunk.count - first);
+                // The kernel's `capacity` is the chunk's input segment length; its outputs are
+                // segments of this slice's length.
+                let launch = Launch {
+                    count: count as u32,
+                    capacity: chunk.count as u32,
+                    first: first as u32,
+                    out_capacity: count as u32,
+                    ..Launch::default()
+                };
+                let uniform = launch.buffer(&self.device);
+                let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("simbatch evaluate"),
+                    layout: &self.bind_group_layout,
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: uniform.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: chunk.input.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: output.as_entire_binding(),
+                        },
+                    ],
+                });
+                chunk.slices.push(Slice { count, bind_group });
+                first += count;
+            }
+        }
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            self.outputs = None;
+            self.chunks.iter_mut().for_each(|c| c.slices.clear());
+            return Err(gpu_allocation_error(
+                &self.device,
+                slice,
+                2 * size as u128,
+                Some(e),
+            ));
+        }
+        self.outputs = Some(Outputs { output, staging });
+        Ok(())
+    }
+
+    /// Makes the buffers (the first time), uploads the changed columns, and makes the output
+    /// slices (the first time).
+    pub(super) fn ready(&mut self, batch: &Batch) -> Result<()> {
+        self.rebuild_for(batch)?;
+        self.prepare(batch)?;
+        self.last_upload_bytes = self.upload(batch)?;
+        self.prepare_outputs()
+    }
+
+    /// One evaluation pass over one slice.
+    fn encode_slice(&self, encoder: &mut wgpu::CommandEncoder, slice: &Slice) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("simbatch evaluate"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &slice.bind_group, &[]);
+        pass.dispatch_workgroups(slice.count.div_ceil(WORKGROUP) as u32, 1, 1);
+    }
+
+    /// Runs the kernel on each slice of each chunk in turn, copies `width` output values per
+    /// instance (the main outputs, or all of them with the Jacobians) to the staging buffer,
+    /// and hands them, in the kernel's precision, to `consume` while mapped (no intermediate
+    /// copy), in instance order.
+    pub(super) fn run_slices(
+        &self,
+        width: usize,
+        mut consume: impl FnMut(&Slice, RawRef<'_>),
+    ) -> Result<()> {
+        let outputs = self
+            .outputs
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("evaluation buffers missing".into()))?;
+        let bytes = self.precision.bytes();
+        for slice in self.chunks.iter().flat_map(|c| &c.slices) {
+            let read = (width * slice.count * bytes) as u64;
+            let mut encoder =
+                self.device
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("simbatch evaluate"),
+                    });
+            self.encode_slice(&mut encoder, slice);
+            if read > 0 {
+                encoder.copy_buffer_to_buffer(&outputs.output, 0, &outputs.staging, 0, read);
+            }
+            self.device.queue.submit([encoder.finish()]);
+            if read == 0 {
+                continue;
+            }
+            map_read(&self.device, &outputs.staging, read, |view| {
+                match self.precision {
+                    Precision::F32 => consume(slice, RawRef::F32(bytemuck::cast_slice(view))),
+                    Precision::F64 => consume(slice, RawRef::F64(bytemuck::cast_slice(view))),
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Uploads changed columns and runs the kernel on every slice in one submit, waiting for
+    /// it, without reading anything back (for benchmarks of the kernel alone).
+    pub fn dispatch(&mut self, batch: &Batch) -> Result<()> {
+        self.ready(batch)?;
+        let mut encoder =
+            self.device
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("simbatch evaluate"),
+                });
+        for slice in self.chunks.iter().flat_map(|c| &c.slices) {
+            self.encode_slice(&mut encoder, slice);
+        }
+        self.device.queue.submit([encoder.finish()]);
+        self.device
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+        Ok(())
+    }
+}
