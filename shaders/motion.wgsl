@@ -3,8 +3,9 @@
 
 // Rot(a, θ) = cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ, a a unit vector.
 fn axis_rotation(a: vec3<real>, angle: real) -> mat3x3<real> {
-    let s = sin(angle);
-    let c = cos(angle);
+    let sc = sin_cos_real(angle);
+    let s = sc.x;
+    let c = sc.y;
     let k = 1.0 - c;
     // mat3x3 takes columns.
     return mat3x3<real>(
@@ -46,7 +47,8 @@ fn rotation_chain_body_kinematics(chain: RotationChain, base: mat3x3<real>, coor
 
 // (value, d/dt, d²/dt²) of amplitude · sin(rate · t + phase).
 fn sine(amplitude: real, rate: real, phase: real, t: real) -> vec3<real> {
-    let s = sin(rate * t + phase);
-    let c = cos(rate * t + phase);
+    let sc = sin_cos_real(rate * t + phase);
+    let s = sc.x;
+    let c = sc.y;
     return vec3<real>(amplitude * s, amplitude * rate * c, -amplitude * rate * rate * s);
 }

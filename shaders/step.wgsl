@@ -185,32 +185,90 @@ struct Trial {
     error: real,
 }
 
-// Twin of `try_step` (src/cpu/integrate.rs).
+// Twin of `try_step` (src/cpu/integrate.rs). The stages run in one loop around one `derivative`
+// call, as the CPU's stages call one closure `f(y, t)`: shader compilers inline every call, and
+// four or five inlined copies of the dynamics compiled three to four times slower on lavapipe.
 fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
     var out: Trial;
     out.error = 0.0;
+    out.ok = true;
     let t = state.time;
+    var stages = 5u;
+    if INTEGRATOR == INTEGRATOR_EULER {
+        stages = 1u;
+    } else if INTEGRATOR == INTEGRATOR_RK4 {
+        stages = 4u;
+    }
+    var k1: Derivative;
+    var k2: Derivative;
+    var k3: Derivative;
+    var k4: Derivative;
+    var k5: Derivative;
+    var y5 = state;
+    for (var stage = 0u; stage < stages; stage++) {
+        // The stage's state and time: the CPU's arguments of `f`.
+        var y = state;
+        var tt = t;
+        if INTEGRATOR == INTEGRATOR_RK4 {
+            if stage == 1u {
+                y = advance_state(state, h / 2.0, k1);
+                tt = t + h / 2.0;
+            } else if stage == 2u {
+                y = advance_state(state, h / 2.0, k2);
+                tt = t + h / 2.0;
+            } else if stage == 3u {
+                y = advance_state(state, h, k3);
+                tt = t + h;
+            }
+        } else if INTEGRATOR == INTEGRATOR_RKM {
+            if stage == 1u {
+                y = advance_state(state, h / 3.0, k1);
+                tt = t + h / 3.0;
+            } else if stage == 2u {
+                y = combine_state(state, h / 6.0, 1.0, k1, 1.0, k2, 0.0, k2);
+                tt = t + h / 3.0;
+            } else if stage == 3u {
+                y = combine_state(state, h / 8.0, 1.0, k1, 3.0, k3, 0.0, k3);
+                tt = t + 0.5 * h;
+            } else if stage == 4u {
+                y = combine_state(state, h, 0.5, k1, -1.5, k3, 2.0, k4);
+                tt = t + h;
+                y5 = at_time(y, tt);
+            }
+        }
+        let k = derivative(i, at_time(y, tt), baumgarte);
+        if !k.ok {
+            // The CPU's `?`: a failed stage ends the trial.
+            out.ok = false;
+            out.next = state;
+            return out;
+        }
+        if stage == 0u {
+            k1 = k;
+        } else if stage == 1u {
+            k2 = k;
+        } else if stage == 2u {
+            k3 = k;
+        } else if stage == 3u {
+            k4 = k;
+        } else {
+            k5 = k;
+        }
+    }
     if INTEGRATOR == INTEGRATOR_EULER {
         // u first, then q with the new u (semi-implicit).
-        let d = derivative(i, state, baumgarte);
-        out.ok = d.ok;
         out.next = state;
-        out.next.work += h * d.power;
+        out.next.work += h * k1.power;
         for (var b = 0u; b < NB; b++) {
             if BODY_DRIVEN[b] != 0u {
                 continue;
             }
-            out.next.ang_vel[b] += h * d.ang_vel[b];
-            out.next.lin_vel[b] += h * d.lin_vel[b];
+            out.next.ang_vel[b] += h * k1.ang_vel[b];
+            out.next.lin_vel[b] += h * k1.lin_vel[b];
             out.next.quaternion[b] += h * quaternion_rate(state.quaternion[b], out.next.ang_vel[b]);
             out.next.origin[b] += h * out.next.lin_vel[b];
         }
     } else if INTEGRATOR == INTEGRATOR_RK4 {
-        let k1 = derivative(i, state, baumgarte);
-        let k2 = derivative(i, at_time(advance_state(state, 0.5 * h, k1), t + 0.5 * h), baumgarte);
-        let k3 = derivative(i, at_time(advance_state(state, 0.5 * h, k2), t + 0.5 * h), baumgarte);
-        let k4 = derivative(i, at_time(advance_state(state, h, k3), t + h), baumgarte);
-        out.ok = k1.ok && k2.ok && k3.ok && k4.ok;
         out.next = state;
         out.next.work += h / 6.0 * (k1.power + 2.0 * k2.power + 2.0 * k3.power + k4.power);
         for (var b = 0u; b < NB; b++) {
@@ -220,13 +278,6 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
             out.next.lin_vel[b] += h / 6.0 * (k1.lin_vel[b] + 2.0 * k2.lin_vel[b] + 2.0 * k3.lin_vel[b] + k4.lin_vel[b]);
         }
     } else {
-        let k1 = derivative(i, state, baumgarte);
-        let k2 = derivative(i, at_time(advance_state(state, h / 3.0, k1), t + h / 3.0), baumgarte);
-        let k3 = derivative(i, at_time(combine_state(state, h / 6.0, 1.0, k1, 1.0, k2, 0.0, k2), t + h / 3.0), baumgarte);
-        let k4 = derivative(i, at_time(combine_state(state, h / 8.0, 1.0, k1, 3.0, k3, 0.0, k3), t + 0.5 * h), baumgarte);
-        let y5 = at_time(combine_state(state, h, 0.5, k1, -1.5, k3, 2.0, k4), t + h);
-        let k5 = derivative(i, y5, baumgarte);
-        out.ok = k1.ok && k2.ok && k3.ok && k4.ok && k5.ok;
         out.next = combine_state(state, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
         out.error = merson_error(out.next, y5);
     }
@@ -234,7 +285,7 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
     // A whole local, not `&out.next`: naga 30's SPIR-V writer panics on pointers to struct
     // members passed to functions.
     var next = out.next;
-    out.ok = out.ok && normalize_state(&next) && is_finite_real(out.error);
+    out.ok = normalize_state(&next) && is_finite_real(out.error);
     out.next = next;
     return out;
 }
@@ -309,53 +360,60 @@ fn projection_target(tolerance: real) -> real {
 
 // Simbody's projection: Newton on the position rows (≤ 20 iterations), then the velocity rows
 // (≤ 7); twin of `project` (src/cpu/integrate.rs). Returns the projections applied (0 to 2), or
-// 3 when a correction could not be computed.
+// 3 when a correction could not be computed. The two phases share one loop, so the correction
+// (an assembly and a solve) is compiled once.
 const PROJECTION_FAILED: u32 = 3u;
+const POSITION_ITERATIONS: u32 = 20u;
+const VELOCITY_ITERATIONS: u32 = 7u;
 
 fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
     var body_kind = BODY_KIND;
     var body_slot = BODY_SLOT;
     let goal = projection_target(tolerance);
     var applied = 0u;
-    for (var it = 0u; it < 20u; it++) {
-        let c = projection_correction(i, *s, true);
-        if !c.ok {
-            return PROJECTION_FAILED;
-        }
-        if c.error <= goal {
-            break;
-        }
-        // Twin of `displace`: q moved by the velocity-space displacement δu (first order).
-        for (var b = 0u; b < NB; b++) {
-            if body_kind[b] != 1u {
-                continue;
-            }
-            let k = 6u * body_slot[b];
-            let dw = vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
-            (*s).quaternion[b] += quaternion_rate((*s).quaternion[b], dw);
-            (*s).origin[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
-            (*s).quaternion[b] = normalize((*s).quaternion[b]);
-        }
-        applied = 1u;
-    }
     var velocity = 0u;
-    for (var it = 0u; it < 7u; it++) {
-        let c = projection_correction(i, *s, false);
+    var position = true;
+    var it = 0u;
+    for (var round = 0u; round < POSITION_ITERATIONS + VELOCITY_ITERATIONS; round++) {
+        if position && it == POSITION_ITERATIONS {
+            position = false;
+            it = 0u;
+        }
+        let c = projection_correction(i, *s, position);
         if !c.ok {
             return PROJECTION_FAILED;
         }
         if c.error <= goal {
-            break;
+            if !position {
+                break;
+            }
+            position = false;
+            it = 0u;
+            continue;
         }
+        it += 1u;
         for (var b = 0u; b < NB; b++) {
             if body_kind[b] != 1u {
                 continue;
             }
             let k = 6u * body_slot[b];
-            (*s).ang_vel[b] += vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
-            (*s).lin_vel[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
+            if position {
+                // Twin of `displace`: q moved by the velocity-space displacement δu (first
+                // order).
+                let dw = vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
+                (*s).quaternion[b] += quaternion_rate((*s).quaternion[b], dw);
+                (*s).origin[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
+                (*s).quaternion[b] = normalize((*s).quaternion[b]);
+            } else {
+                (*s).ang_vel[b] += vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
+                (*s).lin_vel[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
+            }
         }
-        velocity = 1u;
+        if position {
+            applied = 1u;
+        } else {
+            velocity = 1u;
+        }
     }
     return applied + velocity;
 }
@@ -399,11 +457,12 @@ fn store_state(i: u32, s: State) {
 }
 
 // The step-size factor 0.9 (accuracy / error)^¼ clamped to [lo, hi] (Simbody's RKM control).
+// The fourth root as two square roots: Vulkan has no f64 `pow`.
 fn step_factor(accuracy: real, error: real, lo: real, hi: real) -> real {
     if error <= 0.0 {
         return hi;
     }
-    return clamp(0.9 * pow(accuracy / error, 0.25), lo, hi);
+    return clamp(0.9 * sqrt(sqrt(accuracy / error)), lo, hi);
 }
 
 // One thread per instance, at most `launch.steps` trial steps per dispatch: twin of

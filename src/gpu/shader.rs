@@ -33,6 +33,9 @@ pub const POLYNOMIAL_MOTION: &str = include_str!("../../shaders/motion/polynomia
 pub const EVALUATE: &str = include_str!("../../shaders/evaluate.wgsl");
 /// `shaders/step.wgsl`.
 pub const STEP: &str = include_str!("../../shaders/step.wgsl");
+/// `shaders/trig_f64.wgsl`: sin and cos in f64 arithmetic, part of the f64 precision prelude
+/// (Vulkan offers them in 16 and 32 bits only).
+pub const TRIG_F64: &str = include_str!("../../shaders/trig_f64.wgsl");
 
 /// Every shader file with its name, in assembly order (the constraint files are spliced by
 /// the constraints that use them, through `Constraint::wgsl`, and the motion laws' files by the
@@ -52,7 +55,8 @@ pub const FILES: [(&str, &str); 11] = [
 ];
 
 /// The precision prelude: the `real` type, its epsilon, the rank tolerance of the minimum-norm
-/// solve, a finiteness test that survives fast-math (f32: on the bits), and the status bits of
+/// solve, a finiteness test that survives fast-math (f32: on the bits), `sin_cos_real` (the
+/// built-ins in f32, `shaders/trig_f64.wgsl` in f64), and the status bits of
 /// [`status`](crate::batch::status), so host and kernels share one definition.
 pub fn prelude(precision: Precision) -> String {
     use crate::batch::status;
@@ -63,13 +67,17 @@ pub fn prelude(precision: Precision) -> String {
              // f32 eigenvalues carry errors ~1e-7 · λmax; genuine ones of well-posed contact\n\
              // systems sit far above 1e-5 · λmax.\n\
              const RANK_TOLERANCE: real = 1e-5;\n\
-             fn is_finite_real(x: real) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }\n"
+             fn is_finite_real(x: real) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }\n\
+             fn sin_cos_real(x: real) -> vec2<real> { return vec2<real>(sin(x), cos(x)); }\n"
+            .to_string()
         }
         Precision::F64 => {
             "alias real = f64;\n\
              const REAL_EPSILON: real = 2.220446049250313e-16;\n\
              const RANK_TOLERANCE: real = 1e-10;\n\
              fn is_finite_real(x: real) -> bool { return abs(x) <= 1.7976931348623157e308; }\n"
+            .to_string()
+                + TRIG_F64
         }
     };
     format!(

@@ -9,4 +9,5 @@ mod common;
 
 mod env;
 mod evaluation;
+mod shaders;
 mod step;

@@ -3,9 +3,10 @@
 //! kernels within the bound below, measured on lavapipe and an H100 and documented in the
 //! README. With `CI=true` and no adapter these tests fail.
 //!
-//! The f64 stepping comparison runs on hardware adapters only: lavapipe's LLVM takes minutes to
-//! compile the f64 stepping kernel (four inlined solves per RK4 step), which CI cannot afford;
-//! the f64 evaluation kernel, its building block, is checked on lavapipe in `tests/gpu/evaluation.rs`.
+//! The f64 comparisons run wherever the adapter offers SHADER_F64, lavapipe included (its f64
+//! stepping kernels compile in about a second since the stages share one call of the dynamics;
+//! they once took minutes). They caught what f32 cannot: Vulkan has no f64 sin, cos or pow, so
+//! the f64 kernels carry their own (`shaders/trig_f64.wgsl`).
 
 use std::sync::Arc;
 
@@ -23,15 +24,21 @@ use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground
 const F32_TRAJECTORY_TOL: f64 = 1e-4;
 const F64_TRAJECTORY_TOL: f64 = 1e-9;
 
-/// f64 stepping is compared on hardware adapters with SHADER_F64 (see the module documentation).
+/// f64 stepping is compared wherever the adapter offers SHADER_F64 (see the module
+/// documentation); under `CI=true` lavapipe must offer it.
 fn f64_stepping(device: &GpuDevice) -> bool {
-    let hardware = device.info.device_type != wgpu::DeviceType::Cpu;
-    if !hardware {
+    if !device.supports_f64 {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI's adapter (lavapipe) offers SHADER_F64; this one does not: {}",
+            device.describe()
+        );
         eprintln!(
-            "f64 stepping comparison runs on hardware adapters only (lavapipe compiles it for minutes)"
+            "no SHADER_F64 on {}: f64 stepping not compared",
+            device.describe()
         );
     }
-    device.supports_f64 && hardware
+    device.supports_f64
 }
 
 fn assembled(kind: ContactKind, plane: PlaneBody, n: usize, seed: u64) -> Batch {
@@ -270,8 +277,10 @@ fn gpu_stepping_then_evaluation_uses_the_gpu_state() {
 /// run on either path) plus the f32 margin: rotations, positions and velocities within the first
 /// margin, the energy within the second (without drift control, f32 rounding of the state drifts
 /// the sphere off its plane by ~1e-4 m over 2 000 steps, which shows in the potential energy).
-/// Measured worst values are in the README's precision table. f64 kernels (hardware adapters)
-/// meet the CPU's 1e-7.
+/// Measured worst values are in the README's precision table. The f64 kernels with fixed RK4
+/// steps meet Simbody to 1e-7 as the CPU does (the tilting plates' sines exercise
+/// `shaders/trig_f64.wgsl`); RKM's f64 run is not compared here, since its distance from
+/// Simbody is the integrator's ~1e-3, which the CPU comparison above already bounds.
 const F32_GOLDEN_STATE_MARGIN: f64 = 5e-4;
 const F32_GOLDEN_ENERGY_MARGIN: f64 = 3e-3;
 
@@ -327,7 +336,8 @@ fn gpu_follows_simbody_trajectories_over_two_seconds() {
                 "GPU f32 {name}: {quantity} {worst:?}, CPU f64 with the same options {reference:e}"
             );
         }
-        if f64_stepping(&device) {
+        let fixed_steps = matches!(options.integrator, Integrator::Rk4 { .. });
+        if fixed_steps && f64_stepping(&device) {
             let report = simbatch::golden::check_trajectories(
                 &records,
                 || Stepper::on_gpu(options, device.clone(), Precision::F64),
@@ -335,6 +345,7 @@ fn gpu_follows_simbody_trajectories_over_two_seconds() {
             )
             .unwrap();
             println!("GPU f64 {name}:\n{report}");
+            assert!(report.passed(), "GPU f64 {name}:\n{report}");
         }
     }
 }
@@ -463,14 +474,18 @@ fn gpu_stepping_ends_and_flags_what_cannot_proceed_as_the_cpu_does() {
         .unwrap();
     let mut cpu = batch.clone();
     let options = StepOptions::simbody(1e-4);
-    let started = std::time::Instant::now();
     let mut stepper = Stepper::on_gpu(options, device.clone(), Precision::F32).unwrap();
     let report = stepper.advance(&mut batch, 0.05).unwrap();
-    assert!(started.elapsed().as_secs_f64() < 120.0);
-    Stepper::new(options)
+    let cpu_report = Stepper::new(options)
         .unwrap()
         .advance(&mut cpu, 0.05)
         .unwrap();
+    // It ends (the stuck instance used to resubmit forever), after about the CPU's attempts.
+    let attempts = |r: &StepReport| r.steps + r.rejected;
+    assert!(
+        attempts(&report) <= 2 * attempts(&cpu_report) + 64,
+        "GPU {report:?}, CPU {cpu_report:?}"
+    );
     assert_eq!(report.flagged, 1);
     assert_eq!(batch.status(), cpu.status(), "same flags on both paths");
     let s = batch.status()[5];
