@@ -1,6 +1,7 @@
 //! Opening a GPU: adapter, device and queue, with the adapter's own limits.
 
 use crate::error::{Error, Result};
+use crate::gpu::cache::KernelCache;
 
 /// An opened GPU device.
 #[derive(Debug)]
@@ -15,6 +16,8 @@ pub struct GpuDevice {
     pub limits: wgpu::Limits,
     /// Whether f64 kernels are available (`SHADER_F64`).
     pub supports_f64: bool,
+    /// The kernels built on this device, reused by later evaluators and steppers.
+    pub kernels: KernelCache,
 }
 
 impl GpuDevice {
@@ -61,6 +64,7 @@ impl GpuDevice {
             info,
             limits,
             supports_f64,
+            kernels: KernelCache::default(),
         })
     }
 

@@ -3,9 +3,11 @@
 //!
 //! Rooms: [`device`] opens an adapter with its own limits; [`layout`] places a template's
 //! columns in buffers and emits the kernel's constants; [`shader`] assembles the WGSL files;
+//! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper;
 //! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback).
 
 pub mod buffers;
+pub mod cache;
 pub mod device;
 pub mod evaluate;
 pub mod layout;

@@ -1,6 +1,7 @@
 //! The kernels' own numerics on the device: f64 kernels compute sin and cos themselves
 //! (`shaders/trig_f64.wgsl`) because Vulkan's sin, cos and pow take 32-bit floats only (on f64
-//! values lavapipe returns 0, 1 and 0). Checked against Rust's libm on the adapter.
+//! values lavapipe returns 0, 1 and 0). Checked against Rust's libm on the adapter. And the
+//! device's kernel cache (`gpu::cache`): what a second stepper for a template builds.
 
 use crate::common::device;
 
@@ -121,4 +122,56 @@ fn f64_kernels_compute_sin_and_cos_to_libm_accuracy() {
     for (x, (s, c)) in bad.iter().zip(sin_cos_on(&device, &bad)) {
         assert!(s.is_nan() && c.is_nan(), "x = {x}: ({s}, {c})");
     }
+}
+
+/// A device keeps the kernels it built: a second stepper for the same template (a new
+/// environment, the next shard of a study) builds nothing and steps the same bits; another
+/// integrator builds its own stepping kernel only.
+#[test]
+fn a_second_stepper_for_the_same_template_reuses_the_kernels() {
+    use simbatch::prelude::*;
+    if device().is_none() {
+        return;
+    }
+    // A device of its own, so other tests' kernels do not count.
+    let device = std::sync::Arc::new(GpuDevice::new().unwrap());
+    let rk4 = StepOptions {
+        integrator: Integrator::Rk4 { step: 1e-3 },
+        stabilization: Stabilization::None,
+    };
+    let mut first = simbatch::scenarios::rolling_balls(64).unwrap();
+    let mut second = first.clone();
+    Stepper::on_gpu(rk4, device.clone(), Precision::F32)
+        .unwrap()
+        .advance(&mut first, 0.01)
+        .unwrap();
+    let built = device.kernels.built();
+    assert_eq!(built, 2, "the evaluation kernel and one stepping kernel");
+    Stepper::on_gpu(rk4, device.clone(), Precision::F32)
+        .unwrap()
+        .advance(&mut second, 0.01)
+        .unwrap();
+    assert_eq!(
+        device.kernels.built(),
+        built,
+        "nothing built for the second stepper"
+    );
+    let ball = first.template().free_bodies()[0];
+    assert_eq!(first.q(ball).unwrap(), second.q(ball).unwrap());
+    assert_eq!(first.u(ball).unwrap(), second.u(ball).unwrap());
+    assert!(first.time().iter().all(|t| (t - 0.01).abs() < 1e-12));
+    let euler = StepOptions {
+        integrator: Integrator::SemiImplicitEuler { step: 1e-3 },
+        ..rk4
+    };
+    Stepper::on_gpu(euler, device.clone(), Precision::F32)
+        .unwrap()
+        .advance(&mut second, 0.01)
+        .unwrap();
+    assert_eq!(
+        device.kernels.built(),
+        built + 1,
+        "Euler's stepping kernel only"
+    );
+    assert_eq!(device.kernels.len(), 3);
 }

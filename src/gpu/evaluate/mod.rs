@@ -183,36 +183,21 @@ impl GpuEvaluator {
         let source = kernel_source(precision, &layout);
         source.check()?;
         let d = &device.device;
-        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("simbatch evaluate"),
-            source: wgpu::ShaderSource::Wgsl(source.text.into()),
-        });
-        let bind_group_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("simbatch evaluate"),
-            entries: &[
+        let kernel_layout = device.kernels.layout(
+            d,
+            "simbatch evaluate",
+            &[
                 layout_entry(0, wgpu::BufferBindingType::Uniform),
                 // read-write: the stepping kernel advances the state in place.
                 layout_entry(1, wgpu::BufferBindingType::Storage { read_only: false }),
                 layout_entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
             ],
-        });
-        let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("simbatch evaluate"),
-            bind_group_layouts: &[Some(&bind_group_layout)],
-            immediate_size: 0,
-        });
-        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("simbatch evaluate"),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("kernel build failed: {e}")));
-        }
+        );
+        let pipeline = device
+            .kernels
+            .pipeline(d, &kernel_layout, "simbatch evaluate", &source.text, "main")
+            .map_err(|e| Error::Gpu(format!("kernel build failed: {e}")))?;
+        let bind_group_layout = kernel_layout.bind_group;
         let limits = &device.limits;
         let max_binding_bytes = options
             .max_binding_bytes

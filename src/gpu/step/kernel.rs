@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::buffers::{Launch, layout_entry};
+use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
 use crate::gpu::layout::Layout;
@@ -107,32 +108,30 @@ pub(super) fn params_bytes(
 }
 
 /// The stepping pipelines of a stepper: one per (integrator, projection) pair, built on first
-/// use from constants prepended to the source, so each carries only the code it runs.
+/// use from constants prepended to the source, so each carries only the code it runs (and taken
+/// from the device's kernel cache when another stepper built the same one).
 pub(super) struct StepPipeline {
     /// (integrator code, projection) → pipeline.
     pipelines: Vec<((u32, bool), wgpu::ComputePipeline)>,
-    pipeline_layout: wgpu::PipelineLayout,
+    kernel_layout: KernelLayout,
     pub(super) layout: wgpu::BindGroupLayout,
     pub(super) params: wgpu::Buffer,
 }
 
 impl StepPipeline {
-    pub(super) fn new(d: &wgpu::Device) -> Self {
+    pub(super) fn new(device: &GpuDevice) -> Self {
+        let d = &device.device;
         let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
-        let layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("simbatch step"),
-            entries: &[
+        let kernel_layout = device.kernels.layout(
+            d,
+            "simbatch step",
+            &[
                 layout_entry(0, wgpu::BufferBindingType::Uniform),
                 layout_entry(1, storage(false)),
                 layout_entry(2, storage(false)),
                 layout_entry(3, storage(true)),
             ],
-        });
-        let pipeline_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("simbatch step"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+        );
         let params = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("simbatch step parameters"),
             size: 64,
@@ -141,8 +140,8 @@ impl StepPipeline {
         });
         Self {
             pipelines: Vec::new(),
-            pipeline_layout,
-            layout,
+            layout: kernel_layout.bind_group.clone(),
+            kernel_layout,
             params,
         }
     }
@@ -150,7 +149,7 @@ impl StepPipeline {
     /// The pipeline for `settings`' (integrator, projection), built on first use.
     pub(super) fn variant(
         &mut self,
-        d: &wgpu::Device,
+        device: &GpuDevice,
         precision: Precision,
         layout: &Layout,
         settings: &KernelSettings,
@@ -161,22 +160,16 @@ impl StepPipeline {
         }
         let source = crate::gpu::shader::stepping_source(precision, layout, key.0, key.1);
         source.check()?;
-        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("simbatch step"),
-            source: wgpu::ShaderSource::Wgsl(source.text.into()),
-        });
-        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("simbatch step"),
-            layout: Some(&self.pipeline_layout),
-            module: &module,
-            entry_point: Some("step_main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("stepping kernel build failed: {e}")));
-        }
+        let pipeline = device
+            .kernels
+            .pipeline(
+                &device.device,
+                &self.kernel_layout,
+                "simbatch step",
+                &source.text,
+                "step_main",
+            )
+            .map_err(|e| Error::Gpu(format!("stepping kernel build failed: {e}")))?;
         self.pipelines.push((key, pipeline));
         Ok(&self.pipelines[self.pipelines.len() - 1].1)
     }

@@ -136,8 +136,8 @@ impl GpuStepper {
         let (precision, device) = (gpu.precision, gpu.device.clone());
         let sp = self
             .pipeline
-            .get_or_insert_with(|| StepPipeline::new(&device.device));
-        sp.variant(&device.device, precision, &gpu.layout, &settings)?;
+            .get_or_insert_with(|| StepPipeline::new(&device));
+        sp.variant(&device, precision, &gpu.layout, &settings)?;
         // The host's minimum RKM step at the latest time of the batch (the kernel knows only
         // elapsed times), and the violation tolerance no finer than the precision resolves
         // (projection stops at 16 ε: `projection_target`).

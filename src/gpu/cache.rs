@@ -1,0 +1,138 @@
+//! Kernels built on a device, kept for reuse.
+//!
+//! A kernel is generated per template, and building one is the driver's slow part (about a
+//! second on lavapipe for a stepping kernel, more for large templates). A second evaluator or
+//! stepper for a template already seen on the device — a new environment, the next shard of a
+//! study, a kernel rebuilt back to a layout it had before — takes the pipeline built the first
+//! time, keyed by its whole WGSL text and entry point. Bind group layouts are made once per
+//! kind on the device, so every pipeline of a kind and every bind group made for it share one
+//! layout object. The cache keeps the [`MAX_KERNELS`] most recently used pipelines.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+/// Most pipelines a device keeps.
+pub const MAX_KERNELS: usize = 64;
+
+/// One kind of kernel's bindings: its bind group layout and the pipeline layout over it.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelLayout {
+    pub(crate) bind_group: wgpu::BindGroupLayout,
+    pub(crate) pipeline: wgpu::PipelineLayout,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    layouts: Vec<(&'static str, KernelLayout)>,
+    /// (entry point, WGSL text) → pipeline, most recently used last.
+    kernels: VecDeque<((&'static str, String), wgpu::ComputePipeline)>,
+    built: u64,
+}
+
+/// The kernels and layouts built on one device.
+#[derive(Debug, Default)]
+pub struct KernelCache {
+    inner: Mutex<Inner>,
+}
+
+impl KernelCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic elsewhere while holding the lock leaves the cache consistent (entries are
+        // pushed whole), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The layout of kernel kind `name` (bindings `entries`), made on first use.
+    pub(crate) fn layout(
+        &self,
+        d: &wgpu::Device,
+        name: &'static str,
+        entries: &[wgpu::BindGroupLayoutEntry],
+    ) -> KernelLayout {
+        let mut inner = self.lock();
+        if let Some((_, l)) = inner.layouts.iter().find(|(n, _)| *n == name) {
+            return l.clone();
+        }
+        let bind_group = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(name),
+            entries,
+        });
+        let pipeline = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(name),
+            bind_group_layouts: &[Some(&bind_group)],
+            immediate_size: 0,
+        });
+        let l = KernelLayout {
+            bind_group,
+            pipeline,
+        };
+        inner.layouts.push((name, l.clone()));
+        l
+    }
+
+    /// The pipeline of `source` at `entry` over `layout`, built on first use; the driver's
+    /// validation error as text when it cannot be built (nothing is kept then).
+    pub(crate) fn pipeline(
+        &self,
+        d: &wgpu::Device,
+        layout: &KernelLayout,
+        label: &'static str,
+        source: &str,
+        entry: &'static str,
+    ) -> std::result::Result<wgpu::ComputePipeline, String> {
+        {
+            let mut inner = self.lock();
+            let found = inner
+                .kernels
+                .iter()
+                .position(|((e, text), _)| *e == entry && text == source);
+            if let Some(hit) = found.and_then(|k| inner.kernels.remove(k)) {
+                let pipeline = hit.1.clone();
+                inner.kernels.push_back(hit);
+                return Ok(pipeline);
+            }
+        }
+        // Built outside the lock: another thread may build the same kernel meanwhile, which
+        // costs time but not correctness (the first one kept wins).
+        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: Some(&layout.pipeline),
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(e.to_string());
+        }
+        let mut inner = self.lock();
+        inner.built += 1;
+        if inner.kernels.len() >= MAX_KERNELS {
+            inner.kernels.pop_front();
+        }
+        inner
+            .kernels
+            .push_back(((entry, source.to_string()), pipeline.clone()));
+        Ok(pipeline)
+    }
+
+    /// Pipelines built on this device so far (a cache hit builds none).
+    pub fn built(&self) -> u64 {
+        self.lock().built
+    }
+
+    /// Pipelines kept now (at most [`MAX_KERNELS`]).
+    pub fn len(&self) -> usize {
+        self.lock().kernels.len()
+    }
+
+    /// Whether no pipeline is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
