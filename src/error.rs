@@ -28,6 +28,15 @@ pub enum Error {
         /// Number of instances in the batch.
         len: usize,
     },
+    /// An evaluation's output was read that its selection of outputs (`evaluation::Outputs`)
+    /// left out, so it was not computed.
+    #[error(
+        "output {output} was not selected for this evaluation (select it in the evaluator's Outputs)"
+    )]
+    OutputNotSelected {
+        /// The output's name, as the field of `Outputs`.
+        output: &'static str,
+    },
     /// A bulk write or read got a column of the wrong length.
     #[error("column {field}: got {got} values, expected {expected}")]
     ColumnLength {

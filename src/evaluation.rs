@@ -1,6 +1,11 @@
 //! What an evaluation reports: per-instance results as columns, the same type whichever backend
 //! computed them.
 //!
+//! An evaluation fills the columns its [`Outputs`] select (all by default) and leaves the others
+//! empty: a study that reads u̇ and the multipliers should not pay for writing fifty other
+//! numbers per instance, which on the CPU cost more than the physics. Reading an output that was
+//! not selected is [`Error::OutputNotSelected`], never an empty or stale answer.
+//!
 //! Both backends fill an [`Evaluation`] through [`Evaluation::reset_for`], which sizes every
 //! column from the template (keeping allocations between calls), so the two cannot disagree on
 //! shape: the CPU appends one instance at a time, the GPU one chunk at a time.
@@ -9,9 +14,86 @@ use crate::batch::status;
 use crate::error::{Error, Result};
 use crate::model::{ConstraintId, SystemTemplate};
 
+/// Which outputs an evaluation computes and stores (module doc). The status column is always
+/// filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Outputs {
+    /// Constrained u̇ ([`Evaluation::udot`]).
+    pub udot: bool,
+    /// Unconstrained u̇ ([`Evaluation::udot_unconstrained`]).
+    pub udot_unconstrained: bool,
+    /// Position errors per constraint.
+    pub position_errors: bool,
+    /// Velocity errors per constraint.
+    pub velocity_errors: bool,
+    /// Acceleration errors per constraint.
+    pub acceleration_errors: bool,
+    /// Multipliers per constraint.
+    pub multipliers: bool,
+    /// Constraint forces on the constraint's bodies.
+    pub body_forces: bool,
+    /// Constraint power `−λ · verr`.
+    pub power: bool,
+    /// Contact point, separation and contact force, where the kind reports them.
+    pub contact: bool,
+}
+
+impl Outputs {
+    /// Every output (the default).
+    pub const ALL: Self = Self {
+        udot: true,
+        udot_unconstrained: true,
+        position_errors: true,
+        velocity_errors: true,
+        acceleration_errors: true,
+        multipliers: true,
+        body_forces: true,
+        power: true,
+        contact: true,
+    };
+
+    /// No output but the status column.
+    pub const NONE: Self = Self {
+        udot: false,
+        udot_unconstrained: false,
+        position_errors: false,
+        velocity_errors: false,
+        acceleration_errors: false,
+        multipliers: false,
+        body_forces: false,
+        power: false,
+        contact: false,
+    };
+
+    /// The constrained u̇ and the multipliers: the dynamics' answer, what a controller or a
+    /// study of constraint forces reads.
+    pub const DYNAMICS: Self = Self {
+        udot: true,
+        multipliers: true,
+        ..Self::NONE
+    };
+
+    /// The error unless `selected`.
+    fn check(selected: bool, output: &'static str) -> Result<()> {
+        if selected {
+            Ok(())
+        } else {
+            Err(Error::OutputNotSelected { output })
+        }
+    }
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
 /// Outputs of one constraint for every instance, in reported order (`report_slots`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ConstraintEvaluation {
+    /// The outputs computed; the columns of the others are empty.
+    pub outputs: Outputs,
     /// Values per instance in the reported vectors (3 for plane contacts, the normal count for
     /// point-to-ground contacts).
     pub width: usize,
@@ -55,26 +137,31 @@ impl ConstraintEvaluation {
 
     /// Position errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn position_errors_of(&self, i: usize) -> Result<&[f64]> {
+        Outputs::check(self.outputs.position_errors, "position_errors")?;
         Self::slice(&self.position_errors, self.width, i)
     }
 
     /// Velocity errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn velocity_errors_of(&self, i: usize) -> Result<&[f64]> {
+        Outputs::check(self.outputs.velocity_errors, "velocity_errors")?;
         Self::slice(&self.velocity_errors, self.width, i)
     }
 
     /// Acceleration errors of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn acceleration_errors_of(&self, i: usize) -> Result<&[f64]> {
+        Outputs::check(self.outputs.acceleration_errors, "acceleration_errors")?;
         Self::slice(&self.acceleration_errors, self.width, i)
     }
 
     /// Multipliers of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn multipliers_of(&self, i: usize) -> Result<&[f64]> {
+        Outputs::check(self.outputs.multipliers, "multipliers")?;
         Self::slice(&self.multipliers, self.width, i)
     }
 
     /// Constraint forces on the bodies of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn body_forces_of(&self, i: usize) -> Result<&[[f64; 6]]> {
+        Outputs::check(self.outputs.body_forces, "body_forces")?;
         instance_slice(&self.body_forces, self.body_count, i)
     }
 }
@@ -82,6 +169,8 @@ impl ConstraintEvaluation {
 /// Results of evaluating every instance of a batch.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Evaluation {
+    /// The outputs computed; the columns of the others are empty.
+    pub outputs: Outputs,
     /// Number of instances.
     pub len: usize,
     /// Mobilities per instance.
@@ -99,12 +188,14 @@ pub struct Evaluation {
 impl Evaluation {
     /// Constrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn udot_of(&self, i: usize) -> Result<&[f64]> {
+        Outputs::check(self.outputs.udot, "udot")?;
         self.check_instance(i)?;
         instance_slice(&self.udot, self.nu, i)
     }
 
     /// Unconstrained u̇ of instance `i`. An index past the end is [`Error::InstanceOutOfRange`].
     pub fn udot_unconstrained_of(&self, i: usize) -> Result<&[f64]> {
+        Outputs::check(self.outputs.udot_unconstrained, "udot_unconstrained")?;
         self.check_instance(i)?;
         instance_slice(&self.udot_unconstrained, self.nu, i)
     }
@@ -134,8 +225,11 @@ impl Evaluation {
 
     /// Empties this evaluation and sizes it for `len` instances of `template` (reserving every
     /// column, keeping allocations): the one place both backends start from.
+    ///
+    /// Every output is selected; [`keep_only`](Self::keep_only) then drops what was not asked
+    /// for.
     pub fn reset_for(&mut self, template: &SystemTemplate, len: usize) {
-        self.shape_for(template);
+        self.shape_for(template, Outputs::ALL);
         self.len = len;
         let nu = self.nu;
         for v in [&mut self.udot, &mut self.udot_unconstrained] {
@@ -172,21 +266,59 @@ impl Evaluation {
         }
     }
 
-    /// What [`reset_for`](Self::reset_for) and [`fill_for`](Self::fill_for) share: `nu`, one
-    /// entry per constraint with its width and body count, and the optional columns present
-    /// exactly when the kind reports them (existing ones keep their values).
-    fn shape_for(&mut self, template: &SystemTemplate) {
+    /// Clears the columns `outputs` does not select (keeping their allocations) and records
+    /// the selection: what a backend that computes every output does to honour a selection.
+    pub fn keep_only(&mut self, outputs: Outputs) {
+        let keep = |v: &mut Vec<f64>, on: bool| {
+            if !on {
+                v.clear()
+            }
+        };
+        keep(&mut self.udot, outputs.udot);
+        keep(&mut self.udot_unconstrained, outputs.udot_unconstrained);
+        self.outputs = outputs;
+        for c in &mut self.constraints {
+            keep(&mut c.position_errors, outputs.position_errors);
+            keep(&mut c.velocity_errors, outputs.velocity_errors);
+            keep(&mut c.acceleration_errors, outputs.acceleration_errors);
+            keep(&mut c.multipliers, outputs.multipliers);
+            keep(&mut c.power, outputs.power);
+            if !outputs.body_forces {
+                c.body_forces.clear();
+            }
+            if !outputs.contact {
+                c.contact_point = None;
+                c.separation = None;
+                c.contact_force = None;
+            }
+            c.outputs = outputs;
+        }
+    }
+
+    /// What [`reset_for`](Self::reset_for) and [`fill_for`](Self::fill_for) share: `nu`, the
+    /// selection, one entry per constraint with its width and body count, and the optional
+    /// columns present exactly when the kind reports them and contacts are selected (existing
+    /// ones keep their values).
+    fn shape_for(&mut self, template: &SystemTemplate, outputs: Outputs) {
         self.nu = template.nu();
+        self.outputs = outputs;
         self.constraints
             .resize_with(template.constraints().len(), ConstraintEvaluation::default);
         for (out, slot) in self.constraints.iter_mut().zip(template.constraints()) {
             let c = &slot.constraint;
             let extras = c.reported_extras();
+            out.outputs = outputs;
             out.width = c.report_slots().len();
             out.body_count = c.bodies().len();
-            keep_optional(extras.contact_point, &mut out.contact_point);
-            keep_optional(extras.contact_force, &mut out.contact_force);
-            keep_optional(extras.separation, &mut out.separation);
+            keep_optional(
+                extras.contact_point && outputs.contact,
+                &mut out.contact_point,
+            );
+            keep_optional(
+                extras.contact_force && outputs.contact,
+                &mut out.contact_force,
+            );
+            keep_optional(extras.separation && outputs.contact, &mut out.separation);
         }
     }
 
@@ -269,6 +401,8 @@ pub(crate) struct ConstraintBlock<'a> {
 /// path writes in place, one block per rayon job, so no instance's results are copied twice.
 #[derive(Debug)]
 pub(crate) struct EvaluationBlock<'a> {
+    /// What to write; the columns of the others are empty slices.
+    pub(crate) outputs: Outputs,
     pub(crate) start: usize,
     pub(crate) len: usize,
     pub(crate) nu: usize,
@@ -279,31 +413,43 @@ pub(crate) struct EvaluationBlock<'a> {
 }
 
 impl Evaluation {
-    /// Sizes this evaluation for `len` instances of `template` with every column at its full
-    /// length, for a backend that writes instances in place through [`blocks`](Self::blocks).
+    /// Sizes this evaluation for `len` instances of `template` with every column `outputs`
+    /// selects at its full length (the others empty), for a backend that writes instances in
+    /// place through [`blocks`](Self::blocks).
     ///
     /// Columns that already have their length keep their (stale) values: every backend writing
-    /// through blocks writes every entry, so clearing them first would only cost a pass over
-    /// memory (new entries are zeros).
-    pub(crate) fn fill_for(&mut self, template: &SystemTemplate, len: usize) {
-        self.shape_for(template);
+    /// through blocks writes every entry of a selected column, so clearing them first would
+    /// only cost a pass over memory (new entries are zeros).
+    pub(crate) fn fill_for(&mut self, template: &SystemTemplate, len: usize, outputs: Outputs) {
+        self.shape_for(template, outputs);
         self.len = len;
         let nu = self.nu;
+        let size = |v: &mut Vec<f64>, on: bool, n: usize| {
+            if on { v.resize(n, 0.0) } else { v.clear() }
+        };
         self.status.resize(len, status::OK);
-        self.udot.resize(len * nu, 0.0);
-        self.udot_unconstrained.resize(len * nu, 0.0);
+        size(&mut self.udot, outputs.udot, len * nu);
+        size(
+            &mut self.udot_unconstrained,
+            outputs.udot_unconstrained,
+            len * nu,
+        );
         for c in &mut self.constraints {
             let w = c.width;
-            for v in [
-                &mut c.position_errors,
-                &mut c.velocity_errors,
+            size(&mut c.position_errors, outputs.position_errors, len * w);
+            size(&mut c.velocity_errors, outputs.velocity_errors, len * w);
+            size(
                 &mut c.acceleration_errors,
-                &mut c.multipliers,
-            ] {
-                v.resize(len * w, 0.0);
+                outputs.acceleration_errors,
+                len * w,
+            );
+            size(&mut c.multipliers, outputs.multipliers, len * w);
+            size(&mut c.power, outputs.power, len);
+            if outputs.body_forces {
+                c.body_forces.resize(len * c.body_count, [0.0; 6]);
+            } else {
+                c.body_forces.clear();
             }
-            c.body_forces.resize(len * c.body_count, [0.0; 6]);
-            c.power.resize(len, 0.0);
             if let Some(v) = c.contact_point.as_mut() {
                 v.resize(len, [0.0; 3]);
             }
@@ -320,7 +466,7 @@ impl Evaluation {
     /// `block` consecutive instances (`block > 0`; the last block may be shorter).
     pub(crate) fn blocks(&mut self, block: usize) -> Vec<EvaluationBlock<'_>> {
         let block = block.max(1);
-        let (len, nu) = (self.len, self.nu);
+        let (len, nu, outputs) = (self.len, self.nu, self.outputs);
         let count = len.div_ceil(block);
         let mut per_constraint: Vec<std::vec::IntoIter<ConstraintBlock<'_>>> = self
             .constraints
@@ -364,6 +510,7 @@ impl Evaluation {
             .enumerate()
             .map(
                 |(b, ((status, udot), udot_unconstrained))| EvaluationBlock {
+                    outputs,
                     start: b * block,
                     len: status.len(),
                     nu,

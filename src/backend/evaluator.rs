@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Backend, choose, resolve};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::evaluation::Evaluation;
+use crate::evaluation::{Evaluation, Outputs};
 use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, GpuStepper, Precision};
 
 enum Resolved {
@@ -25,6 +25,8 @@ enum Resolved {
 pub struct Evaluator {
     resolved: Resolved,
     note: Option<String>,
+    /// What [`evaluate`](Self::evaluate) computes and stores.
+    outputs: Outputs,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -32,6 +34,7 @@ impl std::fmt::Debug for Evaluator {
         f.debug_struct("Evaluator")
             .field("backend", &self.backend())
             .field("note", &self.note)
+            .field("outputs", &self.outputs)
             .finish()
     }
 }
@@ -42,6 +45,7 @@ impl Evaluator {
         Self {
             resolved: Resolved::Cpu,
             note: None,
+            outputs: Outputs::ALL,
         }
     }
 
@@ -71,6 +75,7 @@ impl Evaluator {
         Ok(Self {
             resolved,
             note: resolution.note,
+            outputs: Outputs::ALL,
         })
     }
 
@@ -94,7 +99,30 @@ impl Evaluator {
                 gpu: None,
             },
             note: None,
+            outputs: Outputs::ALL,
         })
+    }
+
+    /// This evaluator, computing and storing only `outputs` (see
+    /// [`set_outputs`](Self::set_outputs)).
+    pub fn with_outputs(mut self, outputs: Outputs) -> Self {
+        self.outputs = outputs;
+        self
+    }
+
+    /// Selects the outputs later evaluations compute and store; the other columns of the
+    /// [`Evaluation`] are left empty and reading them is [`Error::OutputNotSelected`]. On the
+    /// CPU an unselected output is not computed, which is most of the time of an evaluation
+    /// that only wants u̇ and λ ([`Outputs::DYNAMICS`]). The GPU kernel computes and reads back
+    /// every output (its layout is per template, not per call), and the host result keeps
+    /// only the selected ones. Selected columns are the same bits whatever else is selected.
+    pub fn set_outputs(&mut self, outputs: Outputs) {
+        self.outputs = outputs;
+    }
+
+    /// The outputs evaluations compute and store ([`Outputs::ALL`] unless set).
+    pub fn outputs(&self) -> Outputs {
+        self.outputs
     }
 
     /// The backend in use (`Cpu` or `Gpu`, never `Auto`).
@@ -140,13 +168,17 @@ impl Evaluator {
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
         match &mut self.resolved {
             Resolved::Cpu => {
-                batch.evaluate_into(out);
+                batch.evaluate_outputs_into(self.outputs, out);
                 Ok(())
             }
-            Resolved::Gpu { .. } => self
-                .gpu_for(batch)?
-                .evaluator_mut()
-                .evaluate_into(batch, out),
+            Resolved::Gpu { .. } => {
+                let outputs = self.outputs;
+                self.gpu_for(batch)?
+                    .evaluator_mut()
+                    .evaluate_into(batch, out)?;
+                out.keep_only(outputs);
+                Ok(())
+            }
         }
     }
 
@@ -179,9 +211,8 @@ impl Evaluator {
     /// rebuilt when a batch of another template layout comes; buffers are kept and only changed
     /// columns are uploaded.
     pub fn evaluate(&mut self, batch: &Batch) -> Result<Evaluation> {
-        match self.resolved {
-            Resolved::Cpu => Ok(batch.evaluate()),
-            Resolved::Gpu { .. } => self.gpu_for(batch)?.evaluator_mut().evaluate(batch),
-        }
+        let mut out = Evaluation::default();
+        self.evaluate_into(batch, &mut out)?;
+        Ok(out)
     }
 }

@@ -9,7 +9,7 @@ use super::CliError;
 use crate::backend::Evaluator;
 use crate::backend::Stepper;
 use crate::batch::Batch;
-use crate::evaluation::Evaluation;
+use crate::evaluation::{Evaluation, Outputs};
 use crate::gpu::{GpuOptions, Precision};
 use crate::scenarios::{
     ContactKind, PlaneBody, contact_batch, point_to_ground_batch, rolling_balls, standing_sticks,
@@ -208,12 +208,12 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     ];
     let mut rows = Vec::new();
     println!(
-        "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16} {:>12} {:>7}",
+        "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16} {:>26} {:>7}",
         "system", "N", "backend", "integrator", "substeps", "per second", "what", "B/inst"
     );
     let mut report = |row: Row<'_>, rate: f64| {
         println!(
-            "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16.0} {:>12} {:>7}",
+            "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16.0} {:>26} {:>7}",
             row.system,
             row.n,
             row.backend,
@@ -240,26 +240,32 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
         for (system, build) in evaluated {
             let batch = build(n)?;
             let mut out = Evaluation::default();
-            let row = |backend, bytes_per_instance| Row {
+            let row = |backend, what, bytes_per_instance| Row {
                 system,
                 n,
                 backend,
                 integrator: "-",
                 substeps: 1,
-                what: "evaluations",
+                what,
                 bytes_per_instance,
             };
             if cpu {
-                let mut e = Evaluator::cpu();
-                let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
-                let bytes = host_bytes_per_instance(&batch, out.bytes() / n);
-                report(row("cpu", bytes), n as f64 / s);
+                // Every output, then u̇ and λ alone (what a study of the dynamics reads).
+                for (outputs, what) in [
+                    (Outputs::ALL, "evaluations"),
+                    (Outputs::DYNAMICS, "evaluations (udot, lambda)"),
+                ] {
+                    let mut e = Evaluator::cpu().with_outputs(outputs);
+                    let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
+                    let bytes = host_bytes_per_instance(&batch, out.bytes() / n);
+                    report(row("cpu", what, bytes), n as f64 / s);
+                }
             }
             if let Some(d) = &device {
                 let mut e = Evaluator::on_device(d.clone(), precision, GpuOptions::default())?;
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                 let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
-                report(row(&gpu_name, bytes), n as f64 / s);
+                report(row(&gpu_name, "evaluations", bytes), n as f64 / s);
             }
         }
         for (system, build) in stepped {

@@ -494,19 +494,44 @@ impl Batch {
     /// entry `k` of `block`.
     pub(crate) fn evaluate_instance_into(&self, block: &mut EvaluationBlock<'_>, k: usize) {
         let out = self.evaluate_instance(block.start + k);
-        let nu = block.nu;
+        let (nu, selected) = (block.nu, block.outputs);
         block.status[k] = out.status;
-        block.udot[k * nu..(k + 1) * nu].copy_from_slice(&out.udot);
-        block.udot_unconstrained[k * nu..(k + 1) * nu].copy_from_slice(&out.udot_unconstrained);
+        if selected.udot {
+            block.udot[k * nu..(k + 1) * nu].copy_from_slice(&out.udot);
+        }
+        if selected.udot_unconstrained {
+            block.udot_unconstrained[k * nu..(k + 1) * nu].copy_from_slice(&out.udot_unconstrained);
+        }
         for (col, o) in block.constraints.iter_mut().zip(&out.constraints) {
             let (w, b) = (col.width, col.body_count);
-            col.position_errors[k * w..(k + 1) * w].copy_from_slice(&o.position_errors[..w]);
-            col.velocity_errors[k * w..(k + 1) * w].copy_from_slice(&o.velocity_errors[..w]);
-            col.acceleration_errors[k * w..(k + 1) * w]
-                .copy_from_slice(&o.acceleration_errors[..w]);
-            col.multipliers[k * w..(k + 1) * w].copy_from_slice(&o.multipliers[..w]);
-            col.body_forces[k * b..(k + 1) * b].copy_from_slice(&o.body_forces[..b]);
-            col.power[k] = o.power;
+            for (on, column, values) in [
+                (
+                    selected.position_errors,
+                    &mut *col.position_errors,
+                    &o.position_errors,
+                ),
+                (
+                    selected.velocity_errors,
+                    &mut *col.velocity_errors,
+                    &o.velocity_errors,
+                ),
+                (
+                    selected.acceleration_errors,
+                    &mut *col.acceleration_errors,
+                    &o.acceleration_errors,
+                ),
+                (selected.multipliers, &mut *col.multipliers, &o.multipliers),
+            ] {
+                if on {
+                    column[k * w..(k + 1) * w].copy_from_slice(&values[..w]);
+                }
+            }
+            if selected.body_forces {
+                col.body_forces[k * b..(k + 1) * b].copy_from_slice(&o.body_forces[..b]);
+            }
+            if selected.power {
+                col.power[k] = o.power;
+            }
             if let Some(v) = col.contact_point.as_deref_mut() {
                 v[k] = o.report.contact_point;
             }

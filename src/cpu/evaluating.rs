@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use crate::batch::Batch;
 use crate::cpu::lanes::{self, LanePlan};
-use crate::evaluation::{Evaluation, EvaluationBlock};
+use crate::evaluation::{Evaluation, EvaluationBlock, Outputs};
 use crate::math::lanes::LANES;
 
 /// Instances per rayon job (a multiple of [`LANES`], so chunks never straddle two jobs).
@@ -35,14 +35,22 @@ impl Batch {
 
     /// As [`evaluate`](Self::evaluate), into `out`, whose allocations are reused.
     pub fn evaluate_into(&self, out: &mut Evaluation) {
-        self.evaluate_with(out, Path::Lanes, true);
+        self.evaluate_with(out, Outputs::ALL, Path::Lanes, true);
+    }
+
+    /// As [`evaluate_into`](Self::evaluate_into), computing and storing only the outputs
+    /// `outputs` selects (the other columns are left empty): u̇ and λ alone
+    /// ([`Outputs::DYNAMICS`]) skip most of the per-instance writes. The selected columns are
+    /// the same bits as with every output selected.
+    pub fn evaluate_outputs_into(&self, outputs: Outputs, out: &mut Evaluation) {
+        self.evaluate_with(out, outputs, Path::Lanes, true);
     }
 
     /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
     /// single-core benchmarks).
     pub fn evaluate_sequential(&self) -> Evaluation {
         let mut out = Evaluation::default();
-        self.evaluate_with(&mut out, Path::Lanes, false);
+        self.evaluate_with(&mut out, Outputs::ALL, Path::Lanes, false);
         out
     }
 
@@ -51,12 +59,12 @@ impl Batch {
     /// It agrees with [`evaluate`](Self::evaluate) to rounding (1e-12 relative).
     pub fn evaluate_reference(&self) -> Evaluation {
         let mut out = Evaluation::default();
-        self.evaluate_with(&mut out, Path::Reference, true);
+        self.evaluate_with(&mut out, Outputs::ALL, Path::Reference, true);
         out
     }
 
-    fn evaluate_with(&self, out: &mut Evaluation, path: Path, parallel: bool) {
-        out.fill_for(self.template(), self.len());
+    fn evaluate_with(&self, out: &mut Evaluation, outputs: Outputs, path: Path, parallel: bool) {
+        out.fill_for(self.template(), self.len(), outputs);
         let plan = match path {
             Path::Lanes => LanePlan::new(self.template()),
             Path::Reference => None,

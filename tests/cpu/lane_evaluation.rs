@@ -5,7 +5,7 @@
 //! overflowing instance, reused outputs across templates, and bits identical across thread
 //! counts and with the sequential evaluation.
 
-use simbatch::evaluation::{ConstraintEvaluation, Evaluation};
+use simbatch::evaluation::{ConstraintEvaluation, Evaluation, Outputs};
 use simbatch::prelude::*;
 use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
 
@@ -243,4 +243,124 @@ fn lane_evaluation_is_bit_identical_across_threads_and_reused_outputs() {
     assert_eq!(bits(&out), bits(&other.evaluate()));
     batch.evaluate_into(&mut out);
     assert_eq!(bits(&out), one);
+}
+
+/// Every column of `e` by its `Outputs` field name, as bits (contact columns under "contact").
+fn named_columns(e: &Evaluation) -> Vec<(&'static str, Vec<u64>)> {
+    let b = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut out = vec![
+        ("udot", b(&e.udot)),
+        ("udot_unconstrained", b(&e.udot_unconstrained)),
+    ];
+    for c in &e.constraints {
+        out.push(("position_errors", b(&c.position_errors)));
+        out.push(("velocity_errors", b(&c.velocity_errors)));
+        out.push(("acceleration_errors", b(&c.acceleration_errors)));
+        out.push(("multipliers", b(&c.multipliers)));
+        out.push(("body_forces", b(&flat(&c.body_forces))));
+        out.push(("power", b(&c.power)));
+        let mut contact = c.contact_point.as_deref().map(flat).unwrap_or_default();
+        contact.extend(c.separation.clone().unwrap_or_default());
+        contact.extend(c.contact_force.as_deref().map(flat).unwrap_or_default());
+        out.push(("contact", b(&contact)));
+    }
+    out
+}
+
+/// `outputs` with the one field `name` set.
+fn only(name: &str) -> Outputs {
+    let mut o = Outputs::NONE;
+    match name {
+        "udot" => o.udot = true,
+        "udot_unconstrained" => o.udot_unconstrained = true,
+        "position_errors" => o.position_errors = true,
+        "velocity_errors" => o.velocity_errors = true,
+        "acceleration_errors" => o.acceleration_errors = true,
+        "multipliers" => o.multipliers = true,
+        "body_forces" => o.body_forces = true,
+        "power" => o.power = true,
+        "contact" => o.contact = true,
+        _ => unreachable!("{name}"),
+    }
+    o
+}
+
+const OUTPUT_NAMES: [&str; 9] = [
+    "udot",
+    "udot_unconstrained",
+    "position_errors",
+    "velocity_errors",
+    "acceleration_errors",
+    "multipliers",
+    "body_forces",
+    "power",
+    "contact",
+];
+
+/// An evaluation limited to some outputs fills exactly those, with the bits of the full
+/// evaluation — on lanes, on the reference path (prescribed plane), with disabled contacts and
+/// a non-finite instance — and refuses to read the others.
+#[test]
+fn selected_outputs_are_the_full_evaluations_bits_and_the_others_are_refused() {
+    let mut batches = Vec::new();
+    for (kind, plane) in [
+        (ContactKind::RollingSphere, PlaneBody::Ground),
+        (ContactKind::SlidingSphere, PlaneBody::Free),
+        (ContactKind::Point, PlaneBody::Prescribed),
+    ] {
+        batches.push(contact_batch(kind, plane, 37, 23).unwrap().0);
+    }
+    batches.push(point_to_ground_batch(21, 4, 3, true, true).unwrap().0);
+    batches.push(super::lanes::knife_edge_carts(13));
+    let (mut broken, body, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, 9, 2).unwrap();
+    broken
+        .set_u(body, 4, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
+        .unwrap();
+    batches.push(broken);
+
+    let mut selections: Vec<Outputs> = OUTPUT_NAMES.iter().map(|n| only(n)).collect();
+    selections.extend([Outputs::DYNAMICS, Outputs::NONE, Outputs::ALL]);
+    for (b, batch) in batches.iter().enumerate() {
+        let full = batch.evaluate();
+        let full_columns = named_columns(&full);
+        let mut out = Evaluation::default();
+        for outputs in &selections {
+            // Through the façade, into a reused result: nothing stale survives a narrower call.
+            let mut evaluator = Evaluator::cpu().with_outputs(*outputs);
+            assert_eq!(evaluator.outputs(), *outputs);
+            evaluator.evaluate_into(batch, &mut out).unwrap();
+            assert_eq!(out.outputs, *outputs);
+            assert_eq!(out.status, full.status, "batch {b}: status");
+            for ((name, got), (_, want)) in named_columns(&out).iter().zip(&full_columns) {
+                let selected = named_columns(&{
+                    let mut e = full.clone();
+                    e.keep_only(*outputs);
+                    e
+                })
+                .iter()
+                .any(|(n, v)| n == name && !v.is_empty());
+                if selected {
+                    assert_eq!(got, want, "batch {b} {outputs:?}: {name}");
+                } else {
+                    assert!(got.is_empty(), "batch {b} {outputs:?}: {name} left empty");
+                }
+            }
+            let refused = |r: simbatch::Result<&[f64]>, name: &str| match r {
+                Err(Error::OutputNotSelected { output }) => assert_eq!(output, name),
+                other => panic!("{name}: expected OutputNotSelected, got {other:?}"),
+            };
+            if !outputs.udot {
+                refused(out.udot_of(0), "udot");
+            } else {
+                assert_eq!(out.udot_of(0).unwrap(), full.udot_of(0).unwrap());
+            }
+            if !outputs.multipliers {
+                refused(out.constraints[0].multipliers_of(0), "multipliers");
+            }
+            if !outputs.position_errors {
+                refused(out.constraints[0].position_errors_of(0), "position_errors");
+            }
+        }
+    }
 }

@@ -345,6 +345,26 @@ fn evaluator_backends_and_env_override() {
         )
         .unwrap();
         assert_report("Evaluator(Gpu)", &report);
+        // A selection of outputs keeps the full evaluation's bits for what it selects and
+        // leaves the rest empty, refusing to read it.
+        let full = gpu.evaluate(&batch).unwrap();
+        gpu.set_outputs(Outputs::DYNAMICS);
+        let selected = gpu.evaluate(&batch).unwrap();
+        assert_eq!(selected.outputs, Outputs::DYNAMICS);
+        assert_eq!(selected.status, full.status);
+        assert_eq!(selected.udot, full.udot);
+        assert!(selected.udot_unconstrained.is_empty());
+        let (s, f) = (&selected.constraints[0], &full.constraints[0]);
+        assert_eq!(s.multipliers, f.multipliers);
+        assert!(s.position_errors.is_empty() && s.body_forces.is_empty());
+        assert!(s.contact_point.is_none() && s.separation.is_none());
+        assert!(matches!(
+            s.position_errors_of(0),
+            Err(Error::OutputNotSelected {
+                output: "position_errors"
+            })
+        ));
+        gpu.set_outputs(Outputs::ALL);
         // Auto takes a hardware GPU and passes over a software one (lavapipe) with a note.
         let auto = Evaluator::new(Backend::Auto).unwrap();
         let software = simbatch::backend::is_software(&device().unwrap());

@@ -5,10 +5,8 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
-use simba::simd::SimdValue;
-
 use super::solve::solve_certified;
-use super::{Chunk, MAX_FREE, MAX_M, Scratch, all_finite};
+use super::{ALL_LANES, Chunk, Fixed, MAX_FREE, MAX_M, Runtime, Scratch, Shape, all_finite};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::math::lanes::{
     Lane, LaneMask, LaneMat3, LaneVec3, bits, is_finite, quaternion_rate, select, splat,
@@ -68,15 +66,51 @@ impl Chunk<'_> {
     /// The dynamics at state `y` (module doc) into `scratch.dynamics`, and the lanes where
     /// every step was finite and the solve certified. Fills `scratch`'s kinematics (free
     /// bodies' accelerations zero), rows and masked Jacobian blocks.
-    #[inline(always)]
+    ///
+    /// Dispatches on the plan's shape (free bodies, rows) to a copy compiled for it, whose
+    /// loops the compiler unrolls and whose bounds checks it removes; other shapes run the
+    /// same code with runtime bounds.
+    #[inline]
     pub(crate) fn dynamics(
         &self,
         y: &[Lane],
         baumgarte: BaumgarteMode,
         scratch: &mut Scratch,
     ) -> LaneMask {
+        let (free, m) = (self.plan.free, self.plan.m);
+        macro_rules! sized {
+            ($(($f:literal, $m:literal)),*) => {
+                match (free, m) {
+                    $(($f, $m) => self.dynamics_in(Fixed::<$f, $m>, y, baumgarte, scratch),)*
+                    _ => self.dynamics_in(Runtime { free, m }, y, baumgarte, scratch),
+                }
+            };
+        }
+        sized!(
+            (1, 1),
+            (1, 2),
+            (1, 3),
+            (1, 4),
+            (1, 5),
+            (1, 6),
+            (2, 1),
+            (2, 2),
+            (2, 3),
+            (2, 4)
+        )
+    }
+
+    /// [`dynamics`](Self::dynamics) with the loop bounds of `shape`.
+    #[inline(never)]
+    fn dynamics_in(
+        &self,
+        shape: impl Shape,
+        y: &[Lane],
+        baumgarte: BaumgarteMode,
+        scratch: &mut Scratch,
+    ) -> LaneMask {
         let plan = self.plan;
-        let m = plan.m;
+        let (free, m) = (shape.free(), shape.m());
         let Scratch {
             kin,
             rows,
@@ -91,10 +125,10 @@ impl Chunk<'_> {
             udot,
             lambda,
         } = dynamics;
-        let mut ok = self.kinematics(y, kin);
+        let mut ok = self.kinematics(free, y, kin);
 
         // f − c and u̇₀ = M⁻¹ (f − c), body by body (cpu::dynamics::applied_minus_coriolis).
-        for slot in 0..plan.free {
+        for slot in 0..free {
             let k = &kin[plan.free_bodies[slot]];
             let body = &self.bodies[slot];
             let (r, w) = (&k.rotation, k.ang_vel);
@@ -119,45 +153,47 @@ impl Chunk<'_> {
         // Rows, bias b = −k (− 2α ė − β² e with Baumgarte), masked Jacobian blocks and
         // Y = M⁻¹ Gᵀ per block.
         self.rows(kin, rows);
+        let slots = &plan.row_slots;
         let mut bias = [splat(0.0); MAX_M];
-        for c in &plan.constraints {
+        for r in 0..m {
             let with_baumgarte = match baumgarte {
-                BaumgarteMode::Template => c.template_baumgarte,
+                BaumgarteMode::Template => plan.row_baumgarte[r],
                 BaumgarteMode::All => true,
                 BaumgarteMode::Off => false,
             };
-            for r in c.offset..c.offset + c.rows {
-                let row = &rows[r];
-                let on = self.enabled[r];
-                bias[r] = -row.acceleration_error;
-                if with_baumgarte {
-                    let a = self.inverse_time_constant[r];
-                    bias[r] -= splat(2.0) * a * row.velocity_error + a * a * row.position_error;
-                }
-                for j in 0..c.body_count {
-                    let Some(slot) = c.slots[j] else { continue };
-                    let block = row.jacobian[j].map(|x| select(on, x, splat(0.0)));
-                    ok = ok
-                        & block
-                            .iter()
-                            .fold(LaneMask::splat(true), |all, x| all & is_finite(*x));
-                    g[r][j] = block;
-                    let k = &kin[plan.free_bodies[slot]];
-                    let (b, a) = self.inverse_mass(
-                        slot,
-                        &k.rotation,
-                        &c_g[slot],
-                        LaneVec3::new(block[0], block[1], block[2]),
-                        LaneVec3::new(block[3], block[4], block[5]),
-                    );
-                    y_blocks[r][j] = [b.x, b.y, b.z, a.x, a.y, a.z];
-                }
-                ok = ok & (is_finite(bias[r]) | !on);
+            let row = &rows[r];
+            let on = self.enabled[r];
+            bias[r] = -row.acceleration_error;
+            if with_baumgarte {
+                let a = self.inverse_time_constant[r];
+                bias[r] -= splat(2.0) * a * row.velocity_error + a * a * row.position_error;
             }
+            // Every lane enabled (the usual case): the mask would keep every entry.
+            let all_on = bits(on) == ALL_LANES;
+            for (j, slot) in slots[r].iter().enumerate() {
+                let Some(slot) = *slot else { continue };
+                let block = if all_on {
+                    row.jacobian[j]
+                } else {
+                    row.jacobian[j].map(|x| select(on, x, splat(0.0)))
+                };
+                // The block is finite where its sum is (as `all_finite`).
+                ok = ok & all_finite(&block);
+                g[r][j] = block;
+                let k = &kin[plan.free_bodies[slot]];
+                let (b, a) = self.inverse_mass(
+                    slot,
+                    &k.rotation,
+                    &c_g[slot],
+                    LaneVec3::new(block[0], block[1], block[2]),
+                    LaneVec3::new(block[3], block[4], block[5]),
+                );
+                y_blocks[r][j] = [b.x, b.y, b.z, a.x, a.y, a.z];
+            }
+            ok = ok & (is_finite(bias[r]) | !on);
         }
 
         // A = G M⁻¹ Gᵀ (symmetrised), rhs = G u̇₀ − b; masked rows get a unit pivot.
-        let slots = &plan.row_slots;
         let mut rhs = [splat(0.0); MAX_M];
         for r in 0..m {
             for q in r..m {
@@ -183,18 +219,20 @@ impl Chunk<'_> {
         }
         solve_certified(l, m, &rhs, &self.enabled, &mut ok, lambda);
 
-        // u̇ = u̇₀ − M⁻¹ Gᵀ λ.
-        for slot in 0..plan.free {
-            for (k, value) in udot[slot].iter_mut().enumerate() {
-                let mut sum = splat(0.0);
-                for r in 0..m {
-                    for (j, s) in slots[r].iter().enumerate() {
-                        if *s == Some(slot) {
-                            sum += y_blocks[r][j][k] * lambda[r];
-                        }
+        // u̇ = u̇₀ − M⁻¹ Gᵀ λ, each body's sum taken over the rows in order.
+        let mut sums = [[splat(0.0); 6]; MAX_FREE];
+        for r in 0..m {
+            for (j, s) in slots[r].iter().enumerate() {
+                if let Some(s) = *s {
+                    for k in 0..6 {
+                        sums[s][k] += y_blocks[r][j][k] * lambda[r];
                     }
                 }
-                *value = udot0[slot][k] - sum;
+            }
+        }
+        for slot in 0..free {
+            for k in 0..6 {
+                udot[slot][k] = udot0[slot][k] - sums[slot][k];
             }
         }
         ok

@@ -17,11 +17,32 @@ use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{LANES, Lane, bits, is_finite, select, splat, values};
 
-/// Writes lanes `0..count` of `x` into `column[(at + l) · width + k]`.
+/// Writes lanes `0..count` of the `W` values `x` into `column` at entries
+/// `(at + l) · width + offset + k`: one bounds check per instance, not per value.
 #[inline(always)]
-fn put(column: &mut [f64], width: usize, k: usize, at: usize, count: usize, x: Lane) {
-    for (l, value) in values(x).into_iter().enumerate().take(count) {
-        column[(at + l) * width + k] = value;
+fn put<const W: usize>(
+    column: &mut [f64],
+    width: usize,
+    offset: usize,
+    at: usize,
+    count: usize,
+    x: &[Lane; W],
+) {
+    let x = x.map(values);
+    for l in 0..count {
+        let row = &mut column[(at + l) * width + offset..][..W];
+        for k in 0..W {
+            row[k] = x[k][l];
+        }
+    }
+}
+
+/// Writes lanes `0..count` of `x` into `column[at + l]`.
+#[inline(always)]
+fn put_rows<const W: usize>(column: &mut [[f64; W]], at: usize, count: usize, x: &[Lane; W]) {
+    let x = x.map(values);
+    for (l, row) in column[at..at + count].iter_mut().enumerate() {
+        *row = std::array::from_fn(|k| x[k][l]);
     }
 }
 
@@ -86,18 +107,20 @@ impl Chunk<'_> {
         } = &scratch.dynamics;
         ok = ok & is_finite(time) & all_finite(&lambda[..plan.m]);
 
-        let nu = block.nu;
+        let (nu, selected) = (block.nu, block.outputs);
         for slot in 0..plan.free {
             ok = ok & all_finite(&udot[slot]);
-            for k in 0..6 {
-                put(block.udot, nu, 6 * slot + k, at, count, udot[slot][k]);
+            if selected.udot {
+                put(block.udot, nu, 6 * slot, at, count, &udot[slot]);
+            }
+            if selected.udot_unconstrained {
                 put(
                     block.udot_unconstrained,
                     nu,
-                    6 * slot + k,
+                    6 * slot,
                     at,
                     count,
-                    udot0[slot][k],
+                    &udot0[slot],
                 );
             }
         }
@@ -116,60 +139,72 @@ impl Chunk<'_> {
             let multipliers = &lambda[c.offset..c.offset + c.rows];
 
             // aerr = G u̇ + k on enabled rows, 0 on disabled ones; power = −λ · verr; the
-            // force on each body Σ λ G_body.
+            // force on each body Σ λ G_body — each only when selected.
             let mut acceleration_errors = [zero; MAX_ROWS];
-            let mut power = zero;
-            let mut forces = [[zero; 6]; 2];
-            for (r, row) in own.iter().enumerate() {
-                let at_row = c.offset + r;
-                let mut g_udot = zero;
-                for j in 0..c.body_count {
-                    if let Some(s) = c.slots[j] {
-                        g_udot += dot6(&g[at_row][j], &udot[s]);
+            if selected.acceleration_errors {
+                for r in 0..c.rows {
+                    let at_row = c.offset + r;
+                    let mut g_udot = zero;
+                    for j in 0..c.body_count {
+                        if let Some(s) = c.slots[j] {
+                            g_udot += dot6(&g[at_row][j], &udot[s]);
+                        }
+                    }
+                    acceleration_errors[r] = select(
+                        self.enabled[at_row],
+                        g_udot + own[r].acceleration_error,
+                        zero,
+                    );
+                }
+            }
+            if selected.power {
+                let mut power = zero;
+                for (row, multiplier) in own.iter().zip(multipliers) {
+                    power -= *multiplier * row.velocity_error;
+                }
+                ok = ok & is_finite(power);
+                put(out.power, 1, 0, at, count, &[power]);
+            }
+            if selected.body_forces {
+                let mut forces = [[zero; 6]; 2];
+                for (row, multiplier) in own.iter().zip(multipliers) {
+                    for j in 0..c.body_count {
+                        for k in 0..6 {
+                            forces[j][k] += *multiplier * row.jacobian[j][k];
+                        }
                     }
                 }
-                acceleration_errors[r] =
-                    select(self.enabled[at_row], g_udot + row.acceleration_error, zero);
-                power -= multipliers[r] * row.velocity_error;
+                let bodies = out.body_count;
                 for j in 0..c.body_count {
-                    for k in 0..6 {
-                        forces[j][k] += multipliers[r] * row.jacobian[j][k];
+                    let f = forces[j].map(values);
+                    for l in 0..count {
+                        out.body_forces[(at + l) * bodies + j] = std::array::from_fn(|k| f[k][l]);
                     }
                 }
             }
-            ok = ok & is_finite(power);
 
             let w = out.width;
             for (s, row) in constraint.report_slots().iter().enumerate() {
-                let Some(r) = *row else {
-                    for column in [
-                        &mut *out.position_errors,
-                        &mut *out.velocity_errors,
-                        &mut *out.acceleration_errors,
-                        &mut *out.multipliers,
-                    ] {
-                        put(column, w, s, at, count, zero);
-                    }
-                    continue;
+                let (p, v, a, m) = match *row {
+                    Some(r) => (
+                        own[r].position_error,
+                        own[r].velocity_error,
+                        acceleration_errors[r],
+                        multipliers[r],
+                    ),
+                    None => (zero, zero, zero, zero),
                 };
-                put(out.position_errors, w, s, at, count, own[r].position_error);
-                put(out.velocity_errors, w, s, at, count, own[r].velocity_error);
-                put(
-                    out.acceleration_errors,
-                    w,
-                    s,
-                    at,
-                    count,
-                    acceleration_errors[r],
-                );
-                put(out.multipliers, w, s, at, count, multipliers[r]);
-            }
-            put(out.power, 1, 0, at, count, power);
-            let bodies = out.body_count;
-            for j in 0..c.body_count {
-                let f = forces[j].map(values);
-                for l in 0..count {
-                    out.body_forces[(at + l) * bodies + j] = std::array::from_fn(|k| f[k][l]);
+                if selected.position_errors {
+                    put(out.position_errors, w, s, at, count, &[p]);
+                }
+                if selected.velocity_errors {
+                    put(out.velocity_errors, w, s, at, count, &[v]);
+                }
+                if selected.acceleration_errors {
+                    put(out.acceleration_errors, w, s, at, count, &[a]);
+                }
+                if selected.multipliers {
+                    put(out.multipliers, w, s, at, count, &[m]);
                 }
             }
 
@@ -181,19 +216,14 @@ impl Chunk<'_> {
                 let report = self.with_bodies(c, kin, |bodies| {
                     constraint.report_lanes(&params, prepared, bodies, multipliers)
                 });
-                let point = report.contact_point.map(values);
-                let force = report.contact_force.map(values);
-                let separation = values(report.separation);
-                for l in 0..count {
-                    if let Some(v) = out.contact_point.as_deref_mut() {
-                        v[at + l] = std::array::from_fn(|k| point[k][l]);
-                    }
-                    if let Some(v) = out.separation.as_deref_mut() {
-                        v[at + l] = separation[l];
-                    }
-                    if let Some(v) = out.contact_force.as_deref_mut() {
-                        v[at + l] = std::array::from_fn(|k| force[k][l]);
-                    }
+                if let Some(v) = out.contact_point.as_deref_mut() {
+                    put_rows(v, at, count, &report.contact_point.into());
+                }
+                if let Some(v) = out.separation.as_deref_mut() {
+                    put(v, 1, 0, at, count, &[report.separation]);
+                }
+                if let Some(v) = out.contact_force.as_deref_mut() {
+                    put_rows(v, at, count, &report.contact_force.into());
                 }
             }
         }

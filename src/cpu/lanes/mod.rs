@@ -43,9 +43,10 @@ use crate::constraints::{
     BodyLanes, MAX_ROWS, PREPARED_LANES, ParamLanes, PreparedLanes, RowLanes, RowLevel,
 };
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, from_fn, is_finite, rotation_from_quaternion,
-    select, splat, vec3_from_fn,
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, is_finite, lanes, rotation_from_quaternion,
+    select, splat,
 };
+use crate::model::Broadcast;
 use crate::model::{BodyKind, SystemTemplate};
 use dynamics::Dynamics;
 use solve::inverse_inertia;
@@ -60,6 +61,49 @@ const MAX_BODIES: usize = MAX_FREE + 1;
 pub(crate) const MAX_Y: usize = 13 * MAX_FREE + 2;
 /// Every lane.
 pub(crate) const ALL_LANES: u32 = (1 << LANES) - 1;
+
+/// The loop bounds of the lane formulas: the number of free bodies and of rows. A [`Fixed`]
+/// shape makes them constants, so the compiler unrolls the small loops and removes their
+/// bounds checks; [`Runtime`] takes any plan.
+pub(super) trait Shape: Copy {
+    /// Free bodies.
+    fn free(self) -> usize;
+    /// Constraint rows.
+    fn m(self) -> usize;
+}
+
+/// A shape known when compiling: `F` free bodies, `M` rows.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fixed<const F: usize, const M: usize>;
+
+impl<const F: usize, const M: usize> Shape for Fixed<F, M> {
+    #[inline(always)]
+    fn free(self) -> usize {
+        F
+    }
+    #[inline(always)]
+    fn m(self) -> usize {
+        M
+    }
+}
+
+/// A shape known only when running.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Runtime {
+    pub(super) free: usize,
+    pub(super) m: usize,
+}
+
+impl Shape for Runtime {
+    #[inline(always)]
+    fn free(self) -> usize {
+        self.free
+    }
+    #[inline(always)]
+    fn m(self) -> usize {
+        self.m
+    }
+}
 
 /// One constraint as the lane path sees it.
 #[derive(Debug, Clone)]
@@ -90,6 +134,8 @@ pub(crate) struct LanePlan {
     constraints: Vec<ConstraintPlan>,
     /// Per row: the free slot of each of its constraint's bodies (`None`: Ground).
     row_slots: [[Option<usize>; 2]; MAX_M],
+    /// Per row: whether the template gives its constraint Baumgarte terms.
+    row_baumgarte: [bool; MAX_M],
 }
 
 impl LanePlan {
@@ -110,6 +156,7 @@ impl LanePlan {
         }
         let mut m = 0;
         let mut row_slots = [[None; 2]; MAX_M];
+        let mut row_baumgarte = [false; MAX_M];
         let mut constraints = Vec::with_capacity(template.constraints().len());
         for slot in template.constraints() {
             let c = &slot.constraint;
@@ -137,6 +184,7 @@ impl LanePlan {
                 return None;
             }
             row_slots[plan.offset..m].fill(plan.slots);
+            row_baumgarte[plan.offset..m].fill(plan.template_baumgarte);
             constraints.push(plan);
         }
         Some(Self {
@@ -145,6 +193,7 @@ impl LanePlan {
             free_bodies,
             constraints,
             row_slots,
+            row_baumgarte,
         })
     }
 
@@ -207,6 +256,31 @@ impl Scratch {
 #[inline(always)]
 pub(crate) fn all_finite(values: &[Lane]) -> LaneMask {
     is_finite(values.iter().fold(splat(0.0), |sum, x| sum + *x))
+}
+
+/// The entries of `instances` in a width-1 broadcast column: one branch on its form and four
+/// bounds-checked loads, where `column[i]` per lane would branch and check per lane.
+#[inline(always)]
+fn gather<T: bytemuck::Pod>(column: &Broadcast<T>, instances: &[usize; LANES]) -> [T; LANES] {
+    let stored = column.stored();
+    if column.is_shared() {
+        [stored[0]; LANES]
+    } else {
+        instances.map(|i| stored[i])
+    }
+}
+
+/// Rows of `W` values, one per lane, as `W` lane values (a transpose).
+#[inline(always)]
+fn transpose<const W: usize>(rows: &[[f64; W]; LANES]) -> [Lane; W] {
+    std::array::from_fn(|k| lanes(std::array::from_fn(|l| rows[l][k])))
+}
+
+/// A 3-vector per lane from rows of three.
+#[inline(always)]
+fn vec3_of(rows: &[[f64; 3]; LANES]) -> LaneVec3 {
+    let [x, y, z] = transpose(rows);
+    LaneVec3::new(x, y, z)
 }
 
 /// Four instances of one batch, with everything that stays fixed over a call gathered.
@@ -306,7 +380,7 @@ impl<'a> Chunk<'a> {
         let again = std::mem::replace(&mut self.loaded, true);
         self.instances = instances;
         if !(again && self.shared.gravity) {
-            self.gravity = vec3_from_fn(|l| batch.gravity_column()[instances[l]]);
+            self.gravity = vec3_of(&gather(batch.gravity_column(), &instances));
         }
         let mut reference_only = 0;
         for (k, (body, cols)) in self.bodies.iter_mut().zip(batch.free_columns()).enumerate() {
@@ -314,9 +388,8 @@ impl<'a> Chunk<'a> {
                 reference_only |= self.shared.body_reference_only[k];
                 continue;
             }
-            let mass = from_fn(|l| cols.mass[instances[l]]);
-            let packed: [Lane; 6] =
-                std::array::from_fn(|k| from_fn(|l| cols.inertia[instances[l]][k]));
+            let mass = lanes(gather(&cols.mass, &instances));
+            let packed = transpose(&gather(&cols.inertia, &instances));
             let (inverse_inertia, ok) = inverse_inertia(&packed);
             let [a, b, c, d, e, f] = packed;
             let refused = !bits(ok & mass.simd_gt(splat(0.0)) & is_finite(mass)) & ALL_LANES;
@@ -325,11 +398,11 @@ impl<'a> Chunk<'a> {
             *body = FreeBody {
                 mass,
                 inverse_mass: splat(1.0) / mass,
-                com: vec3_from_fn(|l| cols.com[instances[l]]),
+                com: vec3_of(&gather(&cols.com, &instances)),
                 inertia: LaneMat3::new(a, d, e, d, b, f, e, f, c),
                 inverse_inertia,
-                force: vec3_from_fn(|l| cols.applied_force[instances[l]]),
-                torque: vec3_from_fn(|l| cols.applied_torque[instances[l]]),
+                force: vec3_of(&gather(&cols.applied_force, &instances)),
+                torque: vec3_of(&gather(&cols.applied_torque, &instances)),
             };
         }
         for ((((c, cols), slot), prepared), shared) in plan
@@ -345,10 +418,8 @@ impl<'a> Chunk<'a> {
             }
             let params = ParamLanes::new(&cols.params, instances);
             slot.constraint.prepare_lanes(&params, prepared);
-            let on = LaneMask::from(std::array::from_fn::<bool, LANES, _>(|l| {
-                cols.enabled[instances[l]] != 0
-            }));
-            let inv_t = from_fn(|l| 1.0 / cols.baumgarte_time_constant[instances[l]]);
+            let on = LaneMask::from(gather(&cols.enabled, &instances).map(|e| e != 0));
+            let inv_t = lanes(gather(&cols.baumgarte_time_constant, &instances).map(|t| 1.0 / t));
             for r in c.offset..c.offset + c.rows {
                 self.enabled[r] = on;
                 self.inverse_time_constant[r] = inv_t;
@@ -370,17 +441,16 @@ impl<'a> Chunk<'a> {
         let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
         let nq = plan.nq();
         for (slot, cols) in batch.free_columns().iter().enumerate() {
-            for k in 0..7 {
-                y[7 * slot + k] = from_fn(|l| cols.q[inst[l]][k]);
-            }
-            for k in 0..6 {
-                y[nq + 6 * slot + k] = from_fn(|l| cols.u[inst[l]][k]);
-            }
+            let q = transpose(&inst.map(|i| cols.q[i]));
+            y[7 * slot..7 * slot + 7].copy_from_slice(&q);
+            let u = transpose(&inst.map(|i| cols.u[i]));
+            y[nq + 6 * slot..nq + 6 * slot + 6].copy_from_slice(&u);
         }
         let ny = plan.ny();
-        y[ny - 2] = from_fn(|l| batch.work()[inst[l]][0]);
-        y[ny - 1] = from_fn(|l| batch.work()[inst[l]][1]);
-        from_fn(|l| batch.time()[inst[l]])
+        let [w0, w1] = transpose(&inst.map(|i| batch.work()[i]));
+        y[ny - 2] = w0;
+        y[ny - 1] = w1;
+        lanes(inst.map(|i| batch.time()[i]))
     }
 
     /// Lane `l` of a lane state as an [`InstanceState`], for the reference path.
@@ -410,11 +480,12 @@ impl<'a> Chunk<'a> {
 
     /// Kinematics of every body at state `y` (free bodies' accelerations zero), indexed by
     /// template body, and the lanes whose state is finite with a usable quaternion.
-    fn kinematics(&self, y: &[Lane], kin: &mut [BodyLanes; MAX_BODIES]) -> LaneMask {
-        let nq = self.plan.nq();
+    #[inline(always)]
+    fn kinematics(&self, free: usize, y: &[Lane], kin: &mut [BodyLanes; MAX_BODIES]) -> LaneMask {
+        let nq = 7 * free;
         let zero = LaneVec3::repeat(splat(0.0));
-        let mut ok = all_finite(&y[..self.plan.ny() - 2]);
-        for slot in 0..self.plan.free {
+        let mut ok = all_finite(&y[..13 * free]);
+        for slot in 0..free {
             let q = &y[7 * slot..7 * slot + 7];
             let u = &y[nq + 6 * slot..nq + 6 * slot + 6];
             let rotation = rotation_from_quaternion(&[q[0], q[1], q[2], q[3]]);
@@ -485,7 +556,7 @@ impl<'a> Chunk<'a> {
     /// state `y`, lane by lane: the twin of `cpu::integrate`'s `constraint_errors`.
     pub(crate) fn constraint_errors(&self, y: &[Lane], scratch: &mut Scratch) -> (Lane, Lane) {
         let Scratch { kin, rows, .. } = scratch;
-        self.kinematics(y, kin);
+        self.kinematics(self.plan.free, y, kin);
         self.rows(kin, rows);
         let (mut perr, mut verr) = (splat(0.0), splat(0.0));
         for (row, on) in rows[..self.plan.m].iter().zip(&self.enabled) {

@@ -29,6 +29,9 @@ pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
 /// finite, or whose factor does not certify full rank, is cleared from `ok`. Rows where
 /// `enabled` is false must be decoupled with a unit pivot; they do not count in the trace or
 /// the certificate, and get λ = 0.
+///
+/// Dispatches on `m` to a copy compiled for that size, whose loops the compiler unrolls and
+/// whose bounds checks it removes.
 pub(super) fn solve_certified(
     l: &mut [[Lane; MAX_M]; MAX_M],
     m: usize,
@@ -37,6 +40,33 @@ pub(super) fn solve_certified(
     ok: &mut LaneMask,
     x: &mut [Lane; MAX_M],
 ) {
+    match m {
+        0 => {}
+        1 => solve_sized::<1>(l, rhs, enabled, ok, x),
+        2 => solve_sized::<2>(l, rhs, enabled, ok, x),
+        3 => solve_sized::<3>(l, rhs, enabled, ok, x),
+        4 => solve_sized::<4>(l, rhs, enabled, ok, x),
+        5 => solve_sized::<5>(l, rhs, enabled, ok, x),
+        6 => solve_sized::<6>(l, rhs, enabled, ok, x),
+        7 => solve_sized::<7>(l, rhs, enabled, ok, x),
+        8 => solve_sized::<8>(l, rhs, enabled, ok, x),
+        9 => solve_sized::<9>(l, rhs, enabled, ok, x),
+        10 => solve_sized::<10>(l, rhs, enabled, ok, x),
+        11 => solve_sized::<11>(l, rhs, enabled, ok, x),
+        _ => solve_sized::<MAX_M>(l, rhs, enabled, ok, x),
+    }
+}
+
+/// [`solve_certified`] for `m = M`.
+#[inline(always)]
+fn solve_sized<const M: usize>(
+    l: &mut [[Lane; MAX_M]; MAX_M],
+    rhs: &[Lane; MAX_M],
+    enabled: &[LaneMask; MAX_M],
+    ok: &mut LaneMask,
+    x: &mut [Lane; MAX_M],
+) {
+    let m = M;
     let zero = splat(0.0);
     let mut trace = zero;
     for k in 0..m {

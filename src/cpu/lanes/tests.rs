@@ -81,7 +81,11 @@ fn lane_evaluation_answers_every_lane_of_the_built_in_kinds() {
     for (what, batch) in &batches {
         let plan = LanePlan::new(batch.template()).unwrap();
         let mut out = Evaluation::default();
-        out.fill_for(batch.template(), batch.len());
+        out.fill_for(
+            batch.template(),
+            batch.len(),
+            crate::evaluation::Outputs::ALL,
+        );
         let mut blocks = out.blocks(batch.len());
         let block = &mut blocks[0];
         let mut buffers = evaluate::Buffers::new(batch, &plan);

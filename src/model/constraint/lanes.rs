@@ -56,13 +56,22 @@ impl<'a> ParamLanes<'a> {
     /// Parameter `k` as a 3-vector per lane (its first three values).
     #[inline]
     pub fn vec3(&self, k: usize) -> LaneVec3 {
-        LaneVec3::new(self.value(k, 0), self.value(k, 1), self.value(k, 2))
+        let [x, y, z] = self.array::<3>(k);
+        LaneVec3::new(x, y, z)
     }
 
     /// The first `N` values of parameter `k`, one lane value each.
     #[inline]
     pub fn array<const N: usize>(&self, k: usize) -> [Lane; N] {
-        std::array::from_fn(|j| self.value(k, j))
+        let column = &self.columns[k];
+        let (w, stored) = (column.width(), column.stored());
+        debug_assert!(N <= w, "{N} values of a parameter of width {w}");
+        if column.is_shared() {
+            return std::array::from_fn(|j| splat(stored[j]));
+        }
+        // One bounds check per lane, then a transpose.
+        let rows = self.instances.map(|i| &stored[i * w..][..N]);
+        std::array::from_fn(|j| crate::math::lanes::lanes(std::array::from_fn(|l| rows[l][j])))
     }
 }
 
