@@ -16,8 +16,10 @@
 //!
 //! The kernels (`shaders/solver.wgsl`) keep the Jacobi eigen route for every instance: the same
 //! certified Cholesky spliced in front of it made lavapipe's shader compilation about ten times
-//! slower (`tests/gpu/evaluation.rs`: 45 s to 9 min), and its gain on a hardware GPU is not
-//! measured yet. Both routes give the same λ up to rounding where the certificate holds.
+//! slower (`tests/gpu/evaluation.rs`: 45 s to 9 min). Written as loops rather than unrolled
+//! (2026-11-24), it still took the GPU suite from about 170 s to 826 s on lavapipe (its driver
+//! unrolls loops with constant bounds), so it stays out until it can be compiled lazily or
+//! with bounds the driver cannot see; its gain on a hardware GPU is not measured yet. Both routes give the same λ up to rounding where the certificate holds.
 //!
 //! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every
 //! stage of every instance, reuse one scratch allocation per instance.
