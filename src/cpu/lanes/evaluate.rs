@@ -157,12 +157,14 @@ impl Chunk<'_> {
                     );
                 }
             }
+            // Power is computed whether selected or not: its finiteness is part of the status,
+            // which must not depend on the selection (the reference path flags it).
+            let mut power = zero;
+            for (row, multiplier) in own.iter().zip(multipliers) {
+                power -= *multiplier * row.velocity_error;
+            }
+            ok = ok & is_finite(power);
             if selected.power {
-                let mut power = zero;
-                for (row, multiplier) in own.iter().zip(multipliers) {
-                    power -= *multiplier * row.velocity_error;
-                }
-                ok = ok & is_finite(power);
                 put(out.power, 1, 0, at, count, &[power]);
             }
             if selected.body_forces {
