@@ -120,8 +120,6 @@ struct ConstraintPlan {
     levels: [RowLevel; MAX_ROWS],
     /// Number of rows.
     rows: usize,
-    /// Whether the template gives it Baumgarte terms.
-    template_baumgarte: bool,
 }
 
 /// What the lane path needs to know about a template; built per call, it is cheap.
@@ -171,7 +169,6 @@ impl LanePlan {
                 offset: m,
                 levels: [RowLevel::Acceleration; MAX_ROWS],
                 rows: levels.len(),
-                template_baumgarte: slot.baumgarte.is_some(),
             };
             for (j, id) in ids.iter().enumerate() {
                 let body = bodies.get(id.index())?;
@@ -184,7 +181,7 @@ impl LanePlan {
                 return None;
             }
             row_slots[plan.offset..m].fill(plan.slots);
-            row_baumgarte[plan.offset..m].fill(plan.template_baumgarte);
+            row_baumgarte[plan.offset..m].fill(slot.baumgarte.is_some());
             constraints.push(plan);
         }
         Some(Self {
