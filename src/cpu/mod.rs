@@ -15,3 +15,4 @@ mod kinematics;
 pub(crate) mod lanes;
 pub mod solver;
 pub(crate) mod stepping;
+pub mod unilateral;

@@ -24,4 +24,5 @@ mod reference_cases;
 mod shaders;
 mod stepping;
 mod trajectories;
+mod unilateral;
 mod validation;
