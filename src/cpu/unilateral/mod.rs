@@ -26,13 +26,16 @@
 //! instance is built on top of it.
 
 mod impact;
+mod machine;
 mod modes;
 mod phase;
+mod stepper;
 mod system;
 
 pub use impact::{ImpactContact, ImpactLaw, ImpactOutcome, impact};
 pub use modes::{ModeContact, ModeSolution, solve_modes};
 pub use phase::RowSet;
+pub use stepper::{ContactRecord, Event, EventOptions, EventRun, UnilateralContact, run_instance};
 pub use system::InstanceContacts;
 
 use nalgebra::DMatrix;

@@ -8,6 +8,7 @@
 
 mod impacts;
 mod modes;
+mod stepping;
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use simbatch::cpu::unilateral::{
@@ -199,4 +200,42 @@ fn coefficients_and_spaces_are_checked() {
     assert_eq!((t.v_cap, t.t_tol), (0.01, 1e-6));
     close(t.f_tol, 1e-5 * 2.0 * 9.81, 1e-12, "f32 f_tol");
     assert_eq!(Tolerances::f64(1e-4, 0.0, 1.0, 0.0, 0.0).f_tol, 1e-9);
+}
+
+/// A solid sphere (m, r) resting on Ground's plane tilted by `theta` about Gy so that `Px` points
+/// up the slope, through the engine's own `SphereOnPlaneContact` rows.
+pub(super) fn engine_sphere(
+    theta: f64,
+    mass: f64,
+    radius: f64,
+    u: [f64; 6],
+) -> (simbatch::prelude::Batch, simbatch::prelude::ConstraintId) {
+    use simbatch::prelude::*;
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    // Ry(−θ): Px = (cos θ, 0, sin θ), Pz = (−sin θ, 0, cos θ).
+    let (s, c) = ((-theta / 2.0).sin(), (-theta / 2.0).cos());
+    let contact = t
+        .add_constraint(
+            SphereOnPlaneContact::new(GROUND, ball, true)
+                .with_plane_frame([c, 0.0, s, 0.0, 0.0, 0.0, 0.0])
+                .with_radius(radius),
+        )
+        .unwrap();
+    let mut batch = Batch::new(t, 1).unwrap();
+    let i = 0.4 * mass * radius * radius;
+    batch.set_gravity(0, [0.0, 0.0, -9.81]).unwrap();
+    batch
+        .set_mass_properties(ball, 0, mass, [0.0; 3], [i, i, i, 0.0, 0.0, 0.0])
+        .unwrap();
+    let centre = [-theta.sin() * radius, 0.0, theta.cos() * radius];
+    batch
+        .set_q(
+            ball,
+            0,
+            [1.0, 0.0, 0.0, 0.0, centre[0], centre[1], centre[2]],
+        )
+        .unwrap();
+    batch.set_u(ball, 0, u).unwrap();
+    (batch, contact)
 }

@@ -6,7 +6,7 @@ use simbatch::cpu::unilateral::{
     Coefficients, ContactMode, ImpactContact, ImpactLaw, ModeContact, impact, solve_modes,
 };
 
-use super::{Body, close, incline, point_rows, space, stick, tolerances};
+use super::{Body, close, engine_sphere, incline, point_rows, space, stick, tolerances};
 
 #[test]
 fn sphere_on_incline_rolls_below_the_critical_angle_and_slides_above() {
@@ -175,44 +175,6 @@ fn a_pulling_contact_lifts_off_and_a_closing_one_is_added() {
         solve_modes(&s, &into, &[far], &tol).unwrap().modes,
         vec![ContactMode::Open]
     );
-}
-
-/// A solid sphere (m, r) resting on Ground's plane tilted by `theta` about Gy so that `Px` points
-/// up the slope, through the engine's own `SphereOnPlaneContact` rows.
-fn engine_sphere(
-    theta: f64,
-    mass: f64,
-    radius: f64,
-    u: [f64; 6],
-) -> (simbatch::prelude::Batch, simbatch::prelude::ConstraintId) {
-    use simbatch::prelude::*;
-    let mut t = SystemTemplate::new();
-    let ball = t.add_free_body("ball");
-    // Ry(−θ): Px = (cos θ, 0, sin θ), Pz = (−sin θ, 0, cos θ).
-    let (s, c) = ((-theta / 2.0).sin(), (-theta / 2.0).cos());
-    let contact = t
-        .add_constraint(
-            SphereOnPlaneContact::new(GROUND, ball, true)
-                .with_plane_frame([c, 0.0, s, 0.0, 0.0, 0.0, 0.0])
-                .with_radius(radius),
-        )
-        .unwrap();
-    let mut batch = Batch::new(t, 1).unwrap();
-    let i = 0.4 * mass * radius * radius;
-    batch.set_gravity(0, [0.0, 0.0, -9.81]).unwrap();
-    batch
-        .set_mass_properties(ball, 0, mass, [0.0; 3], [i, i, i, 0.0, 0.0, 0.0])
-        .unwrap();
-    let centre = [-theta.sin() * radius, 0.0, theta.cos() * radius];
-    batch
-        .set_q(
-            ball,
-            0,
-            [1.0, 0.0, 0.0, 0.0, centre[0], centre[1], centre[2]],
-        )
-        .unwrap();
-    batch.set_u(ball, 0, u).unwrap();
-    (batch, contact)
 }
 
 #[test]

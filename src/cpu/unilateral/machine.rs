@@ -1,0 +1,415 @@
+//! The machinery of event-driven stepping for one instance: its state and assembly, the
+//! derivative with the modes fixed, RK4 steps, the event test at a step's end, and what is done
+//! at an event (`settle`).
+
+use super::phase::{RowSet, linear_step};
+use super::stepper::{Event, EventOptions, EventRun};
+use super::{
+    Coefficients, ContactMode, ImpactContact, InstanceContacts, ModeContact, Tolerances, impact,
+    solve_modes,
+};
+use crate::batch::{Batch, InstanceState};
+use crate::constraints::BodyKinematics;
+use crate::cpu::evaluate::{BaumgarteMode, InstanceSystem};
+use crate::error::{Error, Result};
+use crate::math::{quaternion_rate, vec3};
+use crate::model::ConstraintId;
+
+/// The instance's state and what assembling it needs.
+pub(super) struct Machine<'a> {
+    pub(super) batch: &'a Batch,
+    pub(super) instance: usize,
+    pub(super) ids: Vec<ConstraintId>,
+    pub(super) coefficients: Vec<Coefficients>,
+    pub(super) tol: Tolerances,
+    pub(super) state: InstanceState,
+    pub(super) system: InstanceSystem,
+    pub(super) kinematics: Vec<BodyKinematics>,
+    pub(super) nq: usize,
+}
+
+impl Machine<'_> {
+    /// The contact space at `y` (q then u of the free bodies).
+    pub(super) fn contacts_at(&mut self, y: &[f64]) -> Result<InstanceContacts> {
+        for (k, q) in self.state.q.iter_mut().enumerate() {
+            q.copy_from_slice(&y[7 * k..7 * k + 7]);
+        }
+        let nq = self.nq;
+        for (k, u) in self.state.u.iter_mut().enumerate() {
+            u.copy_from_slice(&y[nq + 6 * k..nq + 6 * k + 6]);
+        }
+        self.batch.assemble_into(
+            self.instance,
+            &self.state,
+            BaumgarteMode::Off,
+            &mut self.system,
+            &mut self.kinematics,
+        );
+        InstanceContacts::new(&self.system, self.batch.template(), &self.ids)
+    }
+
+    /// `ẏ` at `y` with the contacts in `modes`; a sliding contact slides along its slip while
+    /// that is faster than `v_roll` and not reversed against `frozen` (its direction at the
+    /// step start), else along `frozen`. Also says whether such a stage was seen.
+    pub(super) fn derivative(
+        &mut self,
+        y: &[f64],
+        modes: &[ContactMode],
+        frozen: &[Option<[f64; 2]>],
+    ) -> Result<(Vec<f64>, bool)> {
+        let contacts = self.contacts_at(y)?;
+        let mut slowed = false;
+        let sets: Vec<RowSet> = modes
+            .iter()
+            .zip(contacts.space.contacts())
+            .zip(frozen.iter().zip(&self.coefficients))
+            .map(|((mode, rows), (start, k))| match *mode {
+                ContactMode::Open => RowSet::Off,
+                ContactMode::Stick => RowSet::Stick,
+                ContactMode::Slide { direction } => {
+                    let (sx, sy) = (contacts.velocity[rows[0]], contacts.velocity[rows[1]]);
+                    let speed = sx.hypot(sy);
+                    let start = start.unwrap_or(direction);
+                    let slip = [sx / speed, sy / speed];
+                    let direction = if speed >= self.tol.v_roll
+                        && slip[0] * start[0] + slip[1] * start[1] > 0.0
+                    {
+                        slip
+                    } else {
+                        slowed = true;
+                        start
+                    };
+                    RowSet::Slide {
+                        direction,
+                        mu: k.mu_dynamic,
+                    }
+                }
+            })
+            .collect();
+        let known = vec![None; sets.len()];
+        let multipliers = linear_step(&contacts.space, &contacts.free_acceleration, &sets, &known);
+        let udot = contacts.udot(&multipliers);
+        let mut dy = vec![0.0; y.len()];
+        for k in 0..self.state.q.len() {
+            let (q, u) = (
+                &y[7 * k..7 * k + 7],
+                &y[self.nq + 6 * k..self.nq + 6 * k + 6],
+            );
+            dy[7 * k..7 * k + 4].copy_from_slice(&quaternion_rate(&q[..4], &vec3(&u[..3])));
+            dy[7 * k + 4..7 * k + 7].copy_from_slice(&u[3..6]);
+        }
+        dy[self.nq..].copy_from_slice(udot.as_slice());
+        Ok((dy, slowed))
+    }
+
+    /// One RK4 step of length `h` (quaternions renormalised); whether a sliding stage slowed
+    /// below `v_roll` or reversed.
+    pub(super) fn rk4(
+        &mut self,
+        y: &[f64],
+        h: f64,
+        modes: &[ContactMode],
+        frozen: &[Option<[f64; 2]>],
+    ) -> Result<(Vec<f64>, bool)> {
+        let add = |a: &[f64], b: &[f64], s: f64| -> Vec<f64> {
+            a.iter().zip(b).map(|(x, d)| x + s * d).collect()
+        };
+        let (k1, s1) = self.derivative(y, modes, frozen)?;
+        let (k2, s2) = self.derivative(&add(y, &k1, h / 2.0), modes, frozen)?;
+        let (k3, s3) = self.derivative(&add(y, &k2, h / 2.0), modes, frozen)?;
+        let (k4, s4) = self.derivative(&add(y, &k3, h), modes, frozen)?;
+        let mut out: Vec<f64> = (0..y.len())
+            .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
+            .collect();
+        for k in 0..self.state.q.len() {
+            crate::math::normalize_quaternion(&mut out[7 * k..7 * k + 4]);
+        }
+        if !out.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFinite {
+                instance: self.instance,
+                status: crate::batch::status::NONFINITE_STATE,
+            });
+        }
+        Ok((out, s1 || s2 || s3 || s4))
+    }
+
+    /// Whether the step from `(y_a, contacts_a)` to `y_b` contains an event, given the modes.
+    pub(super) fn has_event(
+        &mut self,
+        a: &InstanceContacts,
+        y_b: &[f64],
+        h: f64,
+        modes: &[ContactMode],
+        frozen: &[Option<[f64; 2]>],
+        slowed: bool,
+    ) -> Result<bool> {
+        let b = self.contacts_at(y_b)?;
+        let mut closed = Vec::with_capacity(modes.len());
+        for (k, (rows, mode)) in b.space.contacts().iter().zip(modes).enumerate() {
+            let [x, y, z] = *rows;
+            match mode {
+                ContactMode::Open => {
+                    let (s_a, v_a) = (a.separation[k], a.velocity[z]);
+                    let (s_b, v_b) = (b.separation[k], b.velocity[z]);
+                    if s_b <= 0.0 || hermite_minimum(s_a, v_a, s_b, v_b, h) <= 0.0 {
+                        return Ok(true);
+                    }
+                }
+                ContactMode::Slide { .. } => {
+                    let d = frozen[k].unwrap_or([0.0, 0.0]);
+                    if slowed || b.velocity[x] * d[0] + b.velocity[y] * d[1] <= self.tol.v_roll {
+                        return Ok(true);
+                    }
+                }
+                ContactMode::Stick => {}
+            }
+            closed.push(*mode != ContactMode::Open);
+        }
+        let determined = self.modes_of(&b, modes, &closed)?;
+        Ok(determined
+            .iter()
+            .zip(modes)
+            .any(|(new, old)| std::mem::discriminant(new) != std::mem::discriminant(old)))
+    }
+
+    /// The modes determined at `contacts` from `modes`, touching where `touching`.
+    pub(super) fn modes_of(
+        &self,
+        contacts: &InstanceContacts,
+        modes: &[ContactMode],
+        touching: &[bool],
+    ) -> Result<Vec<ContactMode>> {
+        let input: Vec<ModeContact> = contacts
+            .space
+            .contacts()
+            .iter()
+            .zip(modes.iter().zip(touching))
+            .zip(&self.coefficients)
+            .map(|((rows, (mode, touching)), k)| ModeContact {
+                coefficients: *k,
+                mode: *mode,
+                touching: *touching,
+                slip: [contacts.velocity[rows[0]], contacts.velocity[rows[1]]],
+            })
+            .collect();
+        Ok(solve_modes(
+            &contacts.space,
+            &contacts.free_acceleration,
+            &input,
+            &self.tol,
+        )?
+        .modes)
+    }
+}
+
+/// The least value of the cubic Hermite interpolant of `s` at its interior critical points over
+/// a step of length `h` with values `s_a`, `s_b` and rates `v_a`, `v_b` at its ends (∞ if none):
+/// a whole dip below the plane inside one step is still seen (§6).
+fn hermite_minimum(s_a: f64, v_a: f64, s_b: f64, v_b: f64, h: f64) -> f64 {
+    // s(τ) = s_a + h v_a τ + (3Δ − h(2v_a + v_b)) τ² + (h(v_a + v_b) − 2Δ) τ³, τ ∈ [0, 1].
+    let delta = s_b - s_a;
+    let (c1, c2, c3) = (
+        h * v_a,
+        3.0 * delta - h * (2.0 * v_a + v_b),
+        h * (v_a + v_b) - 2.0 * delta,
+    );
+    let value = |t: f64| s_a + t * (c1 + t * (c2 + t * c3));
+    // The ends are checked by the caller (`s_b ≤ 0`); `s_a` may sit a rounding below zero just
+    // after a bounce, which is not an event.
+    let mut least = f64::INFINITY;
+    // s'(τ) = c1 + 2 c2 τ + 3 c3 τ².
+    let (qa, qb, qc) = (3.0 * c3, 2.0 * c2, c1);
+    let roots: Vec<f64> = if qa.abs() < 1e-300 {
+        if qb.abs() > 0.0 {
+            vec![-qc / qb]
+        } else {
+            vec![]
+        }
+    } else {
+        let disc = qb * qb - 4.0 * qa * qc;
+        if disc < 0.0 {
+            vec![]
+        } else {
+            let r = disc.sqrt();
+            vec![(-qb - r) / (2.0 * qa), (-qb + r) / (2.0 * qa)]
+        }
+    };
+    for t in roots {
+        if t > 0.0 && t < 1.0 {
+            least = least.min(value(t));
+        }
+    }
+    least
+}
+
+/// `½ uᵀ M u` of the free bodies at `y` (the system last assembled there).
+fn kinetic_energy(machine: &Machine<'_>, y: &[f64]) -> f64 {
+    machine
+        .system
+        .mass_blocks
+        .iter()
+        .enumerate()
+        .map(|(k, m)| {
+            let u = nalgebra::Vector6::from_column_slice(
+                &y[machine.nq + 6 * k..machine.nq + 6 * k + 6],
+            );
+            0.5 * u.dot(&(m * u))
+        })
+        .sum()
+}
+
+/// What happens at an event (or at the start, `initial`): impacts of contacts within `p_tol`
+/// approaching faster than `v_tol` (a touching contact slower than that is stopped plastically),
+/// the slip → stick projection of sliding contacts that have slowed to `v_roll`, and the modes
+/// determined again; recorded in `run`.
+pub(super) fn settle(
+    machine: &mut Machine<'_>,
+    y: &mut [f64],
+    t: f64,
+    modes: &mut [ContactMode],
+    run: &mut EventRun,
+    options: &EventOptions,
+    initial: bool,
+) -> Result<()> {
+    let tol = machine.tol;
+    let nq = machine.nq;
+    let c = machine.contacts_at(y)?;
+    let rows = c.space.contacts().to_vec();
+    let near: Vec<bool> = c.separation.iter().map(|s| *s <= tol.p_tol).collect();
+    let approaching: Vec<bool> = rows
+        .iter()
+        .zip(&near)
+        .map(|(r, near)| *near && c.velocity[r[2]] < -tol.v_tol)
+        .collect();
+    let touching_open: Vec<bool> = rows
+        .iter()
+        .zip(&near)
+        .zip(modes.iter())
+        .map(|((r, near), m)| {
+            *near && *m == ContactMode::Open && c.velocity[r[2]].abs() <= tol.v_tol
+        })
+        .collect();
+    let mut approach_speed = 0.0f64;
+    let mut changed = false;
+    if approaching.iter().any(|a| *a) || touching_open.iter().any(|a| *a) {
+        let plastic = !approaching.iter().any(|a| *a);
+        let input: Vec<ImpactContact> = machine
+            .coefficients
+            .iter()
+            .zip(&near)
+            .map(|(k, near)| ImpactContact {
+                coefficients: if plastic {
+                    Coefficients {
+                        restitution: 0.0,
+                        ..*k
+                    }
+                } else {
+                    *k
+                },
+                participates: *near,
+            })
+            .collect();
+        let energy = kinetic_energy(machine, y);
+        let out = impact(&c.space, &c.velocity, energy, &input, options.law, &tol)?;
+        let du = c.velocity_change(&out.impulse);
+        for (k, d) in du.iter().enumerate() {
+            y[nq + k] += d;
+        }
+        for (k, record) in run.contacts.iter_mut().enumerate() {
+            if approaching[k] {
+                record.impacts += 1;
+                record.first_impact.get_or_insert(t);
+                approach_speed = approach_speed.max(-c.velocity[rows[k][2]]);
+            }
+            record.impact_loss += out.losses[k];
+        }
+    }
+    // Slip → stick: a sliding contact slowed to v_roll (or reversed) loses its slip.
+    let c = machine.contacts_at(y)?;
+    let slowed: Vec<bool> = rows
+        .iter()
+        .zip(modes.iter())
+        .map(|(r, m)| match m {
+            ContactMode::Slide { direction: d } => {
+                c.velocity[r[0]] * d[0] + c.velocity[r[1]] * d[1] <= tol.v_roll
+            }
+            _ => false,
+        })
+        .collect();
+    if slowed.iter().any(|s| *s) {
+        let sets: Vec<RowSet> = modes
+            .iter()
+            .zip(&slowed)
+            .map(|(m, slowed)| match m {
+                _ if *slowed => RowSet::Stick,
+                ContactMode::Stick => RowSet::Stick,
+                ContactMode::Slide { direction } => RowSet::Slide {
+                    direction: *direction,
+                    mu: 0.0,
+                },
+                ContactMode::Open => RowSet::Off,
+            })
+            .collect();
+        let known = vec![None; sets.len()];
+        let impulse = linear_step(&c.space, &c.velocity, &sets, &known);
+        let du = c.velocity_change(&impulse);
+        for (k, d) in du.iter().enumerate() {
+            y[nq + k] += d;
+        }
+        for (k, m) in modes.iter_mut().enumerate() {
+            if slowed[k] {
+                // The contact's rows all end at rest: it took π · v⁻ / 2.
+                run.contacts[k].impact_loss += rows[k]
+                    .iter()
+                    .map(|&row| impulse[row] * c.velocity[row] / 2.0)
+                    .sum::<f64>();
+                *m = ContactMode::Stick;
+                changed = true;
+            }
+        }
+    }
+    // The modes, determined again.
+    let c = machine.contacts_at(y)?;
+    let touching: Vec<bool> = rows
+        .iter()
+        .zip(&c.separation)
+        .map(|(r, s)| *s <= tol.p_tol && c.velocity[r[2]] <= tol.v_tol)
+        .collect();
+    let start: Vec<ContactMode> = modes
+        .iter()
+        .zip(&touching)
+        .zip(&rows)
+        .map(|((m, touching), r)| match (*m, *touching) {
+            (_, false) => ContactMode::Open,
+            (ContactMode::Open, true) => {
+                let (sx, sy) = (c.velocity[r[0]], c.velocity[r[1]]);
+                let speed = sx.hypot(sy);
+                if speed > tol.v_roll {
+                    ContactMode::Slide {
+                        direction: [sx / speed, sy / speed],
+                    }
+                } else {
+                    ContactMode::Stick
+                }
+            }
+            (m, true) => m,
+        })
+        .collect();
+    let determined = machine.modes_of(&c, &start, &touching)?;
+    for (k, (old, new)) in modes.iter_mut().zip(determined).enumerate() {
+        // The modes found at the start are where the run begins, not a change.
+        if !initial && std::mem::discriminant(old) != std::mem::discriminant(&new) {
+            changed = true;
+            run.contacts[k].last_mode_change = Some(t);
+        }
+        *old = new;
+    }
+    if !initial || approach_speed > 0.0 {
+        run.events.push(Event {
+            time: t,
+            approach_speed,
+            modes_changed: changed,
+        });
+    }
+    Ok(())
+}

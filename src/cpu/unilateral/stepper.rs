@@ -1,0 +1,278 @@
+//! Event-driven stepping of one instance with unilateral contacts (`unilateral.md` §2, §5, §6):
+//! RK4 steps with the contact modes fixed, event functions checked at each step's end (closing,
+//! with the Hermite interior minimum of the separation; liftoff and stick → slip from the mode
+//! determination; slip → stick from the slip along its direction at the step start), the
+//! earliest event located by bisection on real RK4 steps from the step start to `t_tol`, and at
+//! the event the impact law, the touchdown or slip → stick projection and the modes determined
+//! again. Every loop is bounded (steps, events, bisection).
+//!
+//! A reference path for one instance, f64; the batch-wide and GPU versions build on it.
+
+use super::machine::{Machine, settle};
+use super::{Coefficients, ContactMode, ImpactLaw, Tolerances};
+use crate::batch::Batch;
+use crate::cpu::evaluate::InstanceSystem;
+use crate::error::{Error, Result};
+use crate::math::vec3;
+use crate::model::ConstraintId;
+
+/// Most bisection steps locating one event.
+const MAX_BISECTIONS: usize = 200;
+
+/// A constraint taken as a unilateral contact, with its coefficients.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnilateralContact {
+    /// The contact (an enabled `SphereOnPlaneContact` with rolling rows).
+    pub constraint: ConstraintId,
+    /// Its restitution and friction.
+    pub coefficients: Coefficients,
+}
+
+/// How [`run_instance`] steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventOptions {
+    /// RK4 step between events (s).
+    pub step: f64,
+    /// Impact law.
+    pub law: ImpactLaw,
+    /// Constraint tolerance `ctol` the tolerances of §8 derive from.
+    pub constraint_tolerance: f64,
+    /// The user's floor for the capture speed `v_cap` (0: §8's default).
+    pub capture_speed: f64,
+    /// The user's floor for the stick speed `v_roll` (0: §8's default).
+    pub roll_speed: f64,
+    /// Most events in one call; the call stops with an error past it.
+    pub max_events: usize,
+}
+
+impl Default for EventOptions {
+    fn default() -> Self {
+        Self {
+            step: 1e-3,
+            law: ImpactLaw::Poisson,
+            constraint_tolerance: 1e-4,
+            capture_speed: 0.0,
+            roll_speed: 0.0,
+            max_events: 100_000,
+        }
+    }
+}
+
+/// What happened to one contact during a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContactRecord {
+    /// Its mode at the end.
+    pub mode: ContactMode,
+    /// Impacts it took part in while approaching.
+    pub impacts: u32,
+    /// Time of its first impact.
+    pub first_impact: Option<f64>,
+    /// Time of its last mode change.
+    pub last_mode_change: Option<f64>,
+    /// Energy it took in impacts and projections.
+    pub impact_loss: f64,
+}
+
+/// One located event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Event {
+    /// When (the upper end of its bracket).
+    pub time: f64,
+    /// Normal speed of the fastest approaching contact before an impact (0 otherwise).
+    pub approach_speed: f64,
+    /// The contacts' modes after it.
+    pub modes_changed: bool,
+}
+
+/// What [`run_instance`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRun {
+    /// Per contact.
+    pub contacts: Vec<ContactRecord>,
+    /// Every event, in time order.
+    pub events: Vec<Event>,
+    /// RK4 steps committed.
+    pub steps: usize,
+}
+
+/// Runs instance `i` of `batch` for `duration` with `contacts` as unilateral contacts (every
+/// other enabled row bilateral), from its stored state, and stores the state it ends in. The
+/// contacts' modes start as determined at the start (touching where the separation is within
+/// `p_tol` and not separating faster than `v_tol`); one approaching at the start takes its
+/// impact first.
+pub fn run_instance(
+    batch: &mut Batch,
+    i: usize,
+    contacts: &[UnilateralContact],
+    duration: f64,
+    options: &EventOptions,
+) -> Result<EventRun> {
+    if i >= batch.len() {
+        return Err(Error::InstanceOutOfRange {
+            instance: i,
+            len: batch.len(),
+        });
+    }
+    let positive = |what: &'static str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            Err(Error::BadChoice {
+                what,
+                value: v.to_string(),
+                accepted: "a finite number > 0",
+            })
+        }
+    };
+    positive("event step", options.step)?;
+    positive("constraint tolerance", options.constraint_tolerance)?;
+    if !duration.is_finite() || duration < 0.0 {
+        return Err(Error::BadChoice {
+            what: "duration",
+            value: duration.to_string(),
+            accepted: "a finite number ≥ 0",
+        });
+    }
+    if !batch.template().prescribed_bodies().is_empty() {
+        return Err(Error::BadChoice {
+            what: "template for event-driven stepping",
+            value: "a template with prescribed bodies".into(),
+            accepted: "Ground and free bodies only (prescribed bodies are not supported yet)",
+        });
+    }
+    let (y, t, run) = simulate(batch, i, contacts, duration, options)?;
+    let mut full = y;
+    full.extend_from_slice(&batch.state_of(i).work);
+    batch.store_values(i, t, &full, 0);
+    batch.touch_state_columns();
+    Ok(run)
+}
+
+/// [`run_instance`]'s stepping, on the batch's stored state: the final `y`, time and record.
+fn simulate(
+    batch: &Batch,
+    i: usize,
+    contacts: &[UnilateralContact],
+    duration: f64,
+    options: &EventOptions,
+) -> Result<(Vec<f64>, f64, EventRun)> {
+    let state = batch.state_of(i);
+    let nq = 7 * state.q.len();
+    let mut y: Vec<f64> = state
+        .q
+        .iter()
+        .flatten()
+        .chain(state.u.iter().flatten())
+        .copied()
+        .collect();
+    let gravity = vec3(&batch.gravity_column()[i]).norm();
+    let mut machine = Machine {
+        batch,
+        instance: i,
+        ids: contacts.iter().map(|c| c.constraint).collect(),
+        coefficients: contacts.iter().map(|c| c.coefficients).collect(),
+        tol: Tolerances::f64(options.constraint_tolerance, gravity, 1.0, 0.0, 0.0),
+        state,
+        system: InstanceSystem::empty(),
+        kinematics: Vec::new(),
+        nq,
+    };
+    machine.contacts_at(&y)?;
+    let mass = machine
+        .system
+        .mass_blocks
+        .iter()
+        .fold(0.0f64, |m, b| m.max(b[(5, 5)]));
+    machine.tol = Tolerances::f64(
+        options.constraint_tolerance,
+        gravity,
+        mass,
+        options.capture_speed,
+        options.roll_speed,
+    );
+    let mut run = EventRun {
+        contacts: vec![
+            ContactRecord {
+                mode: ContactMode::Open,
+                impacts: 0,
+                first_impact: None,
+                last_mode_change: None,
+                impact_loss: 0.0,
+            };
+            contacts.len()
+        ],
+        events: Vec::new(),
+        steps: 0,
+    };
+    let mut t = machine.state.time;
+    let t_end = t + duration;
+    let mut modes = vec![ContactMode::Open; contacts.len()];
+    settle(&mut machine, &mut y, t, &mut modes, &mut run, options, true)?;
+    while t < t_end {
+        let h = options.step.min(t_end - t);
+        let a = machine.contacts_at(&y)?;
+        let frozen: Vec<Option<[f64; 2]>> = a
+            .space
+            .contacts()
+            .iter()
+            .zip(&modes)
+            .map(|(rows, mode)| match *mode {
+                ContactMode::Slide { direction } => {
+                    let (sx, sy) = (a.velocity[rows[0]], a.velocity[rows[1]]);
+                    let speed = sx.hypot(sy);
+                    Some(if speed > 0.0 {
+                        [sx / speed, sy / speed]
+                    } else {
+                        direction
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        let (y_b, slowed) = machine.rk4(&y, h, &modes, &frozen)?;
+        if !machine.has_event(&a, &y_b, h, &modes, &frozen, slowed)? {
+            y = y_b;
+            t += h;
+            run.steps += 1;
+            continue;
+        }
+        // Bisection on real steps from the step start: the event lies in (lo, hi].
+        let (mut lo, mut hi, mut y_hi) = (0.0, h, y_b);
+        for _ in 0..MAX_BISECTIONS {
+            if hi - lo <= machine.tol.bracket_at(t + hi) {
+                break;
+            }
+            let mid = 0.5 * (lo + hi);
+            let (y_mid, slowed) = machine.rk4(&y, mid, &modes, &frozen)?;
+            if machine.has_event(&a, &y_mid, mid, &modes, &frozen, slowed)? {
+                hi = mid;
+                y_hi = y_mid;
+            } else {
+                lo = mid;
+            }
+        }
+        y = y_hi;
+        t += hi;
+        run.steps += 1;
+        settle(
+            &mut machine,
+            &mut y,
+            t,
+            &mut modes,
+            &mut run,
+            options,
+            false,
+        )?;
+        if run.events.len() > options.max_events {
+            return Err(Error::BadChoice {
+                what: "event count",
+                value: format!("more than {} events by t = {t}", options.max_events),
+                accepted: "at most EventOptions::max_events per call",
+            });
+        }
+    }
+    for (record, mode) in run.contacts.iter_mut().zip(&modes) {
+        record.mode = *mode;
+    }
+    Ok((y, t, run))
+}
