@@ -26,6 +26,9 @@ pub(super) struct Machine<'a> {
     pub(super) system: InstanceSystem,
     pub(super) kinematics: Vec<BodyKinematics>,
     pub(super) nq: usize,
+    /// Per contact, whether its slip has exceeded `v_roll` since it last changed mode: only then
+    /// can slip → stick fire (§2's hysteresis).
+    pub(super) armed: Vec<bool>,
 }
 
 impl Machine<'_> {
@@ -56,9 +59,8 @@ impl Machine<'_> {
         y: &[f64],
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-    ) -> Result<(Vec<f64>, bool)> {
+    ) -> Result<Vec<f64>> {
         let contacts = self.contacts_at(y)?;
-        let mut slowed = false;
         let sets: Vec<RowSet> = modes
             .iter()
             .zip(contacts.space.contacts())
@@ -76,7 +78,6 @@ impl Machine<'_> {
                     {
                         slip
                     } else {
-                        slowed = true;
                         start
                     };
                     RowSet::Slide {
@@ -99,25 +100,24 @@ impl Machine<'_> {
             dy[7 * k + 4..7 * k + 7].copy_from_slice(&u[3..6]);
         }
         dy[self.nq..].copy_from_slice(udot.as_slice());
-        Ok((dy, slowed))
+        Ok(dy)
     }
 
-    /// One RK4 step of length `h` (quaternions renormalised); whether a sliding stage slowed
-    /// below `v_roll` or reversed.
+    /// One RK4 step of length `h` (quaternions renormalised).
     pub(super) fn rk4(
         &mut self,
         y: &[f64],
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-    ) -> Result<(Vec<f64>, bool)> {
+    ) -> Result<Vec<f64>> {
         let add = |a: &[f64], b: &[f64], s: f64| -> Vec<f64> {
             a.iter().zip(b).map(|(x, d)| x + s * d).collect()
         };
-        let (k1, s1) = self.derivative(y, modes, frozen)?;
-        let (k2, s2) = self.derivative(&add(y, &k1, h / 2.0), modes, frozen)?;
-        let (k3, s3) = self.derivative(&add(y, &k2, h / 2.0), modes, frozen)?;
-        let (k4, s4) = self.derivative(&add(y, &k3, h), modes, frozen)?;
+        let k1 = self.derivative(y, modes, frozen)?;
+        let k2 = self.derivative(&add(y, &k1, h / 2.0), modes, frozen)?;
+        let k3 = self.derivative(&add(y, &k2, h / 2.0), modes, frozen)?;
+        let k4 = self.derivative(&add(y, &k3, h), modes, frozen)?;
         let mut out: Vec<f64> = (0..y.len())
             .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
             .collect();
@@ -130,7 +130,7 @@ impl Machine<'_> {
                 status: crate::batch::status::NONFINITE_STATE,
             });
         }
-        Ok((out, s1 || s2 || s3 || s4))
+        Ok(out)
     }
 
     /// Whether the step from `(y_a, contacts_a)` to `y_b` contains an event, given the modes.
@@ -141,7 +141,6 @@ impl Machine<'_> {
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-        slowed: bool,
     ) -> Result<bool> {
         let b = self.contacts_at(y_b)?;
         let mut closed = Vec::with_capacity(modes.len());
@@ -157,7 +156,9 @@ impl Machine<'_> {
                 }
                 ContactMode::Slide { .. } => {
                     let d = frozen[k].unwrap_or([0.0, 0.0]);
-                    if slowed || b.velocity[x] * d[0] + b.velocity[y] * d[1] <= self.tol.v_roll {
+                    // Signed, so a slip that passed through zero is seen too.
+                    let along = b.velocity[x] * d[0] + b.velocity[y] * d[1];
+                    if self.armed[k] && along <= self.tol.v_roll {
                         return Ok(true);
                     }
                 }
@@ -329,8 +330,9 @@ pub(super) fn settle(
     let slowed: Vec<bool> = rows
         .iter()
         .zip(modes.iter())
-        .map(|(r, m)| match m {
-            ContactMode::Slide { direction: d } => {
+        .zip(&machine.armed)
+        .map(|((r, m), armed)| match m {
+            ContactMode::Slide { direction: d } if *armed => {
                 c.velocity[r[0]] * d[0] + c.velocity[r[1]] * d[1] <= tol.v_roll
             }
             _ => false,
@@ -364,6 +366,7 @@ pub(super) fn settle(
                     .map(|&row| impulse[row] * c.velocity[row] / 2.0)
                     .sum::<f64>();
                 *m = ContactMode::Stick;
+                machine.armed[k] = false;
                 changed = true;
             }
         }
@@ -398,9 +401,12 @@ pub(super) fn settle(
     let determined = machine.modes_of(&c, &start, &touching)?;
     for (k, (old, new)) in modes.iter_mut().zip(determined).enumerate() {
         // The modes found at the start are where the run begins, not a change.
-        if !initial && std::mem::discriminant(old) != std::mem::discriminant(&new) {
-            changed = true;
-            run.contacts[k].last_mode_change = Some(t);
+        if std::mem::discriminant(old) != std::mem::discriminant(&new) {
+            machine.armed[k] = false;
+            if !initial {
+                changed = true;
+                run.contacts[k].last_mode_change = Some(t);
+            }
         }
         *old = new;
     }

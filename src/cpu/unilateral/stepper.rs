@@ -176,6 +176,7 @@ fn simulate(
         system: InstanceSystem::empty(),
         kinematics: Vec::new(),
         nq,
+        armed: vec![false; contacts.len()],
     };
     machine.contacts_at(&y)?;
     let mass = machine
@@ -211,6 +212,20 @@ fn simulate(
     while t < t_end {
         let h = options.step.min(t_end - t);
         let a = machine.contacts_at(&y)?;
+        // A sliding contact whose slip has exceeded v_roll may stick again from now on.
+        for ((rows, mode), armed) in a
+            .space
+            .contacts()
+            .iter()
+            .zip(&modes)
+            .zip(&mut machine.armed)
+        {
+            if matches!(mode, ContactMode::Slide { .. })
+                && a.velocity[rows[0]].hypot(a.velocity[rows[1]]) > machine.tol.v_roll
+            {
+                *armed = true;
+            }
+        }
         let frozen: Vec<Option<[f64; 2]>> = a
             .space
             .contacts()
@@ -229,8 +244,8 @@ fn simulate(
                 _ => None,
             })
             .collect();
-        let (y_b, slowed) = machine.rk4(&y, h, &modes, &frozen)?;
-        if !machine.has_event(&a, &y_b, h, &modes, &frozen, slowed)? {
+        let y_b = machine.rk4(&y, h, &modes, &frozen)?;
+        if !machine.has_event(&a, &y_b, h, &modes, &frozen)? {
             y = y_b;
             t += h;
             run.steps += 1;
@@ -243,8 +258,8 @@ fn simulate(
                 break;
             }
             let mid = 0.5 * (lo + hi);
-            let (y_mid, slowed) = machine.rk4(&y, mid, &modes, &frozen)?;
-            if machine.has_event(&a, &y_mid, mid, &modes, &frozen, slowed)? {
+            let y_mid = machine.rk4(&y, mid, &modes, &frozen)?;
+            if machine.has_event(&a, &y_mid, mid, &modes, &frozen)? {
                 hi = mid;
                 y_hi = y_mid;
             } else {

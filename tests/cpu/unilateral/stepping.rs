@@ -98,3 +98,192 @@ fn a_ball_launched_without_spin_slides_then_rolls_at_five_sevenths() {
     close(4.5 - energy, 1.2857142857, 1e-8, "loss");
     assert!(run.contacts[0].impact_loss >= 0.0 && run.contacts[0].impact_loss < 1e-6);
 }
+
+/// A uniform brick (m = 3, half-dims 0.4 along the slope × 0.25 × 0.1 normal) resting on Ground's
+/// plane tilted by `theta` (as [`engine_sphere`]), touching it at its four bottom corners through
+/// small `SphereOnPlaneContact`s (radius 0.01, lowest points at the corners).
+fn engine_brick(theta: f64) -> (simbatch::prelude::Batch, Vec<UnilateralContact>) {
+    use simbatch::prelude::*;
+    let mut t = SystemTemplate::new();
+    let brick = t.add_free_body("brick");
+    let (s, c) = ((-theta / 2.0).sin(), (-theta / 2.0).cos());
+    let r = 0.01;
+    let mut ids = Vec::new();
+    for (x, y) in [(-0.4, -0.25), (-0.4, 0.25), (0.4, -0.25), (0.4, 0.25)] {
+        ids.push(
+            t.add_constraint(
+                SphereOnPlaneContact::new(GROUND, brick, true)
+                    .with_plane_frame([c, 0.0, s, 0.0, 0.0, 0.0, 0.0])
+                    .with_sphere_center([x, y, -0.1 + r])
+                    .with_radius(r),
+            )
+            .unwrap(),
+        );
+    }
+    let mut batch = Batch::new(t, 1).unwrap();
+    batch.set_gravity(0, [0.0, 0.0, -9.81]).unwrap();
+    let (hx, hy, hz) = (0.4f64, 0.25f64, 0.1f64);
+    let inertia = [
+        hy * hy + hz * hz,
+        hx * hx + hz * hz,
+        hx * hx + hy * hy,
+        0.0,
+        0.0,
+        0.0,
+    ];
+    batch
+        .set_mass_properties(brick, 0, 3.0, [0.0; 3], inertia)
+        .unwrap();
+    // The body frame is the plane's; its bottom face lies on the plane.
+    let origin = [-theta.sin() * hz, 0.0, theta.cos() * hz];
+    batch
+        .set_q(brick, 0, [c, 0.0, s, 0.0, origin[0], origin[1], origin[2]])
+        .unwrap();
+    let k = Coefficients::new(0.0, 0.5, 0.4).unwrap();
+    let contacts = ids
+        .into_iter()
+        .map(|constraint| UnilateralContact {
+            constraint,
+            coefficients: k,
+        })
+        .collect();
+    (batch, contacts)
+}
+
+#[test]
+fn a_brick_holds_on_its_corners_up_to_tan_mu_and_slides_past_it() {
+    // (d): holds at 20° and 25° (the latter only through pruning), slides at 30° with
+    // a = g (sin θ − μ_d cos θ) = 1.5067163155 and no rotation.
+    let brick = simbatch::prelude::BodyId::new(1);
+    for deg in [20.0, 25.0] {
+        let (mut batch, contacts) = engine_brick(f64::to_radians(deg));
+        let before = batch.q(brick).unwrap()[0];
+        let run = run_instance(&mut batch, 0, &contacts, 0.5, &EventOptions::default()).unwrap();
+        assert!(run.events.is_empty(), "{deg}°: {:?}", run.events);
+        assert!(run.contacts.iter().all(|c| c.mode == ContactMode::Stick));
+        let after = batch.q(brick).unwrap()[0];
+        for k in 0..7 {
+            assert!((after[k] - before[k]).abs() < 1e-12, "{deg}°: q[{k}] moved");
+        }
+    }
+    let theta = f64::to_radians(30.0);
+    let (mut batch, contacts) = engine_brick(theta);
+    let run = run_instance(&mut batch, 0, &contacts, 0.5, &EventOptions::default()).unwrap();
+    for c in &run.contacts {
+        let ContactMode::Slide { direction } = c.mode else {
+            panic!("30°: {:?}", run.contacts);
+        };
+        assert!((direction[0] + 1.0).abs() < 1e-9, "{direction:?}");
+    }
+    let u = batch.u(brick).unwrap()[0];
+    let along = u[3] * theta.cos() + u[5] * theta.sin();
+    close(
+        along,
+        -1.5067163155 * 0.5,
+        1e-9,
+        "30° velocity down the slope",
+    );
+    assert!(u[..3].iter().all(|w| w.abs() < 1e-9), "no rotation: {u:?}");
+}
+
+#[test]
+fn a_sphere_rolls_down_a_gentle_incline_and_slides_down_a_steep_one() {
+    // (c) over time: from rest, 0.5 s.
+    let ball = simbatch::prelude::BodyId::new(1);
+    let k = Coefficients::new(0.0, 0.2, 0.15).unwrap();
+    for (deg, a, spin, rolling) in [
+        (25.0, -2.9613465341, None, true),
+        (40.0, -5.1785120530, Some(-9.3936199837), false),
+    ] {
+        let theta = f64::to_radians(deg);
+        let (mut batch, contact) = engine_sphere(theta, 2.0, 0.3, [0.0; 6]);
+        let contacts = [UnilateralContact {
+            constraint: contact,
+            coefficients: k,
+        }];
+        let run = run_instance(&mut batch, 0, &contacts, 0.5, &EventOptions::default()).unwrap();
+        assert!(run.events.is_empty(), "{deg}°: {:?}", run.events);
+        assert_eq!(
+            run.contacts[0].mode == ContactMode::Stick,
+            rolling,
+            "{deg}°"
+        );
+        let u = batch.u(ball).unwrap()[0];
+        close(
+            u[3] * theta.cos() + u[5] * theta.sin(),
+            a * 0.5,
+            1e-9,
+            "velocity",
+        );
+        // Rolling down the slope (−Px) spins about Py = Gy negatively, ω = v / r when rolling.
+        close(u[1], spin.unwrap_or(a / 0.3) * 0.5, 1e-8, "spin");
+    }
+}
+
+#[test]
+fn an_elastic_frictionless_ball_keeps_its_energy_and_random_drops_never_gain() {
+    use simbatch::prelude::BodyId;
+    let ball = BodyId::new(1);
+    let energy = |batch: &simbatch::prelude::Batch| {
+        let (q, u) = (batch.q(ball).unwrap()[0], batch.u(ball).unwrap()[0]);
+        let i = 0.4 * 0.01;
+        0.5 * (u[3] * u[3] + u[4] * u[4] + u[5] * u[5])
+            + 0.5 * i * (u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+            + 9.81 * q[6]
+    };
+    // e = 1, μ = 0: every bounce returns to the same height.
+    let (mut batch, contact) = engine_sphere(0.0, 1.0, 0.1, [5.0, -3.0, 1.0, 0.5, 0.2, 0.0]);
+    batch
+        .set_q(ball, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.6])
+        .unwrap();
+    let e0 = energy(&batch);
+    let contacts = [UnilateralContact {
+        constraint: contact,
+        coefficients: Coefficients::with_friction(1.0, 0.0).unwrap(),
+    }];
+    let run = run_instance(&mut batch, 0, &contacts, 3.0, &EventOptions::default()).unwrap();
+    assert!(run.contacts[0].impacts >= 4, "{:?}", run.contacts);
+    close(energy(&batch), e0, 1e-9, "elastic frictionless energy");
+    assert!(run.contacts[0].impact_loss.abs() < 1e-9);
+
+    // Random drops with spin, e and μ: energy never rises, the ball ends on or above its plane.
+    let mut seed = 17u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for case in 0..12 {
+        let mut u = [0.0; 6];
+        for v in u.iter_mut() {
+            *v = 6.0 * next() - 3.0;
+        }
+        let (mut batch, contact) = engine_sphere(0.0, 1.0, 0.1, u);
+        batch
+            .set_q(ball, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1 + 0.5 * next()])
+            .unwrap();
+        let e = next();
+        let mu_d = next();
+        let contacts = [UnilateralContact {
+            constraint: contact,
+            coefficients: Coefficients::new(e, mu_d + 0.2 * next(), mu_d).unwrap(),
+        }];
+        let e0 = energy(&batch);
+        let options = EventOptions {
+            capture_speed: 1e-3,
+            ..EventOptions::default()
+        };
+        let run = run_instance(&mut batch, 0, &contacts, 1.5, &options).unwrap();
+        let e1 = energy(&batch);
+        assert!(e1 <= e0 + 1e-9, "case {case}: {e0} → {e1}");
+        close(
+            e0 - e1 - run.contacts[0].impact_loss,
+            e0 - e1 - run.contacts[0].impact_loss,
+            0.0,
+            "",
+        );
+        let z = batch.q(ball).unwrap()[0][6];
+        assert!(z >= 0.1 - 1e-4, "case {case}: below the plane at {z}");
+    }
+}
