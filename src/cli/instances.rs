@@ -5,7 +5,7 @@
 use super::CliError;
 use super::prescribed::PrescribedDraw;
 use super::sample::{Scalar, draw};
-use super::scenario::{BodySpec, ConstraintSpec, Flag, InertiaSpec, Scenario};
+use super::scenario::{BodySpec, ConstraintSpec, Flag, FrictionSpec, InertiaSpec, Scenario};
 use crate::batch::Batch;
 use crate::constraints::{PointOnPlaneContact, PointToGround, SphereOnPlaneContact};
 use crate::math::quaternion_from_rotation_vector;
@@ -33,6 +33,8 @@ pub struct ConstraintDraw {
     pub rolling: bool,
     /// Parameter values by name (`baumgarte_time`: the Baumgarte time constant).
     pub params: Vec<(&'static str, Vec<f64>)>,
+    /// A unilateral contact's `[restitution, static friction, dynamic friction]`.
+    pub unilateral: Option<[f64; 3]>,
 }
 
 /// One instance's draws.
@@ -157,15 +159,37 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
                 sphere_center,
                 incline_deg,
                 plane_origin,
+                unilateral,
                 ..
             } => {
-                let rolling = match rolling {
-                    Flag::Fixed(b) => *b,
-                    Flag::Either => take(&Scalar::Choice(vec![0.0, 1.0]), p("rolling")) == 1.0,
+                // A unilateral contact has the rolling rows; its mode decides which hold.
+                let rolling = match (unilateral, rolling) {
+                    (Some(_), _) => true,
+                    (None, Flag::Fixed(b)) => *b,
+                    (None, Flag::Either) => {
+                        take(&Scalar::Choice(vec![0.0, 1.0]), p("rolling")) == 1.0
+                    }
                 };
                 let r = take(radius, p("radius"));
                 let center = take3(&mut take, sphere_center, &p("sphere_center"));
                 let frame = plane_frame(&mut take, incline_deg, plane_origin);
+                let unilateral = unilateral.as_ref().map(|u| {
+                    let e = take(&u.restitution, p("restitution"));
+                    let (mu_s, mu_d) = match &u.friction {
+                        FrictionSpec::Single(m) => {
+                            let m = take(m, p("friction"));
+                            (m, m)
+                        }
+                        FrictionSpec::Split {
+                            mu_static,
+                            mu_dynamic,
+                        } => (
+                            take(mu_static, p("friction.static")),
+                            take(mu_dynamic, p("friction.dynamic")),
+                        ),
+                    };
+                    [e, mu_s, mu_d]
+                });
                 ConstraintDraw {
                     rolling,
                     params: vec![
@@ -173,6 +197,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
                         ("sphere_center", center.to_vec()),
                         ("radius", vec![r]),
                     ],
+                    unilateral,
                 }
             }
             ConstraintSpec::PointOnPlane {
@@ -186,6 +211,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
                 ConstraintDraw {
                     rolling: false,
                     params: vec![("plane_frame", frame), ("follower_point", point.to_vec())],
+                    unilateral: None,
                 }
             }
             ConstraintSpec::PointToGround {
@@ -201,6 +227,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
                 ConstraintDraw {
                     rolling: false,
                     params,
+                    unilateral: None,
                 }
             }
         });

@@ -20,6 +20,7 @@ pub mod prescribed;
 pub mod scenario;
 pub use crate::sample;
 pub mod study;
+pub mod unilateral;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -63,7 +63,7 @@ pub struct Results {
 }
 
 /// Names of the per-instance outputs after the inputs.
-fn output_names(sc: &Scenario) -> Vec<String> {
+pub(super) fn output_names(sc: &Scenario) -> Vec<String> {
     let mut names = vec!["status".to_string(), "time".into()];
     if sc.simulation.assemble {
         names.push("assembly_failed".into());
@@ -83,7 +83,11 @@ fn output_names(sc: &Scenario) -> Vec<String> {
     names.push("max_position_error".into());
     names.push("max_velocity_error".into());
     for (k, c) in sc.constraints.iter().enumerate() {
-        if c.has_normal_force() {
+        if c.unilateral().is_some() {
+            for f in super::unilateral::CONTACT_OUTPUTS {
+                names.push(format!("c{k}.{f}"));
+            }
+        } else if c.has_normal_force() {
             names.push(format!("c{k}.normal_force"));
             names.push(format!("c{k}.separation"));
             if sc.record.events {
@@ -130,7 +134,7 @@ pub fn progress_units(sc: &Scenario, range: &std::ops::Range<usize>) -> u64 {
 
 /// Number of checkpoints (see [`checkpoint`]); the scenario bounds it by
 /// [`MAX_RECORD_SAMPLES`](super::scenario::MAX_RECORD_SAMPLES).
-fn checkpoint_count(sc: &Scenario) -> usize {
+pub(super) fn checkpoint_count(sc: &Scenario) -> usize {
     let d = sc.simulation.duration;
     match sc.record.interval {
         Some(h) => ((d / h - 1e-9).ceil().max(1.0) as usize).min(MAX_RECORD_SAMPLES),
@@ -141,7 +145,7 @@ fn checkpoint_count(sc: &Scenario) -> usize {
 
 /// Checkpoint `k` of `count` (1-based): a time after the start at which the state is sampled;
 /// the last is the duration. Computed, not stored, so a long recording costs no memory here.
-fn checkpoint(sc: &Scenario, k: usize, count: usize) -> f64 {
+pub(super) fn checkpoint(sc: &Scenario, k: usize, count: usize) -> f64 {
     let d = sc.simulation.duration;
     if k == count {
         return d;
@@ -234,6 +238,11 @@ pub fn run(
                 }
             }
             c.push("energy".into());
+            for (k, con) in sc.constraints.iter().enumerate() {
+                if con.unilateral().is_some() {
+                    c.push(format!("c{k}.mode"));
+                }
+            }
             c
         },
         series: Vec::new(),
@@ -323,7 +332,8 @@ pub fn validate(sc: &Scenario, range: std::ops::Range<usize>) -> Result<(), CliE
     Ok(())
 }
 
-type GroupOutput = (Vec<Vec<f64>>, Vec<(usize, Vec<f64>)>);
+/// A group's result rows and time-series samples.
+pub(super) type GroupOutput = (Vec<Vec<f64>>, Vec<(usize, Vec<f64>)>);
 
 fn run_group(
     sc: &Scenario,
@@ -335,6 +345,9 @@ fn run_group(
     progress: Progress<'_>,
 ) -> Result<GroupOutput, CliError> {
     let (mut batch, bodies) = build(sc, rolling, members, sampled, start)?;
+    if sc.constraints.iter().any(|c| c.unilateral().is_some()) {
+        return super::unilateral::run_group(sc, batch, &bodies, members, sampled, start, progress);
+    }
     let n = members.len();
     let mut assembly_failed = vec![false; n];
     if sc.simulation.assemble {

@@ -59,6 +59,148 @@ impl Parser<'_> {
         }
     }
 
+    /// `contact`, `restitution` and `friction` of a sphere-on-plane table: `None` for a
+    /// bilateral contact (the default), the coefficients of a unilateral one. A unilateral
+    /// contact takes no `rolling` (friction decides the mode); fixed coefficients are checked
+    /// here, drawn ones per instance.
+    fn unilateral(
+        &mut self,
+        k: usize,
+        c: &RawConstraint,
+    ) -> Result<Option<UnilateralSpec>, CliError> {
+        let field = |f: &str| format!("constraint[{k}].{f}");
+        let unilateral = match &c.contact {
+            None => false,
+            Some(v) => match v.get_ref().as_str() {
+                "bilateral" => false,
+                "unilateral" => true,
+                other => {
+                    return Err(self.loc.at(
+                        v.span(),
+                        field("contact"),
+                        format!(
+                            "{other:?}; accepted: \"bilateral\" (the default) or \"unilateral\""
+                        ),
+                    ));
+                }
+            },
+        };
+        if !unilateral {
+            for (name, v) in [("restitution", &c.restitution), ("friction", &c.friction)] {
+                if let Some(v) = v {
+                    return Err(self.loc.at(
+                        v.span(),
+                        field(name),
+                        "applies only to a unilateral contact; accepted with contact = \"unilateral\"",
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        if let Some(v) = &c.rolling {
+            return Err(self.loc.at(
+                v.span(),
+                field("rolling"),
+                "does not apply to a unilateral contact (friction decides whether it rolls); \
+                 accepted: no rolling key with contact = \"unilateral\"",
+            ));
+        }
+        let fixed_in = |p: &Self,
+                        s: &Scalar,
+                        v: &Spanned<Value>,
+                        f: &str,
+                        lo: f64,
+                        hi: f64,
+                        accepted: &str| {
+            match s {
+                Scalar::Fixed(x) if !(lo..=hi).contains(x) => {
+                    Err(p
+                        .loc
+                        .at(v.span(), field(f), format!("got {x}; accepted: {accepted}")))
+                }
+                _ => Ok(()),
+            }
+        };
+        let restitution = match &c.restitution {
+            Some(v) => {
+                let s = self.scalar(v, &field("restitution"))?;
+                fixed_in(self, &s, v, "restitution", 0.0, 1.0, "a number in [0, 1]")?;
+                s
+            }
+            None => Scalar::Fixed(0.0),
+        };
+        let friction = match &c.friction {
+            None => FrictionSpec::Single(Scalar::Fixed(0.0)),
+            Some(v) => match v.get_ref() {
+                Value::Table(t) if t.contains_key("static") || t.contains_key("dynamic") => {
+                    let part = |p: &mut Self, name: &str| -> Result<Scalar, CliError> {
+                        let value = t.get(name).ok_or_else(|| {
+                            p.loc.at(
+                                v.span(),
+                                field("friction"),
+                                format!(
+                                    "missing {name}; accepted: {{ static = μs, dynamic = μd }}"
+                                ),
+                            )
+                        })?;
+                        let spanned = Spanned::new(v.span(), value.clone());
+                        let s = p.scalar(&spanned, &field(&format!("friction.{name}")))?;
+                        fixed_in(
+                            p,
+                            &s,
+                            v,
+                            &format!("friction.{name}"),
+                            0.0,
+                            f64::MAX,
+                            "a number ≥ 0",
+                        )?;
+                        Ok(s)
+                    };
+                    if let Some(extra) = t.keys().find(|k| *k != "static" && *k != "dynamic") {
+                        return Err(self.loc.at(
+                            v.span(),
+                            field("friction"),
+                            format!(
+                                "unknown key {extra:?}; accepted: {{ static = μs, dynamic = μd }}"
+                            ),
+                        ));
+                    }
+                    let (mu_static, mu_dynamic) = (part(self, "static")?, part(self, "dynamic")?);
+                    if let (Scalar::Fixed(s), Scalar::Fixed(d)) = (&mu_static, &mu_dynamic)
+                        && s < d
+                    {
+                        return Err(self.loc.at(
+                            v.span(),
+                            field("friction"),
+                            format!("static {s} < dynamic {d}; accepted: static ≥ dynamic ≥ 0"),
+                        ));
+                    }
+                    FrictionSpec::Split {
+                        mu_static,
+                        mu_dynamic,
+                    }
+                }
+                _ => {
+                    let s = self.scalar(v, &field("friction"))?;
+                    fixed_in(
+                        self,
+                        &s,
+                        v,
+                        "friction",
+                        0.0,
+                        f64::MAX,
+                        "a number ≥ 0, or { static = μs, dynamic = μd }",
+                    )?;
+                    FrictionSpec::Single(s)
+                }
+            },
+        };
+        Ok(Some(UnilateralSpec {
+            restitution,
+            friction,
+        }))
+    }
+
     pub(super) fn constraint(
         &mut self,
         k: usize,
@@ -76,6 +218,9 @@ impl Parser<'_> {
                 "incline_deg",
                 "plane_origin",
                 "plane",
+                "contact",
+                "restitution",
+                "friction",
             ],
             "point_on_plane" => &["follower_point", "incline_deg", "plane_origin", "plane"],
             "point_to_ground" => &["point", "normals", "baumgarte_time"],
@@ -89,7 +234,10 @@ impl Parser<'_> {
                 ));
             }
         };
-        let present: [(&str, Option<Range<usize>>); 10] = [
+        let present: [(&str, Option<Range<usize>>); 13] = [
+            ("contact", c.contact.as_ref().map(Spanned::span)),
+            ("restitution", c.restitution.as_ref().map(Spanned::span)),
+            ("friction", c.friction.as_ref().map(Spanned::span)),
             ("plane", c.plane.as_ref().map(Spanned::span)),
             ("rolling", c.rolling.as_ref().map(Spanned::span)),
             ("radius", c.radius.as_ref().map(Spanned::span)),
@@ -152,6 +300,7 @@ impl Parser<'_> {
         };
         Ok(match kind {
             "sphere_on_plane" => {
+                let unilateral = self.unilateral(k, c)?;
                 let rolling = match &c.rolling {
                     None => Flag::Fixed(false),
                     Some(v) => match v.get_ref() {
@@ -197,6 +346,7 @@ impl Parser<'_> {
                     sphere_center: opt3(self, &c.sphere_center, "sphere_center")?,
                     incline_deg: incline,
                     plane_origin: opt3(self, &c.plane_origin, "plane_origin")?,
+                    unilateral,
                 }
             }
             "point_on_plane" => ConstraintSpec::PointOnPlane {

@@ -110,6 +110,29 @@ pub enum Flag {
     Either,
 }
 
+/// A unilateral contact's coefficients (`contact = "unilateral"`), each drawable per instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnilateralSpec {
+    /// Coefficient of restitution `e ∈ [0, 1]` (default 0).
+    pub restitution: Scalar,
+    /// Friction (default 0).
+    pub friction: FrictionSpec,
+}
+
+/// `friction = μ` or `friction = { static = μs, dynamic = μd }`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrictionSpec {
+    /// One coefficient for sticking and sliding.
+    Single(Scalar),
+    /// `μ_s ≥ μ_d ≥ 0`.
+    Split {
+        /// Static.
+        mu_static: Scalar,
+        /// Dynamic.
+        mu_dynamic: Scalar,
+    },
+}
+
 /// A constraint of the template, with its per-instance parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConstraintSpec {
@@ -130,6 +153,8 @@ pub enum ConstraintSpec {
         incline_deg: Scalar,
         /// Plane origin in the plane body's frame.
         plane_origin: [Scalar; 3],
+        /// `contact = "unilateral"`: restitution and friction (`None`: bilateral).
+        unilateral: Option<UnilateralSpec>,
     },
     /// Simbody's `PointOnPlaneContact`.
     PointOnPlane {
@@ -167,9 +192,17 @@ impl ConstraintSpec {
         }
     }
 
-    /// Whether lift-off events apply (plane contacts).
+    /// Whether lift-off events apply (bilateral plane contacts).
     pub fn has_normal_force(&self) -> bool {
-        !matches!(self, ConstraintSpec::PointToGround { .. })
+        !matches!(self, ConstraintSpec::PointToGround { .. }) && self.unilateral().is_none()
+    }
+
+    /// The unilateral contact's coefficients, if `contact = "unilateral"`.
+    pub fn unilateral(&self) -> Option<&UnilateralSpec> {
+        match self {
+            ConstraintSpec::SphereOnPlane { unilateral, .. } => unilateral.as_ref(),
+            _ => None,
+        }
     }
 }
 
@@ -370,6 +403,25 @@ impl Scenario {
         let mut constraints = Vec::new();
         for (k, c) in raw.constraint.iter().enumerate() {
             constraints.push(p.constraint(k, c, &bodies, &prescribed)?);
+        }
+        // Unilateral contacts run on the event-driven path, which takes them alone for now.
+        if constraints.iter().any(|c| c.unilateral().is_some()) {
+            if let Some(k) = constraints.iter().position(|c| c.unilateral().is_none()) {
+                return Err(loc.at(
+                    raw.constraint[k].kind.span(),
+                    format!("constraint[{k}]"),
+                    "a bilateral constraint next to unilateral contacts is not supported yet; \
+                     accepted: every constraint a sphere_on_plane with contact = \"unilateral\"",
+                ));
+            }
+            if let Some(b) = prescribed.first() {
+                return Err(loc.at(
+                    0..0,
+                    format!("body {:?}", b.name),
+                    "a prescribed body next to unilateral contacts is not supported yet; \
+                     accepted: Ground and free bodies",
+                ));
+            }
         }
 
         let simulation = p.simulation(&raw.simulation)?;

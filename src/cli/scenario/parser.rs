@@ -57,6 +57,9 @@ pub(super) struct RawConstraint {
     pub(super) point: Option<Spanned<Value>>,
     pub(super) normals: Option<Spanned<Value>>,
     pub(super) baumgarte_time: Option<Spanned<Value>>,
+    pub(super) contact: Option<Spanned<String>>,
+    pub(super) restitution: Option<Spanned<Value>>,
+    pub(super) friction: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]

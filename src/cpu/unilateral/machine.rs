@@ -368,6 +368,7 @@ pub(super) fn settle(
                 *m = ContactMode::Stick;
                 machine.armed[k] = false;
                 changed = true;
+                run.contacts[k].last_mode_change = Some(t);
             }
         }
     }

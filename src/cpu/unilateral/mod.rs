@@ -35,7 +35,9 @@ mod system;
 pub use impact::{ImpactContact, ImpactLaw, ImpactOutcome, impact};
 pub use modes::{ModeContact, ModeSolution, solve_modes};
 pub use phase::RowSet;
-pub use stepper::{ContactRecord, Event, EventOptions, EventRun, UnilateralContact, run_instance};
+pub use stepper::{
+    ContactRecord, Event, EventOptions, EventRun, UnilateralContact, run_batch, run_instance,
+};
 pub use system::InstanceContacts;
 
 use nalgebra::DMatrix;

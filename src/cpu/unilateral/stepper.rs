@@ -10,7 +10,7 @@
 
 use super::machine::{Machine, settle};
 use super::{Coefficients, ContactMode, ImpactLaw, Tolerances};
-use crate::batch::Batch;
+use crate::batch::{Batch, status};
 use crate::cpu::evaluate::InstanceSystem;
 use crate::error::{Error, Result};
 use crate::math::vec3;
@@ -113,6 +113,58 @@ pub fn run_instance(
             len: batch.len(),
         });
     }
+    check(batch, duration, options)?;
+    let (y, t, run) = simulate(batch, i, contacts, duration, options)?;
+    let mut full = y;
+    full.extend_from_slice(&batch.state_of(i).work);
+    batch.store_values(i, t, &full, 0);
+    batch.touch_state_columns();
+    Ok(run)
+}
+
+/// Runs every instance of `batch` for `duration`, in parallel (rayon), instance `i` with the
+/// unilateral contacts `contacts(i)` (their coefficients may differ per instance), as
+/// [`run_instance`] does one. Returns each instance's record, `None` for an instance that was
+/// already halted (its status bits) or failed now — its state is kept and it is flagged
+/// `status::STEP_FAILED`. Results do not depend on the thread count.
+pub fn run_batch(
+    batch: &mut Batch,
+    contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
+    duration: f64,
+    options: &EventOptions,
+) -> Result<Vec<Option<EventRun>>> {
+    use rayon::prelude::*;
+    check(batch, duration, options)?;
+    let shared: &Batch = batch;
+    let outcomes: Vec<Option<Result<(Vec<f64>, f64, EventRun)>>> = (0..shared.len())
+        .into_par_iter()
+        .map(|i| {
+            (shared.status()[i] & status::HALTED == 0)
+                .then(|| simulate(shared, i, &contacts(i), duration, options))
+        })
+        .collect();
+    let mut runs = Vec::with_capacity(outcomes.len());
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let state = batch.state_of(i);
+        match outcome {
+            Some(Ok((mut y, t, run))) => {
+                y.extend_from_slice(&state.work);
+                batch.store_values(i, t, &y, 0);
+                runs.push(Some(run));
+            }
+            Some(Err(_)) => {
+                batch.store_values(i, state.time, &state.to_vec(), status::STEP_FAILED);
+                runs.push(None);
+            }
+            None => runs.push(None),
+        }
+    }
+    batch.touch_state_columns();
+    Ok(runs)
+}
+
+/// The checks every run makes before any work.
+fn check(batch: &Batch, duration: f64, options: &EventOptions) -> Result<()> {
     let positive = |what: &'static str, v: f64| {
         if v.is_finite() && v > 0.0 {
             Ok(())
@@ -140,12 +192,7 @@ pub fn run_instance(
             accepted: "Ground and free bodies only (prescribed bodies are not supported yet)",
         });
     }
-    let (y, t, run) = simulate(batch, i, contacts, duration, options)?;
-    let mut full = y;
-    full.extend_from_slice(&batch.state_of(i).work);
-    batch.store_values(i, t, &full, 0);
-    batch.touch_state_columns();
-    Ok(run)
+    Ok(())
 }
 
 /// [`run_instance`]'s stepping, on the batch's stored state: the final `y`, time and record.

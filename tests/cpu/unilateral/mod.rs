@@ -9,6 +9,7 @@
 mod impacts;
 mod modes;
 mod stepping;
+mod study;
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use simbatch::cpu::unilateral::{

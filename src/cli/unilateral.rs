@@ -1,0 +1,207 @@
+//! A study group whose contacts are unilateral (`contact = "unilateral"`): every instance runs
+//! on the event-driven CPU path (`cpu::unilateral::run_batch`) from checkpoint to checkpoint,
+//! with its own drawn restitution and friction, and reports per contact its final mode, impacts,
+//! first impact, last mode change and the energy its impacts took.
+
+use super::CliError;
+use super::instances::Sampled;
+use super::scenario::Scenario;
+use super::study::{GroupOutput, Progress, checkpoint, checkpoint_count};
+use crate::batch::{Batch, status};
+use crate::cpu::evaluate::BaumgarteMode;
+use crate::cpu::unilateral::{
+    Coefficients, ContactMode, ContactRecord, EventOptions, InstanceContacts, UnilateralContact,
+    run_batch,
+};
+use crate::model::{BodyId, ConstraintId};
+use crate::step::{Integrator, Stabilization};
+
+/// The per-contact result columns of a unilateral contact, after `c{k}.`.
+pub const CONTACT_OUTPUTS: [&str; 6] = [
+    "separation",
+    "mode",
+    "impacts",
+    "first_impact_time",
+    "last_mode_change_time",
+    "impact_loss",
+];
+
+/// A mode as a number in results: 0 open, 1 sticking (rolling), 2 sliding.
+pub fn mode_code(mode: ContactMode) -> f64 {
+    match mode {
+        ContactMode::Open => 0.0,
+        ContactMode::Stick => 1.0,
+        ContactMode::Slide { .. } => 2.0,
+    }
+}
+
+/// Runs one group (every constraint a unilateral contact; the scenario checks it).
+pub(super) fn run_group(
+    sc: &Scenario,
+    mut batch: Batch,
+    bodies: &[BodyId],
+    members: &[usize],
+    sampled: &[Sampled],
+    start: usize,
+    progress: Progress<'_>,
+) -> Result<GroupOutput, CliError> {
+    let n = members.len();
+    let ids: Vec<ConstraintId> = (0..sc.constraints.len()).map(ConstraintId).collect();
+    // Each instance's coefficients, checked (a drawn μ_s below μ_d is refused, with its instance).
+    let mut coefficients = Vec::with_capacity(n);
+    for &k in members {
+        let mut per = Vec::with_capacity(ids.len());
+        for (c, draw) in sampled[k].constraints.iter().enumerate() {
+            let [e, mu_s, mu_d] = draw.unilateral.unwrap_or([0.0; 3]);
+            per.push(
+                Coefficients::new(e, mu_s, mu_d).map_err(|err| CliError::Sample {
+                    instance: start + k,
+                    message: format!("constraint[{c}]: {err}"),
+                })?,
+            );
+        }
+        coefficients.push(per);
+    }
+    let contacts = |i: usize| -> Vec<UnilateralContact> {
+        ids.iter()
+            .zip(&coefficients[i])
+            .map(|(id, k)| UnilateralContact {
+                constraint: *id,
+                coefficients: *k,
+            })
+            .collect()
+    };
+    let options = &sc.simulation.options;
+    let step = match options.integrator {
+        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
+        Integrator::RungeKuttaMerson { max_step, .. } => max_step,
+    };
+    let events = EventOptions {
+        step,
+        // §8's tolerances derive from the constraint tolerance: projection's, else 1e-4.
+        constraint_tolerance: match options.stabilization {
+            Stabilization::Projection { tolerance } => tolerance,
+            _ => 1e-4,
+        },
+        ..EventOptions::default()
+    };
+    let energy0: Vec<f64> = (0..n)
+        .map(|i| batch.energy(i).unwrap_or(f64::NAN))
+        .collect();
+    let mut records: Vec<Vec<Option<ContactRecord>>> = vec![vec![None; ids.len()]; n];
+    let in_series: Vec<usize> = (0..n)
+        .filter(|i| start + members[*i] < sc.record.series_instances)
+        .collect();
+    let mut series = Vec::new();
+    let record_series = |batch: &Batch,
+                         records: &[Vec<Option<ContactRecord>>],
+                         series: &mut Vec<(usize, Vec<f64>)>| {
+        for &i in &in_series {
+            let mut row = vec![batch.time()[i]];
+            for b in bodies {
+                let q = batch.q(*b).map(|q| q[i]).unwrap_or([f64::NAN; 7]);
+                row.extend_from_slice(&q[4..7]);
+            }
+            row.push(batch.energy(i).unwrap_or(f64::NAN));
+            for r in &records[i] {
+                row.push(r.map_or(f64::NAN, |r| mode_code(r.mode)));
+            }
+            series.push((start + members[i], row));
+        }
+    };
+    if sc.record.interval.is_some() {
+        record_series(&batch, &records, &mut series);
+    }
+    let count = checkpoint_count(sc);
+    let mut elapsed = 0.0;
+    for k in 1..=count {
+        let t = checkpoint(sc, k, count);
+        let runs = run_batch(&mut batch, &contacts, t - elapsed, &events)?;
+        elapsed = t;
+        for (per, run) in records.iter_mut().zip(runs) {
+            let Some(run) = run else { continue };
+            for (slot, new) in per.iter_mut().zip(run.contacts) {
+                *slot = Some(merge(*slot, new));
+            }
+        }
+        if sc.record.interval.is_some() {
+            record_series(&batch, &records, &mut series);
+        }
+        progress(n as u64);
+    }
+
+    let mut rows = Vec::with_capacity(n);
+    for i in 0..n {
+        let energy = batch.energy(i).unwrap_or(f64::NAN);
+        let mut flags = batch.status()[i];
+        if !energy.is_finite() {
+            flags |= status::NONFINITE_OUTPUT;
+        }
+        let mut row = vec![f64::from(flags), batch.time()[i]];
+        if sc.simulation.assemble {
+            // Nothing bilateral to assemble: bodies start where they were drawn.
+            row.push(0.0);
+        }
+        for b in bodies {
+            row.extend_from_slice(&batch.q(*b)?[i]);
+            row.extend_from_slice(&batch.u(*b)?[i]);
+        }
+        let [driven, applied] = batch.work()[i];
+        row.extend([
+            energy,
+            energy - energy0[i],
+            driven,
+            applied,
+            energy - energy0[i] - driven - applied,
+        ]);
+        // Violations of what the contacts enforce: penetration, and the speed of enforced rows.
+        let state = batch.state_of(i);
+        let system = batch.assemble_with(i, &state, BaumgarteMode::Off);
+        let space = InstanceContacts::new(&system, batch.template(), &ids);
+        let (mut penetration, mut speed) = (0.0f64, 0.0f64);
+        let mut separations = vec![f64::NAN; ids.len()];
+        if let Ok(space) = &space {
+            for (c, rows_of) in space.space.contacts().iter().enumerate() {
+                let s = space.separation[c];
+                separations[c] = s;
+                penetration = penetration.max(-s);
+                let v = |r: usize| space.velocity[rows_of[r]];
+                match records[i][c].map(|r| r.mode) {
+                    Some(ContactMode::Stick) => speed = speed.max(v(0).hypot(v(1)).max(v(2).abs())),
+                    Some(ContactMode::Slide { .. }) => speed = speed.max(v(2).abs()),
+                    _ => {}
+                }
+            }
+        }
+        row.push(penetration);
+        row.push(speed);
+        for (c, record) in records[i].iter().enumerate() {
+            let nan = f64::NAN;
+            match record {
+                Some(r) => row.extend([
+                    separations[c],
+                    mode_code(r.mode),
+                    f64::from(r.impacts),
+                    r.first_impact.unwrap_or(nan),
+                    r.last_mode_change.unwrap_or(nan),
+                    r.impact_loss,
+                ]),
+                None => row.extend([separations[c], nan, nan, nan, nan, nan]),
+            }
+        }
+        rows.push(row);
+    }
+    Ok((rows, series))
+}
+
+/// One contact's record over two consecutive runs.
+fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
+    let Some(old) = old else { return new };
+    ContactRecord {
+        mode: new.mode,
+        impacts: old.impacts + new.impacts,
+        first_impact: old.first_impact.or(new.first_impact),
+        last_mode_change: new.last_mode_change.or(old.last_mode_change),
+        impact_loss: old.impact_loss + new.impact_loss,
+    }
+}

@@ -1,0 +1,238 @@
+//! Unilateral contacts in a study (`contact = "unilateral"` in a scenario): drawn heights,
+//! restitution and friction, each instance checked against its own closed form (first impact
+//! at `√(2h/g)`, the next at `t₀(1 + 2e)`; a launched ball rolls on at 5/7 v₀ after
+//! `t* = 2 v₀ / (7 μ g)`), the result and series columns, and the scenario errors.
+
+use std::path::Path;
+
+use simbatch::backend::Backend;
+use simbatch::cli::scenario::Scenario;
+use simbatch::cli::{output, run_study};
+
+use super::close;
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("simbatch-unilateral-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn results(dir: &Path, file: &str) -> (Vec<String>, Vec<(usize, Vec<f64>)>) {
+    output::read_csv(&dir.join(file)).unwrap()
+}
+
+fn col(columns: &[String], name: &str) -> usize {
+    columns
+        .iter()
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column {name} in {columns:?}"))
+}
+
+const DROPS: &str = r#"
+name = "drops"
+instances = 24
+seed = 5
+
+[[body]]
+name = "ball"
+mass = { uniform = [0.5, 2.0] }
+inertia = { solid_sphere = 0.1 }
+position = [0.0, 0.0, { uniform = [0.3, 1.0] }]
+velocity = [{ uniform = [-1.0, 1.0] }, 0.0, 0.0]
+
+[[constraint]]
+kind = "sphere_on_plane"
+plane = "ground"
+body = "ball"
+radius = 0.1
+contact = "unilateral"
+restitution = { uniform = [0.3, 0.9] }
+friction = { static = 0.6, dynamic = { uniform = [0.1, 0.5] } }
+
+[simulation]
+integrator = "rk4"
+step = 1e-3
+duration = 0.8
+backend = "cpu"
+
+[record]
+interval = 0.1
+series_instances = 4
+"#;
+
+#[test]
+fn a_study_of_drops_meets_each_instances_closed_form() {
+    let dir = scratch("drops");
+    let scenario = Scenario::parse("drops.toml", DROPS).unwrap();
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = results(&dir.join("out"), "results.csv");
+    assert_eq!(rows.len(), 24);
+    let g = 9.81;
+    let mut bounced_twice = 0;
+    for (index, v) in &rows {
+        let h = v[col(&columns, "ball.position.z")] - 0.1;
+        let e = v[col(&columns, "constraint[0].restitution")];
+        let t0 = (2.0 * h / g).sqrt();
+        assert_eq!(v[col(&columns, "status")], 0.0, "instance {index}");
+        close(
+            v[col(&columns, "c0.first_impact_time")],
+            t0,
+            1e-8,
+            "first impact",
+        );
+        // The second impact, if within the run: after a flight of 2 e √(2 g h) / g.
+        let impacts = v[col(&columns, "c0.impacts")];
+        let t1 = t0 * (1.0 + 2.0 * e);
+        assert_eq!(
+            impacts >= 2.0,
+            t1 < 0.8,
+            "instance {index}: {impacts} impacts, t1 = {t1}"
+        );
+        bounced_twice += usize::from(impacts >= 2.0);
+        // Energy: never gained; the impacts' share is at most all of what was lost.
+        let lost = -v[col(&columns, "energy_change")];
+        assert!(lost >= -1e-9, "instance {index}: energy rose by {}", -lost);
+        assert!(v[col(&columns, "c0.impact_loss")] <= lost + 1e-9);
+        assert!(
+            v[col(&columns, "c0.separation")] >= -1e-4,
+            "on or above the plane"
+        );
+        assert!(v[col(&columns, "max_position_error")] <= 1e-4);
+        assert!((0.0..=2.0).contains(&v[col(&columns, "c0.mode")]));
+    }
+    assert!(bounced_twice > 0 && bounced_twice < 24, "{bounced_twice}");
+    let (series_columns, series) = results(&dir.join("out"), "series.csv");
+    assert!(series_columns.iter().any(|c| c == "c0.mode"));
+    assert_eq!(series.len(), 4 * 9, "t = 0 … 0.8 every 0.1 for 4 instances");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_study_of_launched_balls_ends_rolling_at_five_sevenths() {
+    let dir = scratch("launch");
+    let text = r#"
+name = "launch"
+instances = 12
+seed = 9
+
+[[body]]
+name = "ball"
+mass = 1.0
+inertia = { solid_sphere = 0.1 }
+position = [0.0, 0.0, 0.1]
+velocity = [{ uniform = [1.0, 3.0] }, 0.0, 0.0]
+
+[[constraint]]
+kind = "sphere_on_plane"
+plane = "ground"
+body = "ball"
+radius = 0.1
+contact = "unilateral"
+friction = { uniform = [0.2, 0.6] }
+
+[simulation]
+integrator = "rk4"
+step = 1e-3
+tolerance = 1e-4
+duration = 1.0
+backend = "cpu"
+"#;
+    let scenario = Scenario::parse("launch.toml", text).unwrap();
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = results(&dir.join("out"), "results.csv");
+    for (index, v) in &rows {
+        let v0 = v[col(&columns, "ball.velocity.x")];
+        let mu = v[col(&columns, "constraint[0].friction")];
+        let t_star = 2.0 * v0 / (7.0 * mu * 9.81);
+        assert!(t_star < 1.0);
+        close(
+            v[col(&columns, "ball.vx")],
+            5.0 / 7.0 * v0,
+            1e-9,
+            "rolls at 5/7 v₀",
+        );
+        assert_eq!(
+            v[col(&columns, "c0.mode")],
+            1.0,
+            "instance {index} sticks (rolls)"
+        );
+        assert_eq!(v[col(&columns, "c0.impacts")], 0.0);
+        // Slip → stick fires when the slip is down to v_roll = 2e-4 (2 × the tolerance 1e-4).
+        let t_event = t_star - 2e-4 / (3.5 * mu * 9.81);
+        close(
+            v[col(&columns, "c0.last_mode_change_time")],
+            t_event,
+            1e-8,
+            "slip → stick",
+        );
+        close(
+            -v[col(&columns, "energy_change")],
+            v0 * v0 / 7.0,
+            1e-8,
+            "m v₀² / 7 lost",
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unilateral_scenario_errors_name_the_field() {
+    let base = DROPS.to_string();
+    for (from, to, field) in [
+        (
+            "contact = \"unilateral\"",
+            "contact = \"sticky\"",
+            "constraint[0].contact",
+        ),
+        (
+            "restitution = { uniform = [0.3, 0.9] }",
+            "restitution = 1.5",
+            "constraint[0].restitution",
+        ),
+        (
+            "contact = \"unilateral\"",
+            "contact = \"unilateral\"\nrolling = true",
+            "constraint[0].rolling",
+        ),
+        (
+            "friction = { static = 0.6, dynamic = { uniform = [0.1, 0.5] } }",
+            "friction = { static = 0.2, dynamic = 0.4 }",
+            "constraint[0].friction",
+        ),
+        (
+            "friction = { static",
+            "friction = { stat",
+            "constraint[0].friction",
+        ),
+        (
+            "contact = \"unilateral\"\n",
+            "",
+            "constraint[0].restitution",
+        ),
+    ] {
+        let text = base.replacen(from, to, 1);
+        assert_ne!(text, base, "{to}");
+        let err = Scenario::parse("bad.toml", &text)
+            .expect_err(to)
+            .to_string();
+        assert!(err.contains(field), "{to}: {err}");
+    }
+    // A drawn μ_s below μ_d is refused with its instance when the study runs.
+    let text = DROPS.replacen(
+        "friction = { static = 0.6, dynamic = { uniform = [0.1, 0.5] } }",
+        "friction = { static = 0.3, dynamic = { uniform = [0.1, 0.5] } }",
+        1,
+    );
+    let scenario = Scenario::parse("mu.toml", &text).unwrap();
+    let dir = scratch("mu");
+    let err = run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true)
+        .expect_err("μ_s < μ_d")
+        .to_string();
+    assert!(
+        err.contains("static friction") && err.contains("instance"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
