@@ -8,6 +8,7 @@ use super::instances::Sampled;
 use super::scenario::Scenario;
 use super::study::{GroupOutput, Progress, checkpoint, checkpoint_count};
 use crate::batch::{Batch, status};
+use crate::cpu::assembly::{AssemblyOptions, assemble_positions};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::unilateral::{
     Coefficients, ContactMode, ContactRecord, EventOptions, InstanceContacts, UnilateralContact,
@@ -85,6 +86,11 @@ pub(super) fn run_group(
         },
         ..EventOptions::default()
     };
+    let assembly_failed = if sc.simulation.assemble {
+        lift_out_of_planes(&mut batch, &ids)?
+    } else {
+        vec![false; n]
+    };
     let energy0: Vec<f64> = (0..n)
         .map(|i| batch.energy(i).unwrap_or(f64::NAN))
         .collect();
@@ -139,8 +145,7 @@ pub(super) fn run_group(
         }
         let mut row = vec![f64::from(flags), batch.time()[i]];
         if sc.simulation.assemble {
-            // Nothing bilateral to assemble: bodies start where they were drawn.
-            row.push(0.0);
+            row.push(f64::from(u8::from(assembly_failed[i])));
         }
         for b in bodies {
             row.extend_from_slice(&batch.q(*b)?[i]);
@@ -204,4 +209,39 @@ fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
         last_mode_change: new.last_mode_change.or(old.last_mode_change),
         impact_loss: old.impact_loss + new.impact_loss,
     }
+}
+
+/// `assemble = true` with unilateral contacts: an instance drawn with a contact inside its plane
+/// is moved out (position assembly on the normal rows of the contacts that penetrate, the
+/// others left out); a contact drawn apart or touching stays as drawn, and velocities are not
+/// touched (a body may start approaching or leaving its plane). Returns the instances whose
+/// assembly failed.
+fn lift_out_of_planes(batch: &mut Batch, ids: &[ConstraintId]) -> Result<Vec<bool>, CliError> {
+    let n = batch.len();
+    let mut penetrating = vec![vec![false; ids.len()]; n];
+    for (i, flags) in penetrating.iter_mut().enumerate() {
+        let state = batch.state_of(i);
+        let system = batch.assemble_with(i, &state, BaumgarteMode::Off);
+        if let Ok(space) = InstanceContacts::new(&system, batch.template(), ids) {
+            for (flag, s) in flags.iter_mut().zip(&space.separation) {
+                *flag = *s < 0.0;
+            }
+        }
+    }
+    for (i, flags) in penetrating.iter().enumerate() {
+        for (id, flag) in ids.iter().zip(flags) {
+            batch.set_enabled(*id, i, *flag)?;
+        }
+    }
+    let report = assemble_positions(batch, &AssemblyOptions::default())?;
+    for i in 0..n {
+        for id in ids {
+            batch.set_enabled(*id, i, true)?;
+        }
+    }
+    let mut failed = vec![false; n];
+    for i in report.failed {
+        failed[i] = true;
+    }
+    Ok(failed)
 }

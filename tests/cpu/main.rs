@@ -1,6 +1,7 @@
 //! The CPU test suite, one binary (each test binary links the whole crate, so one binary per
 //! suite keeps CI's link time down, as wgpu's tests do): conformance with Simbody and RBDL,
 //! time stepping, assembly, custom constraints, motion laws, environments, validation,
+//! unilateral contact,
 //! shaders (naga) and the `simbatch` command. A few tests here also run on a GPU when one is
 //! found (`common::device`); the GPU suite proper is `tests/gpu/`.
 //!

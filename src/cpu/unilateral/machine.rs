@@ -53,7 +53,8 @@ impl Machine<'_> {
 
     /// `ẏ` at `y` with the contacts in `modes`; a sliding contact slides along its slip while
     /// that is faster than `v_roll` and not reversed against `frozen` (its direction at the
-    /// step start), else along `frozen`. Also says whether such a stage was seen.
+    /// step start), else along `frozen` (so a slip that stops inside a step does not flip the
+    /// friction between stages).
     pub(super) fn derivative(
         &mut self,
         y: &[f64],

@@ -136,7 +136,7 @@ pub fn run_batch(
     use rayon::prelude::*;
     check(batch, duration, options)?;
     let shared: &Batch = batch;
-    let outcomes: Vec<Option<Result<(Vec<f64>, f64, EventRun)>>> = (0..shared.len())
+    let outcomes: Vec<Option<Result<Ended>>> = (0..shared.len())
         .into_par_iter()
         .map(|i| {
             (shared.status()[i] & status::HALTED == 0)
@@ -162,6 +162,9 @@ pub fn run_batch(
     batch.touch_state_columns();
     Ok(runs)
 }
+
+/// How one instance's run ended: its `y` (q, u), time and record.
+type Ended = (Vec<f64>, f64, EventRun);
 
 /// The checks every run makes before any work.
 fn check(batch: &Batch, duration: f64, options: &EventOptions) -> Result<()> {
@@ -202,7 +205,7 @@ fn simulate(
     contacts: &[UnilateralContact],
     duration: f64,
     options: &EventOptions,
-) -> Result<(Vec<f64>, f64, EventRun)> {
+) -> Result<Ended> {
     let state = batch.state_of(i);
     let nq = 7 * state.q.len();
     let mut y: Vec<f64> = state
