@@ -18,13 +18,14 @@ use crate::model::{BodyId, ConstraintId};
 use crate::step::{Integrator, Stabilization};
 
 /// The per-contact result columns of a unilateral contact, after `c{k}.`.
-pub const CONTACT_OUTPUTS: [&str; 6] = [
+pub const CONTACT_OUTPUTS: [&str; 7] = [
     "separation",
     "mode",
     "impacts",
     "first_impact_time",
     "last_mode_change_time",
     "impact_loss",
+    "friction_loss",
 ];
 
 /// A mode as a number in results: 0 open, 1 sticking (rolling), 2 sliding.
@@ -152,12 +153,18 @@ pub(super) fn run_group(
             row.extend_from_slice(&batch.u(*b)?[i]);
         }
         let [driven, applied] = batch.work()[i];
+        // What the contacts took (§7): with it, energy_error is the integration error alone.
+        let lost: f64 = records[i]
+            .iter()
+            .flatten()
+            .map(|r| r.impact_loss + r.friction_loss)
+            .sum();
         row.extend([
             energy,
             energy - energy0[i],
             driven,
             applied,
-            energy - energy0[i] - driven - applied,
+            energy - energy0[i] - driven - applied + lost,
         ]);
         // Violations of what the contacts enforce: penetration, and the speed of enforced rows.
         let state = batch.state_of(i);
@@ -190,8 +197,9 @@ pub(super) fn run_group(
                     r.first_impact.unwrap_or(nan),
                     r.last_mode_change.unwrap_or(nan),
                     r.impact_loss,
+                    r.friction_loss,
                 ]),
-                None => row.extend([separations[c], nan, nan, nan, nan, nan]),
+                None => row.extend([separations[c], nan, nan, nan, nan, nan, nan]),
             }
         }
         rows.push(row);
@@ -208,6 +216,7 @@ fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
         first_impact: old.first_impact.or(new.first_impact),
         last_mode_change: new.last_mode_change.or(old.last_mode_change),
         impact_loss: old.impact_loss + new.impact_loss,
+        friction_loss: old.friction_loss + new.friction_loss,
     }
 }
 

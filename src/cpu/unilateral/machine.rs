@@ -32,7 +32,8 @@ pub(super) struct Machine<'a> {
 }
 
 impl Machine<'_> {
-    /// The contact space at `y` (q then u of the free bodies).
+    /// The contact space at `y` (q then u of the free bodies, then one friction-loss integral
+    /// per contact, which the assembly does not read).
     pub(super) fn contacts_at(&mut self, y: &[f64]) -> Result<InstanceContacts> {
         for (k, q) in self.state.q.iter_mut().enumerate() {
             q.copy_from_slice(&y[7 * k..7 * k + 7]);
@@ -100,7 +101,16 @@ impl Machine<'_> {
             dy[7 * k..7 * k + 4].copy_from_slice(&quaternion_rate(&q[..4], &vec3(&u[..3])));
             dy[7 * k + 4..7 * k + 7].copy_from_slice(&u[3..6]);
         }
-        dy[self.nq..].copy_from_slice(udot.as_slice());
+        let nu = udot.len();
+        dy[self.nq..self.nq + nu].copy_from_slice(udot.as_slice());
+        // Per contact, the rate at which its force takes energy, λ · v over its rows (§7:
+        // sliding friction's μ_d |λ_z| |v_t|; zero to rounding when sticking or open).
+        for (rate, rows) in dy[self.nq + nu..].iter_mut().zip(contacts.space.contacts()) {
+            *rate = rows
+                .iter()
+                .map(|&r| multipliers[r] * contacts.velocity[r])
+                .sum();
+        }
         Ok(dy)
     }
 

@@ -71,6 +71,9 @@ pub struct ContactRecord {
     pub last_mode_change: Option<f64>,
     /// Energy it took in impacts and projections.
     pub impact_loss: f64,
+    /// Energy its force took while closed, `∫ λ · v dt` over its rows: sliding friction's
+    /// `∫ μ_d |λ_z| |v_t| dt` (§7), integrated with the state.
+    pub friction_loss: f64,
 }
 
 /// One located event.
@@ -215,6 +218,9 @@ fn simulate(
         .chain(state.u.iter().flatten())
         .copied()
         .collect();
+    let nu = y.len() - nq;
+    // Each contact's friction loss, integrated with the state.
+    y.extend(std::iter::repeat_n(0.0, contacts.len()));
     let gravity = vec3(&batch.gravity_column()[i]).norm();
     let mut machine = Machine {
         batch,
@@ -249,6 +255,7 @@ fn simulate(
                 first_impact: None,
                 last_mode_change: None,
                 impact_loss: 0.0,
+                friction_loss: 0.0,
             };
             contacts.len()
         ],
@@ -336,8 +343,10 @@ fn simulate(
             });
         }
     }
-    for (record, mode) in run.contacts.iter_mut().zip(&modes) {
+    for ((record, mode), loss) in run.contacts.iter_mut().zip(&modes).zip(&y[nq + nu..]) {
         record.mode = *mode;
+        record.friction_loss = *loss;
     }
+    y.truncate(nq + nu);
     Ok((y, t, run))
 }

@@ -96,7 +96,21 @@ fn a_ball_launched_without_spin_slides_then_rolls_at_five_sevenths() {
     // Energy: m v₀² / 7 lost, all of it to friction but the projection's sliver.
     let energy = 0.5 * u[3] * u[3] + 0.5 * 0.004 * u[1] * u[1];
     close(4.5 - energy, 1.2857142857, 1e-8, "loss");
-    assert!(run.contacts[0].impact_loss >= 0.0 && run.contacts[0].impact_loss < 1e-6);
+    let record = run.contacts[0];
+    assert!(record.impact_loss >= 0.0 && record.impact_loss < 1e-6);
+    // §7's books balance: friction took μ_d m g × the slip length, the projection the rest.
+    close(
+        record.friction_loss + record.impact_loss,
+        1.2857142857,
+        1e-8,
+        "losses",
+    );
+    close(
+        record.friction_loss,
+        0.2 * 9.81 * 0.6553079948,
+        1e-6,
+        "friction × slip length",
+    );
 }
 
 /// A uniform brick (m = 3, half-dims 0.4 along the slope × 0.25 × 0.1 normal) resting on Ground's
@@ -245,6 +259,7 @@ fn an_elastic_frictionless_ball_keeps_its_energy_and_random_drops_never_gain() {
     assert!(run.contacts[0].impacts >= 4, "{:?}", run.contacts);
     close(energy(&batch), e0, 1e-9, "elastic frictionless energy");
     assert!(run.contacts[0].impact_loss.abs() < 1e-9);
+    assert!(run.contacts[0].friction_loss.abs() < 1e-9);
 
     // Random drops with spin, e and μ: energy never rises, the ball ends on or above its plane.
     let mut seed = 17u64;
@@ -277,12 +292,15 @@ fn an_elastic_frictionless_ball_keeps_its_energy_and_random_drops_never_gain() {
         let run = run_instance(&mut batch, 0, &contacts, 1.5, &options).unwrap();
         let e1 = energy(&batch);
         assert!(e1 <= e0 + 1e-9, "case {case}: {e0} → {e1}");
+        // §7: E(t) + Σ losses = E(0) to integrator accuracy.
+        let record = run.contacts[0];
         close(
-            e0 - e1 - run.contacts[0].impact_loss,
-            e0 - e1 - run.contacts[0].impact_loss,
-            0.0,
-            "",
+            e0 - e1,
+            record.impact_loss + record.friction_loss,
+            1e-6,
+            "energy books",
         );
+        assert!(record.friction_loss >= -1e-9, "case {case}");
         let z = batch.q(ball).unwrap()[0][6];
         assert!(z >= 0.1 - 1e-4, "case {case}: below the plane at {z}");
     }

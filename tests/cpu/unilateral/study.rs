@@ -95,6 +95,11 @@ fn a_study_of_drops_meets_each_instances_closed_form() {
         let lost = -v[col(&columns, "energy_change")];
         assert!(lost >= -1e-9, "instance {index}: energy rose by {}", -lost);
         assert!(v[col(&columns, "c0.impact_loss")] <= lost + 1e-9);
+        // The books balance: what impacts and friction took is what the energy lost.
+        assert!(
+            v[col(&columns, "energy_error")].abs() < 1e-6,
+            "instance {index}"
+        );
         assert!(
             v[col(&columns, "c0.separation")] >= -1e-4,
             "on or above the plane"
@@ -173,6 +178,11 @@ backend = "cpu"
             1e-8,
             "m v₀² / 7 lost",
         );
+        assert!(
+            v[col(&columns, "energy_error")].abs() < 1e-8,
+            "instance {index}"
+        );
+        assert!(v[col(&columns, "c0.friction_loss")] > 0.99 * v0 * v0 / 7.0);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
