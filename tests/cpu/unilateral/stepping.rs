@@ -1,8 +1,9 @@
-//! Event-driven stepping (`cpu::unilateral::run_instance`) against the closed forms of
-//! `unilateral.md` §9 (a) (a ball dropped with restitution: impact times and speeds, losses, rest
-//! after Zeno capture) and (b) (a ball launched without spin: slip ends at t*, then it rolls at
-//! 5/7 v₀), through the engine's own `SphereOnPlaneContact` rows.
-
+//! Event-driven stepping (`cpu::unilateral::run_instance`, `run_batch`) against the closed
+//! forms of `unilateral.md` §9 — (a) a ball dropped with restitution: impact times and speeds,
+//! losses, rest after Zeno capture; (b) a ball launched without spin: slip ends at t*, then it
+//! rolls at 5/7 v₀; (c) a sphere and (d) a brick on inclines over time — through the engine's own
+//! `SphereOnPlaneContact` rows; energy books; bit-identity across thread counts; isolation of a
+//! failing instance.
 use simbatch::cpu::unilateral::{
     Coefficients, ContactMode, EventOptions, UnilateralContact, run_instance,
 };
@@ -304,4 +305,96 @@ fn an_elastic_frictionless_ball_keeps_its_energy_and_random_drops_never_gain() {
         let z = batch.q(ball).unwrap()[0][6];
         assert!(z >= 0.1 - 1e-4, "case {case}: below the plane at {z}");
     }
+}
+
+/// A batch of balls dropped and thrown with different coefficients per instance.
+fn thrown_balls(n: usize) -> (simbatch::prelude::Batch, Vec<Vec<UnilateralContact>>) {
+    use simbatch::prelude::*;
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    let contact = t
+        .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1))
+        .unwrap();
+    let mut batch = Batch::new(t, n).unwrap();
+    let mut contacts = Vec::new();
+    for i in 0..n {
+        let x = i as f64 / n as f64;
+        batch.set_gravity(i, [0.0, 0.0, -9.81]).unwrap();
+        batch
+            .set_mass_properties(
+                ball,
+                i,
+                1.0 + x,
+                [0.0; 3],
+                // A solid ball of radius 0.1: 2/5 m r².
+                [
+                    0.004 * (1.0 + x),
+                    0.004 * (1.0 + x),
+                    0.004 * (1.0 + x),
+                    0.0,
+                    0.0,
+                    0.0,
+                ],
+            )
+            .unwrap();
+        batch
+            .set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1 + 0.8 * x])
+            .unwrap();
+        batch
+            .set_u(ball, i, [3.0 * x, -2.0, 1.0, 2.0 - 3.0 * x, 1.0, -x])
+            .unwrap();
+        contacts.push(vec![UnilateralContact {
+            constraint: contact,
+            coefficients: Coefficients::new(0.9 * x, 0.5, 0.5 * x).unwrap(),
+        }]);
+    }
+    (batch, contacts)
+}
+
+#[test]
+fn a_batch_runs_bit_identically_on_any_thread_count_and_a_failing_instance_is_flagged_alone() {
+    use simbatch::cpu::unilateral::run_batch;
+    use simbatch::prelude::{BodyId, status};
+    let ball = BodyId::new(1);
+    let mut states = Vec::new();
+    for threads in [1, 3] {
+        let (mut batch, contacts) = thrown_balls(17);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let runs = pool
+            .install(|| {
+                run_batch(
+                    &mut batch,
+                    &|i| contacts[i].clone(),
+                    1.0,
+                    &EventOptions::default(),
+                )
+            })
+            .unwrap();
+        assert!(runs.iter().all(Option::is_some));
+        assert!(batch.status().iter().all(|s| *s == status::OK));
+        states.push((
+            batch.q(ball).unwrap().to_vec(),
+            batch.u(ball).unwrap().to_vec(),
+            runs,
+        ));
+    }
+    assert_eq!(states[0], states[1], "1 thread and 3 threads differ");
+    // An instance past its event budget fails alone: flagged, its state kept; the others run.
+    let (mut batch, contacts) = thrown_balls(4);
+    let q0 = batch.q(ball).unwrap().to_vec();
+    let options = EventOptions {
+        max_events: 3,
+        ..EventOptions::default()
+    };
+    // Instance 3 bounces with e = 0.675 (many events); instance 0 has e = 0 and lands once.
+    let runs = run_batch(&mut batch, &|i| contacts[i].clone(), 2.0, &options).unwrap();
+    assert!(runs[0].is_some());
+    assert!(runs[3].is_none());
+    assert_eq!(batch.status()[3], status::STEP_FAILED);
+    assert_eq!(batch.q(ball).unwrap()[3], q0[3]);
+    assert_eq!(batch.status()[0], status::OK);
+    close(batch.time()[0], 2.0, 1e-12, "instance 0 ran to the end");
 }
