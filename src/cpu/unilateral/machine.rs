@@ -144,7 +144,8 @@ impl Machine<'_> {
         Ok(out)
     }
 
-    /// Whether the step from `(y_a, contacts_a)` to `y_b` contains an event, given the modes.
+    /// Whether the step from `(y_a, contacts_a)` to `y_b` contains an event, given the modes,
+    /// and the contacts at `y_b` (the next step's start, when there is none).
     pub(super) fn has_event(
         &mut self,
         a: &InstanceContacts,
@@ -152,7 +153,7 @@ impl Machine<'_> {
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-    ) -> Result<bool> {
+    ) -> Result<(bool, InstanceContacts)> {
         let b = self.contacts_at(y_b)?;
         let mut closed = Vec::with_capacity(modes.len());
         for (k, (rows, mode)) in b.space.contacts().iter().zip(modes).enumerate() {
@@ -162,7 +163,7 @@ impl Machine<'_> {
                     let (s_a, v_a) = (a.separation[k], a.velocity[z]);
                     let (s_b, v_b) = (b.separation[k], b.velocity[z]);
                     if s_b <= 0.0 || hermite_minimum(s_a, v_a, s_b, v_b, h) <= 0.0 {
-                        return Ok(true);
+                        return Ok((true, b));
                     }
                 }
                 ContactMode::Slide { .. } => {
@@ -170,7 +171,7 @@ impl Machine<'_> {
                     // Signed, so a slip that passed through zero is seen too.
                     let along = b.velocity[x] * d[0] + b.velocity[y] * d[1];
                     if self.armed[k] && along <= self.tol.v_roll {
-                        return Ok(true);
+                        return Ok((true, b));
                     }
                 }
                 ContactMode::Stick => {}
@@ -178,10 +179,11 @@ impl Machine<'_> {
             closed.push(*mode != ContactMode::Open);
         }
         let determined = self.modes_of(&b, modes, &closed)?;
-        Ok(determined
+        let changed = determined
             .iter()
             .zip(modes)
-            .any(|(new, old)| std::mem::discriminant(new) != std::mem::discriminant(old)))
+            .any(|(new, old)| std::mem::discriminant(new) != std::mem::discriminant(old));
+        Ok((changed, b))
     }
 
     /// The modes determined at `contacts` from `modes`, touching where `touching`.

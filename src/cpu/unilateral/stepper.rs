@@ -266,9 +266,14 @@ fn simulate(
     let t_end = t + duration;
     let mut modes = vec![ContactMode::Open; contacts.len()];
     settle(&mut machine, &mut y, t, &mut modes, &mut run, options, true)?;
+    let mut start = None;
     while t < t_end {
         let h = options.step.min(t_end - t);
-        let a = machine.contacts_at(&y)?;
+        // The previous step's end, when no event intervened, is this step's start.
+        let a = match start.take() {
+            Some(a) => a,
+            None => machine.contacts_at(&y)?,
+        };
         // A sliding contact whose slip has exceeded v_roll may stick again from now on.
         for ((rows, mode), armed) in a
             .space
@@ -302,10 +307,12 @@ fn simulate(
             })
             .collect();
         let y_b = machine.rk4(&y, h, &modes, &frozen)?;
-        if !machine.has_event(&a, &y_b, h, &modes, &frozen)? {
+        let (event, b) = machine.has_event(&a, &y_b, h, &modes, &frozen)?;
+        if !event {
             y = y_b;
             t += h;
             run.steps += 1;
+            start = Some(b);
             continue;
         }
         // Bisection on real steps from the step start: the event lies in (lo, hi].
@@ -316,7 +323,7 @@ fn simulate(
             }
             let mid = 0.5 * (lo + hi);
             let y_mid = machine.rk4(&y, mid, &modes, &frozen)?;
-            if machine.has_event(&a, &y_mid, mid, &modes, &frozen)? {
+            if machine.has_event(&a, &y_mid, mid, &modes, &frozen)?.0 {
                 hi = mid;
                 y_hi = y_mid;
             } else {

@@ -4,6 +4,7 @@
 //! rolls at 5/7 v₀; (c) a sphere and (d) a brick on inclines over time — through the engine's own
 //! `SphereOnPlaneContact` rows; energy books; bit-identity across thread counts; isolation of a
 //! failing instance.
+
 use simbatch::cpu::unilateral::{
     Coefficients, ContactMode, EventOptions, UnilateralContact, run_instance,
 };
