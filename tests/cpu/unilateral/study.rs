@@ -246,3 +246,37 @@ fn unilateral_scenario_errors_name_the_field() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped example study runs (scaled down): every instance ends finite, unflagged, on or
+/// above its plane, with its energy books balanced.
+#[test]
+fn the_bouncing_balls_example_runs_clean() {
+    let text = include_str!("../../../examples/scenarios/bouncing_balls.toml")
+        .replacen("instances = 2000", "instances = 40", 1)
+        .replacen("duration = 3.0", "duration = 1.5", 1);
+    assert!(text.contains("instances = 40") && text.contains("duration = 1.5"));
+    let scenario = Scenario::parse("bouncing_balls.toml", &text).unwrap();
+    let dir = scratch("bouncing");
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = results(&dir.join("out"), "results.csv");
+    assert_eq!(rows.len(), 40);
+    let mut impacts = 0.0;
+    for (index, v) in &rows {
+        assert_eq!(v[col(&columns, "status")], 0.0, "instance {index}");
+        assert!(
+            v[col(&columns, "c0.separation")] >= -1e-4,
+            "instance {index}"
+        );
+        assert!(
+            v[col(&columns, "energy_change")] <= 1e-9,
+            "instance {index}"
+        );
+        assert!(
+            v[col(&columns, "energy_error")].abs() < 1e-5,
+            "instance {index}"
+        );
+        impacts += v[col(&columns, "c0.impacts")];
+    }
+    assert!(impacts >= 40.0, "the balls bounce: {impacts} impacts");
+    let _ = std::fs::remove_dir_all(&dir);
+}
