@@ -10,8 +10,9 @@ with the GIL released while the physics runs::
     for _ in range(100):
         obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 
-The environments are also registered with Gymnasium as ``simbatch/BallOnPlate-v0`` and
-``simbatch/BrickPush-v0``: ``gymnasium.make_vec(id, num_envs, vectorization_mode=
+The environments are also registered with Gymnasium as ``simbatch/BallOnPlate-v0``,
+``simbatch/BrickPush-v0`` and ``simbatch/BallToss-v0`` (a ball tossed at a target, bouncing and
+rolling on unilateral contact): ``gymnasium.make_vec(id, num_envs, vectorization_mode=
 "vector_entry_point", ...)`` gives this ``VectorEnv``, ``gymnasium.make(id)`` one :class:`Env`.
 
 Each ``step`` returns freshly allocated arrays that the Rust core writes into directly (no
@@ -91,7 +92,8 @@ class VectorEnv(gym.vector.VectorEnv):
     """``num_envs`` environments of one simbatch task, stepped in one call.
 
     Args:
-        env_id: one of :func:`env_ids` (``"BallOnPlate-v0"``, ``"BrickPush-v0"``).
+        env_id: one of :func:`env_ids` (``"BallOnPlate-v0"``, ``"BrickPush-v0"``,
+            ``"BallToss-v0"``).
         num_envs: number of environments (≥ 1).
         autoreset_mode: Gymnasium's ``AutoresetMode`` (or its name); default next-step.
         backend: ``"cpu"`` (f64), ``"gpu"`` or ``"auto"`` (GPU if a hardware adapter opens).

@@ -24,12 +24,14 @@
 //! table documents their observations, actions, rewards and termination.
 
 pub mod ball_on_plate;
+pub mod ball_toss;
 pub mod brick_push;
 mod vector;
 
 pub use vector::{EnvOptions, StepOut, VectorEnv};
 
 use crate::batch::Batch;
+use crate::cpu::unilateral::UnilateralContact;
 use crate::error::{Error, Result};
 use crate::model::SystemTemplate;
 use crate::sample::{self, Scalar};
@@ -217,10 +219,19 @@ pub trait Task: Send + Sync {
     /// The reward of the transition just made with `action`, and whether the episode
     /// terminated (reached a terminal state of the task).
     fn outcome(&self, batch: &Batch, env: usize, task: &[f64], action: &[f32]) -> (f32, bool);
+
+    /// The unilateral contacts of environment `env`, with its coefficients, for a task whose
+    /// contacts bounce, slide and lift off: its environments are then stepped event-driven on
+    /// the CPU ([`cpu::unilateral::run_batch`](crate::cpu::unilateral::run_batch)) instead of by
+    /// the backend's stepper. `None` (the default): every constraint is bilateral.
+    fn unilateral_contacts(&self, env: usize, task: &[f64]) -> Option<Vec<UnilateralContact>> {
+        let _ = (env, task);
+        None
+    }
 }
 
 /// The names of the built-in tasks, for [`make_task`].
-pub const TASK_NAMES: [&str; 2] = ["BallOnPlate-v0", "BrickPush-v0"];
+pub const TASK_NAMES: [&str; 3] = ["BallOnPlate-v0", "BrickPush-v0", "BallToss-v0"];
 
 /// A built-in task by name ([`TASK_NAMES`]) with its default settings changed by `settings`
 /// (field name and value, as the tasks' `Config::set` take them).
@@ -240,10 +251,17 @@ pub fn make_task(name: &str, settings: &[(String, Scalar)]) -> Result<Box<dyn Ta
             }
             Ok(Box::new(brick_push::BrickPush::new(config)?))
         }
+        "BallToss-v0" => {
+            let mut config = ball_toss::BallTossConfig::default();
+            for (field, value) in settings {
+                config.set(field, value.clone())?;
+            }
+            Ok(Box::new(ball_toss::BallToss::new(config)?))
+        }
         other => Err(Error::BadChoice {
             what: "environment",
             value: other.to_string(),
-            accepted: "BallOnPlate-v0, BrickPush-v0",
+            accepted: "BallOnPlate-v0, BrickPush-v0, BallToss-v0",
         }),
     }
 }

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use super::*;
 use crate::backend::{Backend, Stepper};
 use crate::batch::{Batch, status};
+use crate::cpu::unilateral::{EventOptions, run_batch};
 use crate::error::{Error, Result, try_filled};
 use crate::gpu::{GpuDevice, Precision};
 
@@ -347,7 +348,27 @@ impl VectorEnv {
                 )?;
             }
         }
-        self.stepper.step(&mut self.batch, self.spec.substeps)?;
+        let width = self.task.task_width();
+        if self
+            .task
+            .unilateral_contacts(0, &self.task_values[..width])
+            .is_some()
+        {
+            // Contacts that bounce and slide: event-driven on the CPU, each environment with its
+            // own coefficients. An environment that fails is flagged and truncated below.
+            let (task, values) = (&*self.task, &self.task_values);
+            let contacts = |i: usize| {
+                task.unilateral_contacts(i, &values[i * width..(i + 1) * width])
+                    .unwrap_or_default()
+            };
+            let options = EventOptions {
+                step: self.spec.control_dt / self.spec.substeps as f64,
+                ..EventOptions::default()
+            };
+            run_batch(&mut self.batch, &contacts, self.spec.control_dt, &options)?;
+        } else {
+            self.stepper.step(&mut self.batch, self.spec.substeps)?;
+        }
 
         // Outcomes of the environments that were stepped.
         let task = &*self.task;
