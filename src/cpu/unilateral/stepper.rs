@@ -41,7 +41,9 @@ pub struct EventOptions {
     pub capture_speed: f64,
     /// The user's floor for the stick speed `v_roll` (0: §8's default).
     pub roll_speed: f64,
-    /// Most events in one call; the call stops with an error past it.
+    /// Most events per instance in one call: past it the instance's run fails
+    /// ([`run_instance`] returns the error, [`run_batch`] flags the instance
+    /// `status::STEP_FAILED` and keeps its state).
     pub max_events: usize,
 }
 
@@ -83,7 +85,7 @@ pub struct Event {
     pub time: f64,
     /// Normal speed of the fastest approaching contact before an impact (0 otherwise).
     pub approach_speed: f64,
-    /// The contacts' modes after it.
+    /// Whether some contact's mode (open, sticking, sliding) changed at it.
     pub modes_changed: bool,
 }
 
