@@ -98,6 +98,11 @@ pub struct EventRun {
     pub events: Vec<Event>,
     /// RK4 steps committed.
     pub steps: usize,
+    /// Deepest penetration of a contact into its plane at the end (m, ≥ 0).
+    pub penetration: f64,
+    /// The penetration exceeds `p_tol` (the constraint tolerance): [`run_batch`] flags the
+    /// instance `status::CONSTRAINT_VIOLATED`.
+    pub violated: bool,
 }
 
 /// Runs instance `i` of `batch` for `duration` with `contacts` as unilateral contacts (every
@@ -131,7 +136,8 @@ pub fn run_instance(
 /// unilateral contacts `contacts(i)` (their coefficients may differ per instance), as
 /// [`run_instance`] does one. Returns each instance's record, `None` for an instance that was
 /// already halted (its status bits) or failed now — its state is kept and it is flagged
-/// `status::STEP_FAILED`. Results do not depend on the thread count.
+/// `status::STEP_FAILED`; one that ends inside a plane deeper than `p_tol` is flagged
+/// `status::CONSTRAINT_VIOLATED`. Results do not depend on the thread count.
 pub fn run_batch(
     batch: &mut Batch,
     contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
@@ -154,7 +160,12 @@ pub fn run_batch(
         match outcome {
             Some(Ok((mut y, t, run))) => {
                 y.extend_from_slice(&state.work);
-                batch.store_values(i, t, &y, 0);
+                let flags = if run.violated {
+                    status::CONSTRAINT_VIOLATED
+                } else {
+                    0
+                };
+                batch.store_values(i, t, &y, flags);
                 runs.push(Some(run));
             }
             Some(Err(_)) => {
@@ -263,6 +274,8 @@ fn simulate(
         ],
         events: Vec::new(),
         steps: 0,
+        penetration: 0.0,
+        violated: false,
     };
     let mut t = machine.state.time;
     let t_end = t + duration;
@@ -356,6 +369,10 @@ fn simulate(
         record.mode = *mode;
         record.friction_loss = *loss;
     }
+    // The deepest penetration at the end: beyond p_tol the instance broke its contacts.
+    let end = machine.contacts_at(&y)?;
+    run.penetration = end.separation.iter().fold(0.0f64, |m, s| m.max(-s));
+    run.violated = run.penetration > machine.tol.p_tol;
     y.truncate(nq + nu);
     Ok((y, t, run))
 }

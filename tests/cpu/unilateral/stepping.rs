@@ -353,7 +353,8 @@ fn thrown_balls(n: usize) -> (simbatch::prelude::Batch, Vec<Vec<UnilateralContac
 }
 
 #[test]
-fn a_batch_runs_bit_identically_on_any_thread_count_and_a_failing_instance_is_flagged_alone() {
+fn a_batch_runs_bit_identically_on_any_thread_count_and_failing_or_sunk_instances_are_flagged_alone()
+ {
     use simbatch::cpu::unilateral::run_batch;
     use simbatch::prelude::{BodyId, status};
     let ball = BodyId::new(1);
@@ -398,4 +399,25 @@ fn a_batch_runs_bit_identically_on_any_thread_count_and_a_failing_instance_is_fl
     assert_eq!(batch.q(ball).unwrap()[3], q0[3]);
     assert_eq!(batch.status()[0], status::OK);
     close(batch.time()[0], 2.0, 1e-12, "instance 0 ran to the end");
+    // An instance left sunk 5 cm into its plane (drawn there, at rest) is flagged, not fine.
+    let (mut batch, contacts) = thrown_balls(3);
+    batch
+        .set_q(ball, 1, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05])
+        .unwrap();
+    batch.set_u(ball, 1, [0.0; 6]).unwrap();
+    let runs = run_batch(
+        &mut batch,
+        &|i| contacts[i].clone(),
+        0.5,
+        &EventOptions::default(),
+    )
+    .unwrap();
+    let sunk = runs[1].as_ref().unwrap();
+    assert!(sunk.violated);
+    close(sunk.penetration, 0.05, 1e-9, "penetration");
+    assert_eq!(batch.status()[1], status::CONSTRAINT_VIOLATED);
+    for i in [0, 2] {
+        assert_eq!(batch.status()[i], status::OK);
+        assert!(!runs[i].as_ref().unwrap().violated);
+    }
 }
