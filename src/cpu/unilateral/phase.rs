@@ -191,7 +191,8 @@ pub(crate) fn phase(
     let mut direction_unconverged = false;
     let mut jammed = vec![false; contacts.len()];
     let rounds = 4 * contacts.len() + 4;
-    for round in 0..=rounds {
+    let mut round = 0;
+    loop {
         let (impulse, velocity, settled) =
             settle_directions(space, v_s, &mut sets, &known, &mut jammed, v_roll);
         direction_unconverged |= !settled;
@@ -273,8 +274,8 @@ pub(crate) fn phase(
                 sets[i] = set;
             }
         }
+        round += 1;
     }
-    unreachable!("the last round returns")
 }
 
 /// Whether sliding along `direction` with `mu` leaves the normal row an effective mass
