@@ -350,6 +350,20 @@ pub fn run_study(
     study::check_fits(scenario, &range)?;
     study::validate(scenario, range.clone())?;
     let (runner, backend_text) = Runner::resolve(backend, scenario.simulation.precision)?;
+    // Unilateral contacts run on the event-driven CPU path whatever was asked: say so.
+    let (runner, backend_text) = if scenario
+        .constraints
+        .iter()
+        .any(|c| c.unilateral().is_some())
+        && matches!(runner, Runner::Gpu(_))
+    {
+        (
+            Runner::Cpu,
+            format!("cpu (unilateral contacts run on the CPU; {backend_text} not used)"),
+        )
+    } else {
+        (runner, backend_text)
+    };
     // Say what ran: the CPU path is f64 whatever the scenario asked of a GPU.
     let precision = match runner {
         Runner::Cpu => "f64".to_string(),
