@@ -28,7 +28,7 @@ use nalgebra::Vector3;
 
 use super::{
     BoxSpace, CommonSettings, Draws, EnvSpec, Task, check_common_settings, check_setting,
-    fixed_setting, unknown_setting,
+    fixed_setting, reset_solid_ball, unknown_setting,
 };
 use crate::batch::Batch;
 use crate::constraints::SphereOnPlaneContact;
@@ -363,28 +363,7 @@ impl Task for BallOnPlate {
             env,
             [1.0, 0.0, 0.0, 0.0, centre.x, centre.y, centre.z],
         )?;
-        batch.set_u(self.ball, env, [0.0; 6])?;
-        let moment = 0.4 * mass * radius * radius;
-        batch.set_mass_properties(
-            self.ball,
-            env,
-            mass,
-            [0.0; 3],
-            [moment, moment, moment, 0.0, 0.0, 0.0],
-        )?;
-        batch.set_applied_force(self.ball, env, [0.0; 3])?;
-        batch.set_applied_torque(self.ball, env, [0.0; 3])?;
-        batch.set_param(self.contact, "radius", env, &[radius])?;
-        batch.set_param(self.contact, "sphere_center", env, &[0.0; 3])?;
-        batch.set_param(
-            self.contact,
-            "plane_frame",
-            env,
-            &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        )?;
-        batch.set_enabled(self.contact, env, true)?;
-        batch.set_gravity(env, [0.0, 0.0, -c.gravity])?;
-        Ok(())
+        reset_solid_ball(batch, env, self.ball, self.contact, mass, radius, c.gravity)
     }
 
     fn apply_action(

@@ -33,7 +33,7 @@ pub use vector::{EnvOptions, StepOut, VectorEnv};
 use crate::batch::Batch;
 use crate::cpu::unilateral::UnilateralContact;
 use crate::error::{Error, Result};
-use crate::model::SystemTemplate;
+use crate::model::{BodyId, ConstraintId, SystemTemplate};
 use crate::sample::{self, Scalar};
 use crate::step::{Integrator, Stabilization, StepOptions};
 
@@ -264,6 +264,43 @@ pub fn make_task(name: &str, settings: &[(String, Scalar)]) -> Result<Box<dyn Ta
             accepted: "BallOnPlate-v0, BrickPush-v0, BallToss-v0",
         }),
     }
+}
+
+/// The per-episode columns of a solid ball (uniform, COM at its centre) and its
+/// `SphereOnPlaneContact` that every ball task writes on reset, so nothing of the previous
+/// episode survives: at rest, `mass` and `radius` (inertia `2/5 m r²`), no applied force or
+/// torque, sphere centre at the ball's origin, plane frame = the plane body's frame, contact
+/// enabled, gravity `−gravity` along Ground z. The caller sets the pose.
+pub(crate) fn reset_solid_ball(
+    batch: &mut Batch,
+    env: usize,
+    ball: BodyId,
+    contact: ConstraintId,
+    mass: f64,
+    radius: f64,
+    gravity: f64,
+) -> Result<()> {
+    batch.set_u(ball, env, [0.0; 6])?;
+    let moment = 0.4 * mass * radius * radius;
+    batch.set_mass_properties(
+        ball,
+        env,
+        mass,
+        [0.0; 3],
+        [moment, moment, moment, 0.0, 0.0, 0.0],
+    )?;
+    batch.set_applied_force(ball, env, [0.0; 3])?;
+    batch.set_applied_torque(ball, env, [0.0; 3])?;
+    batch.set_param(contact, "radius", env, &[radius])?;
+    batch.set_param(contact, "sphere_center", env, &[0.0; 3])?;
+    batch.set_param(
+        contact,
+        "plane_frame",
+        env,
+        &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    )?;
+    batch.set_enabled(contact, env, true)?;
+    batch.set_gravity(env, [0.0, 0.0, -gravity])
 }
 
 /// The number of a setting that is not drawn per episode (`Scalar::Fixed`).
