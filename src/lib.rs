@@ -46,6 +46,7 @@ pub mod gpu;
 pub mod math;
 pub mod model;
 pub mod motion;
+pub mod render;
 pub mod resources;
 pub mod sample;
 pub mod scenarios;

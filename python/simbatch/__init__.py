@@ -99,6 +99,11 @@ class VectorEnv(gym.vector.VectorEnv):
         backend: ``"cpu"`` (f64), ``"gpu"`` or ``"auto"`` (GPU if a hardware adapter opens).
         precision: ``"f32"`` or ``"f64"`` on the GPU.
         settings: task settings to change (see the README's environment table).
+        render_mode: ``None`` or ``"rgb_array"``: :meth:`render` then returns a tuple of
+            ``(height, width, 3)`` uint8 pictures, one per environment (the first
+            ``render_envs``), drawn on the CPU from a fixed camera on the task's workspace.
+        render_size: ``(width, height)`` of a picture in pixels (default 640 × 480).
+        render_envs: how many environments :meth:`render` draws (default: all, at most 16).
 
     Seeding follows Gymnasium: ``reset(seed=s)`` gives environment ``i`` the seed ``s + i``
     (a list gives each its own); later resets and autoresets draw the next episode of that
@@ -109,7 +114,7 @@ class VectorEnv(gym.vector.VectorEnv):
     ``info["nonfinite"]`` flags environments truncated because their state went non-finite.
     """
 
-    metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
@@ -120,7 +125,12 @@ class VectorEnv(gym.vector.VectorEnv):
         backend: str = "cpu",
         precision: str = "f32",
         settings: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+        render_size: tuple[int, int] = (640, 480),
+        render_envs: int | None = None,
     ):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode = {render_mode!r}; accepted: None, 'rgb_array'")
         mode = _mode_name(autoreset_mode)
         self._core = _simbatch.Core(env_id, _count("num_envs", num_envs), mode, backend, precision, settings)
         self.num_envs = self._core.num_envs
@@ -129,7 +139,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.metadata = {
-            "render_modes": [],
+            "render_modes": ["rgb_array"],
+            "render_fps": 1.0 / self._core.control_dt,
             "autoreset_mode": {v: k for k, v in _MODES.items()}[mode],
             "env_id": env_id,
             "control_dt": self._core.control_dt,
@@ -137,7 +148,9 @@ class VectorEnv(gym.vector.VectorEnv):
             "action_names": list(self._core.action_names),
         }
         self.spec = None
-        self.render_mode = None
+        self.render_mode = render_mode
+        self._render_size = (_count("render_size[0]", render_size[0]), _count("render_size[1]", render_size[1]))
+        self._render_envs = min(self.num_envs, 16) if render_envs is None else min(self.num_envs, _count("render_envs", render_envs))
         self.closed = False
         self._od = self.single_observation_space.shape[0]
         self._mode = mode
@@ -211,6 +224,18 @@ class VectorEnv(gym.vector.VectorEnv):
             info["nonfinite"], info["_nonfinite"] = nonfinite, nonfinite.copy()
         return info
 
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """With ``render_mode="rgb_array"``: a ``(height, width, 3)`` uint8 picture of each of
+        the first ``render_envs`` environments now; ``None`` without a render mode."""
+        if self.render_mode is None:
+            return None
+        width, height = self._render_size
+        return tuple(self._core.render(i, width, height) for i in range(self._render_envs))
+
+    def render_env(self, env: int, width: int = 640, height: int = 480) -> np.ndarray:
+        """Environment ``env`` now as a ``(height, width, 3)`` uint8 picture (any render mode)."""
+        return self._core.render(env, width, height)
+
     def close_extras(self, **kwargs: Any) -> None:
         self._core = None
 
@@ -283,12 +308,19 @@ class Env(gym.Env):
     autoreset disabled), for tools that take single environments, e.g. Gymnasium's
     ``check_env``."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, env_id: str = "BallOnPlate-v0", **kwargs: Any):
-        self._vec = VectorEnv(env_id, 1, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
+    def __init__(self, env_id: str = "BallOnPlate-v0", render_mode: str | None = None, **kwargs: Any):
+        self._vec = VectorEnv(env_id, 1, autoreset_mode=AutoresetMode.DISABLED, render_mode=render_mode, **kwargs)
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
+        self.render_mode = render_mode
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": self._vec.metadata["render_fps"]}
+
+    def render(self) -> np.ndarray | None:
+        """With ``render_mode="rgb_array"``: a ``(height, width, 3)`` uint8 picture now."""
+        frames = self._vec.render()
+        return None if frames is None else frames[0]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)

@@ -583,6 +583,23 @@ impl Core {
         env.batch_mut().set_gravity_column(&rows).map_err(py_err)
     }
 
+    /// Environment `env` now as a `(height, width, 3)` uint8 RGB array (Gymnasium's
+    /// `rgb_array`), drawn on the CPU with the GIL released.
+    fn render<'py>(
+        &self,
+        py: Python<'py>,
+        env: usize,
+        width: usize,
+        height: usize,
+    ) -> PyResult<Bound<'py, numpy::PyArray3<u8>>> {
+        let guard = self.lock()?;
+        let canvas = py
+            .detach(|| guard.render(env, width, height))
+            .map_err(py_err)?;
+        let (w, h) = (canvas.width(), canvas.height());
+        PyArray1::from_vec(py, canvas.into_pixels()).reshape([h, w, 3])
+    }
+
     /// Each environment's simulated time in its episode.
     fn get_time<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let env = self.lock()?;

@@ -324,3 +324,22 @@ def test_registered_with_gymnasium():
     check_env(single.unwrapped, skip_render_check=True)
     obs, _ = single.reset(seed=4)
     np.testing.assert_array_equal(obs, simbatch.VectorEnv("BallOnPlate-v0", 1).reset(seed=4)[0][0])
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_rgb_array_rendering(env_id):
+    # Gymnasium's convention: an (H, W, 3) uint8 picture; the env checker checks it too.
+    env = gym.make(f"simbatch/{env_id}", render_mode="rgb_array")
+    env.reset(seed=1)
+    frame = env.render()
+    assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.shape == (480, 640, 3)
+    background = np.array([246, 246, 244], dtype=np.uint8)
+    assert (frame != background).any(axis=2).sum() > 10_000, "the scene is drawn"
+    check_env(env.unwrapped, skip_render_check=False)
+    vec = simbatch.VectorEnv(env_id, 3, render_mode="rgb_array", render_size=(96, 64), render_envs=2)
+    vec.reset(seed=0)
+    frames = vec.render()
+    assert len(frames) == 2 and all(f.shape == (64, 96, 3) for f in frames)
+    assert simbatch.VectorEnv(env_id, 1).render() is None
+    with pytest.raises(ValueError):
+        simbatch.VectorEnv(env_id, 1, render_mode="human")

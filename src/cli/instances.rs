@@ -52,8 +52,9 @@ pub struct Sampled {
     pub inputs: Vec<f64>,
 }
 
-/// Draws instance `index`; `names` collects the recorded input names when given.
-pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) -> Sampled {
+/// Draws instance `index`; `names` collects the recorded input names when given, each with
+/// whether it is drawn log-uniformly.
+pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, bool)>>) -> Sampled {
     let seed = sc.seed;
     let mut inputs = Vec::new();
     let vars: Vec<f64> = sc
@@ -65,7 +66,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
         if s.is_random() {
             inputs.push(*v);
             if let Some(n) = names.as_deref_mut() {
-                n.push(name.clone());
+                n.push((name.clone(), matches!(s, Scalar::LogUniform(..))));
             }
         }
     }
@@ -77,7 +78,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
         ) {
             inputs.push(v);
             if let Some(n) = names.as_deref_mut() {
-                n.push(path);
+                n.push((path, matches!(s, Scalar::LogUniform(..))));
             }
         }
         v
@@ -244,6 +245,12 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<String>>) 
 /// Names of the recorded random inputs, in [`Sampled::inputs`] order (the same for every
 /// instance: draws vary, structure does not).
 pub fn input_names(sc: &Scenario) -> Vec<String> {
+    input_kinds(sc).into_iter().map(|(n, _)| n).collect()
+}
+
+/// The random inputs in [`input_names`] order, each with whether it is drawn log-uniformly
+/// (its plots then use a log axis).
+pub fn input_kinds(sc: &Scenario) -> Vec<(String, bool)> {
     let mut names = Vec::new();
     sample(sc, 0, Some(&mut names));
     names

@@ -5,8 +5,9 @@
 //! Rooms: [`scenario`] reads and checks scenario files; [`sample`] draws parameters from
 //! counter-based streams (the crate's [`sample`] module, shared with the RL
 //! environments); [`study`] builds batches and runs them; [`output`] writes the
-//! output directory atomically and merges shards; [`plots`] draws SVG plots; [`bench`](mod@bench) and
-//! [`check`] are the other two commands.
+//! output directory atomically and merges shards; [`plots`] draws SVG plots; [`replay`]
+//! simulates chosen instances of a study again and [`render`](mod@render) draws them;
+//! [`bench`](mod@bench) and [`check`] are the other commands.
 
 pub mod bench;
 pub mod check;
@@ -17,6 +18,8 @@ pub mod output;
 pub mod parquet;
 pub mod plots;
 pub mod prescribed;
+pub mod render;
+pub mod replay;
 pub mod scenario;
 pub use crate::sample;
 pub mod study;
@@ -115,6 +118,9 @@ pub enum CliError {
     /// The conformance check found errors above their bounds.
     #[error("check failed: {0}")]
     Check(String),
+    /// A render request that cannot be met (names the flag and what it accepts).
+    #[error("render: {0}")]
+    Render(String),
 }
 
 /// `simbatch`: batches of small constrained rigid-body systems on CPU and GPU.
@@ -174,6 +180,9 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Print the embedded default scenario (a starting point for your own).
     Scenario,
+    /// Replay chosen instances of a study and draw them: an animated GIF, a 3-D HTML player
+    /// or one PNG frame (by the extension of --out).
+    Render(render::RenderArgs),
 }
 
 /// Runs the command line `args` (including the program name); what `main` calls.
@@ -222,6 +231,26 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(
         }
         Command::Bench(args) => bench::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Render(args) => {
+            let frames = render::render_study(&args)?;
+            let frames = if render::Format::of(&args.out)? == render::Format::Png {
+                1
+            } else {
+                frames
+            };
+            println!(
+                "wrote {} ({frames} frame{} of instance{} {})",
+                args.out.display(),
+                if frames == 1 { "" } else { "s" },
+                if args.instances.len() == 1 { "" } else { "s" },
+                args.instances
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(())
+        }
         Command::Scenario => {
             print!("{DEFAULT_SCENARIO}");
             Ok(())

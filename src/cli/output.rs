@@ -252,7 +252,12 @@ pub fn write_results(
     }
     let summary = summary(&results.columns, &results.rows);
     write_summary(&dir.join("summary.csv"), &summary)?;
-    files.extend(plots::write_plots(&dir.join("plots"), results, body)?);
+    files.extend(plots::write_plots(
+        &dir.join("plots"),
+        results,
+        body,
+        &summary,
+    )?);
     Ok((summary, files))
 }
 
@@ -443,6 +448,16 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> Result<Value, CliErro
     }
     let dir = OutDir::create(out, force)?;
     let body = shards[0].1["bodies"][0].as_str().map(str::to_string);
+    // Which inputs are log-uniform (their plots use log axes), from the scenario that ran.
+    if let Some(text) = shards[0].1["scenario"]["text"].as_str()
+        && let Ok(sc) = super::scenario::Scenario::parse("<manifest>", text)
+    {
+        merged.log_inputs = super::instances::input_kinds(&sc)
+            .into_iter()
+            .filter(|(_, log)| *log)
+            .map(|(n, _)| n)
+            .collect();
+    }
     let (_, files) = write_results(dir.path(), &merged, body.as_deref())?;
     let mut manifest = shards[0].1.clone();
     manifest["shard"] = json!({ "index": 0, "count": 1, "start": 0, "end": instances });

@@ -60,6 +60,8 @@ pub struct Results {
     pub series_columns: Vec<String>,
     /// `(global index, values)`: time series samples, by index then time.
     pub series: Vec<(usize, Vec<f64>)>,
+    /// The inputs drawn log-uniformly (their plots use log axes).
+    pub log_inputs: Vec<String>,
 }
 
 /// Names of the per-instance outputs after the inputs.
@@ -246,6 +248,11 @@ pub fn run(
             c
         },
         series: Vec::new(),
+        log_inputs: super::instances::input_kinds(sc)
+            .into_iter()
+            .filter(|(_, log)| *log)
+            .map(|(n, _)| n)
+            .collect(),
     };
     let mut start = range.start;
     while start < range.end {
@@ -281,7 +288,7 @@ pub fn run(
 
 /// The batch of one structural variant: `members` index `sampled` (chunk-local), `start` is
 /// the chunk's first global index.
-fn build(
+pub(super) fn build(
     sc: &Scenario,
     rolling: &[bool],
     members: &[usize],
@@ -302,7 +309,7 @@ fn build(
 }
 
 /// Groups chunk-local instances by structural variant.
-fn groups(sampled: &[Sampled]) -> BTreeMap<Vec<bool>, Vec<usize>> {
+pub(super) fn groups(sampled: &[Sampled]) -> BTreeMap<Vec<bool>, Vec<usize>> {
     let mut groups: BTreeMap<Vec<bool>, Vec<usize>> = BTreeMap::new();
     for (k, s) in sampled.iter().enumerate() {
         groups
@@ -332,6 +339,24 @@ pub fn validate(sc: &Scenario, range: std::ops::Range<usize>) -> Result<(), CliE
     Ok(())
 }
 
+/// With `assemble = true`, assembles positions then velocities (in the mass-matrix norm) as
+/// the study does before stepping a bilateral group; returns the instances whose assembly
+/// failed.
+pub(super) fn assemble(sc: &Scenario, batch: &mut Batch) -> Result<Vec<bool>, CliError> {
+    let mut assembly_failed = vec![false; batch.len()];
+    if sc.simulation.assemble {
+        let report = assemble_positions(batch, &AssemblyOptions::default())?;
+        for i in report.failed {
+            assembly_failed[i] = true;
+        }
+        let report = assemble_velocities(batch, None)?;
+        for i in report.failed {
+            assembly_failed[i] = true;
+        }
+    }
+    Ok(assembly_failed)
+}
+
 /// A group's result rows and time-series samples.
 pub(super) type GroupOutput = (Vec<Vec<f64>>, Vec<(usize, Vec<f64>)>);
 
@@ -349,17 +374,7 @@ fn run_group(
         return super::unilateral::run_group(sc, batch, &bodies, members, sampled, start, progress);
     }
     let n = members.len();
-    let mut assembly_failed = vec![false; n];
-    if sc.simulation.assemble {
-        let report = assemble_positions(&mut batch, &AssemblyOptions::default())?;
-        for i in report.failed {
-            assembly_failed[i] = true;
-        }
-        let report = assemble_velocities(&mut batch, None)?;
-        for i in report.failed {
-            assembly_failed[i] = true;
-        }
-    }
+    let assembly_failed = assemble(sc, &mut batch)?;
     let energy0: Vec<f64> = (0..n)
         .map(|i| batch.energy(i).unwrap_or(f64::NAN))
         .collect();

@@ -48,50 +48,14 @@ pub(super) fn run_group(
     progress: Progress<'_>,
 ) -> Result<GroupOutput, CliError> {
     let n = members.len();
-    let ids: Vec<ConstraintId> = (0..sc.constraints.len()).map(ConstraintId).collect();
-    // Each instance's coefficients, checked (a drawn μ_s below μ_d is refused, with its instance).
-    let mut coefficients = Vec::with_capacity(n);
-    for &k in members {
-        let mut per = Vec::with_capacity(ids.len());
-        for (c, draw) in sampled[k].constraints.iter().enumerate() {
-            let [e, mu_s, mu_d] = draw.unilateral.unwrap_or([0.0; 3]);
-            per.push(
-                Coefficients::new(e, mu_s, mu_d).map_err(|err| CliError::Sample {
-                    instance: start + k,
-                    message: format!("constraint[{c}]: {err}"),
-                })?,
-            );
-        }
-        coefficients.push(per);
-    }
-    let contacts = |i: usize| -> Vec<UnilateralContact> {
-        ids.iter()
-            .zip(&coefficients[i])
-            .map(|(id, k)| UnilateralContact {
-                constraint: *id,
-                coefficients: *k,
-            })
-            .collect()
-    };
-    let options = &sc.simulation.options;
-    let step = match options.integrator {
-        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
-        Integrator::RungeKuttaMerson { max_step, .. } => max_step,
-    };
-    let events = EventOptions {
-        step,
-        // §8's tolerances derive from the constraint tolerance: projection's, else 1e-4.
-        constraint_tolerance: match options.stabilization {
-            Stabilization::Projection { tolerance } => tolerance,
-            _ => 1e-4,
-        },
-        ..EventOptions::default()
-    };
-    let assembly_failed = if sc.simulation.assemble {
-        lift_out_of_planes(&mut batch, &ids)?
-    } else {
-        vec![false; n]
-    };
+    let setup = UnilateralSetup::new(sc, &mut batch, members, sampled, start)?;
+    let UnilateralSetup {
+        ids,
+        coefficients,
+        events,
+        assembly_failed,
+    } = setup;
+    let contacts = |i: usize| contacts_of(&ids, &coefficients[i]);
     let energy0: Vec<f64> = (0..n)
         .map(|i| batch.energy(i).unwrap_or(f64::NAN))
         .collect();
@@ -207,8 +171,88 @@ pub(super) fn run_group(
     Ok((rows, series))
 }
 
+/// What stepping a group of unilateral instances needs, prepared as a study prepares it (the
+/// render command replays instances through the same preparation).
+pub(super) struct UnilateralSetup {
+    /// The contacts (every constraint of the scenario).
+    pub ids: Vec<ConstraintId>,
+    /// Per instance of the batch, per contact, the drawn coefficients.
+    pub coefficients: Vec<Vec<Coefficients>>,
+    /// Event-driven stepping options from the scenario's integrator.
+    pub events: EventOptions,
+    /// Per instance, whether lifting it out of its planes failed (`assemble = true`).
+    pub assembly_failed: Vec<bool>,
+}
+
+impl UnilateralSetup {
+    /// Checks every instance's coefficients (a drawn μ_s below μ_d is refused, with its
+    /// instance) and, with `assemble = true`, lifts instances out of their planes.
+    pub(super) fn new(
+        sc: &Scenario,
+        batch: &mut Batch,
+        members: &[usize],
+        sampled: &[Sampled],
+        start: usize,
+    ) -> Result<Self, CliError> {
+        let ids: Vec<ConstraintId> = (0..sc.constraints.len()).map(ConstraintId).collect();
+        let mut coefficients = Vec::with_capacity(members.len());
+        for &k in members {
+            let mut per = Vec::with_capacity(ids.len());
+            for (c, draw) in sampled[k].constraints.iter().enumerate() {
+                let [e, mu_s, mu_d] = draw.unilateral.unwrap_or([0.0; 3]);
+                per.push(
+                    Coefficients::new(e, mu_s, mu_d).map_err(|err| CliError::Sample {
+                        instance: start + k,
+                        message: format!("constraint[{c}]: {err}"),
+                    })?,
+                );
+            }
+            coefficients.push(per);
+        }
+        let options = &sc.simulation.options;
+        let step = match options.integrator {
+            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
+            Integrator::RungeKuttaMerson { max_step, .. } => max_step,
+        };
+        let events = EventOptions {
+            step,
+            // §8's tolerances derive from the constraint tolerance: projection's, else 1e-4.
+            constraint_tolerance: match options.stabilization {
+                Stabilization::Projection { tolerance } => tolerance,
+                _ => 1e-4,
+            },
+            ..EventOptions::default()
+        };
+        let assembly_failed = if sc.simulation.assemble {
+            lift_out_of_planes(batch, &ids)?
+        } else {
+            vec![false; batch.len()]
+        };
+        Ok(Self {
+            ids,
+            coefficients,
+            events,
+            assembly_failed,
+        })
+    }
+}
+
+/// The unilateral contacts of one instance.
+pub(super) fn contacts_of(
+    ids: &[ConstraintId],
+    coefficients: &[Coefficients],
+) -> Vec<UnilateralContact> {
+    ids.iter()
+        .zip(coefficients)
+        .map(|(id, k)| UnilateralContact {
+            constraint: *id,
+            coefficients: *k,
+        })
+        .collect()
+}
+
 /// One contact's record over two consecutive runs.
-fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
+pub(super) fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
     let Some(old) = old else { return new };
     ContactRecord {
         mode: new.mode,

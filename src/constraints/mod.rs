@@ -17,9 +17,10 @@ use crate::math::lanes::{self, Lane, LaneMat3, LaneVec3};
 use crate::math::{Mat3, Vec3, vec3};
 
 pub use crate::model::constraint::{
-    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS,
-    PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes, ReportedExtras, Row,
-    RowLanes, RowLevel, WgslConstraint, negated_point_row_lanes, point_row_lanes,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, MAX_GPU_ROWS,
+    MAX_ROWS, PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes,
+    ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint, negated_point_row_lanes,
+    point_row_lanes,
 };
 
 pub use point_on_plane::PointOnPlaneContact;

@@ -6,14 +6,15 @@
 //! 3.x's code returns `z, x, y`; the golden README explains the comparison).
 
 use crate::constraints::{
-    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
-    PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, ParamLanes, ParamSpec,
+    Params, PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
     negated_point_row, negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row,
     point_row_lanes,
 };
 use crate::math::Vec3;
 use crate::math::lanes::{Lane, LaneMat3, LaneVec3, splat};
 use crate::model::BodyId;
+use crate::model::constraint::decoration::{PLANE_HALF_WIDTH, POINT_RADIUS, array, axes_of};
 
 /// The WGSL twin of this file (`shaders/point_on_plane.wgsl`), spliced into the kernels through
 /// [`Constraint::wgsl`].
@@ -230,6 +231,39 @@ impl Constraint for PointOnPlaneContact {
             separation: (p_gf - p_gpo).dot(&pz),
             contact_force: LaneVec3::new(-multipliers[1], -multipliers[2], -multipliers[0]),
         }
+    }
+
+    /// The plane (a square of Simbody's default half-width), the follower point as a small
+    /// ball, and the force on it (`contact_force` turned from P into Ground).
+    fn decorations(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> Vec<Decoration> {
+        let surface = &kinematics[0];
+        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
+        let r_gp = surface.rotation * r_sp;
+        let report = self.report(params, kinematics, multipliers);
+        let force = r_gp * Vec3::from(report.contact_force);
+        vec![
+            Decoration::Plane {
+                origin: array(&(surface.origin + surface.rotation * p_sp)),
+                axes: axes_of(&r_gp),
+                half_width: PLANE_HALF_WIDTH,
+            },
+            Decoration::Point {
+                position: report.contact_point,
+                radius: POINT_RADIUS,
+            },
+            Decoration::ContactPoint {
+                position: report.contact_point,
+            },
+            Decoration::Force {
+                point: report.contact_point,
+                force: array(&force),
+            },
+        ]
     }
 
     /// `contact_point` = the follower point in Ground; `separation` = its signed height above the

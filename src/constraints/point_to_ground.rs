@@ -11,14 +11,15 @@
 //! RBDL's two wrench forms.
 
 use crate::constraints::{
-    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
-    PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint, point_row,
-    point_row_lanes,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, ParamLanes, ParamSpec,
+    Params, PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
+    point_row, point_row_lanes,
 };
 use crate::error::{Error, Result};
 use crate::math::lanes::{Lane, LaneVec3, splat};
 use crate::math::{Mat3, Vec3};
 use crate::model::BodyId;
+use crate::model::constraint::decoration::{PLANE_HALF_WIDTH, POINT_RADIUS, array};
 
 /// The WGSL twin of this file (`shaders/point_to_ground.wgsl`), spliced into the kernels through
 /// [`Constraint::wgsl`].
@@ -241,6 +242,44 @@ impl Constraint for PointToGround {
             separation: false,
             contact_force: true,
         }
+    }
+
+    /// The body point as a small ball and the force on it; with one normal, the ground plane
+    /// through `ground_point` normal to it (with two or three the point is held on a line or
+    /// fixed, and no plane is drawn).
+    fn decorations(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> Vec<Decoration> {
+        let report = self.report(params, kinematics, multipliers);
+        let mut out = Vec::with_capacity(4);
+        if self.normal_count == 1 {
+            let n = params.vec3(NORMALS).normalize();
+            // Any unit vector across the normal, then the third axis.
+            let seed = if n.x.abs() < 0.9 {
+                Vec3::x()
+            } else {
+                Vec3::y()
+            };
+            let px = (seed - n * n.dot(&seed)).normalize();
+            let py = n.cross(&px);
+            out.push(Decoration::Plane {
+                origin: array(&params.vec3(GROUND_POINT)),
+                axes: [array(&px), array(&py), array(&n)],
+                half_width: PLANE_HALF_WIDTH,
+            });
+        }
+        out.push(Decoration::Point {
+            position: report.contact_point,
+            radius: POINT_RADIUS,
+        });
+        out.push(Decoration::Force {
+            point: report.contact_point,
+            force: report.contact_force,
+        });
+        out
     }
 
     /// `contact_point` = `x_p` in Ground; `contact_force` = physical force on the body,

@@ -9,14 +9,15 @@
 //! not reported, as in Simbody).
 
 use crate::constraints::{
-    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, ParamLanes, ParamSpec, Params,
-    PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, ParamLanes, ParamSpec,
+    Params, PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
     negated_point_row, negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row,
     point_row_lanes,
 };
 use crate::math::Vec3;
 use crate::math::lanes::{Lane, LaneMat3, LaneVec3, splat};
 use crate::model::BodyId;
+use crate::model::constraint::decoration::{PLANE_HALF_WIDTH, array, axes_of};
 
 /// The WGSL twin of this file (`shaders/sphere_on_plane.wgsl`), spliced into the kernels through
 /// [`Constraint::wgsl`].
@@ -326,6 +327,39 @@ impl Constraint for SphereOnPlaneContact {
 
     fn reported_extras(&self) -> ReportedExtras {
         ReportedExtras::ALL
+    }
+
+    /// The plane (a square of Simbody's default half-width), the sphere with its body's axes,
+    /// the contact point `C` and the force on the sphere there.
+    fn decorations(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> Vec<Decoration> {
+        let (plane, ball) = (&kinematics[0], &kinematics[1]);
+        let g = Self::geometry(params, plane, ball);
+        let (_, p_fp) = plane_frame(params.get(PLANE_FRAME));
+        let report = self.report(params, kinematics, multipliers);
+        vec![
+            Decoration::Plane {
+                origin: array(&(plane.origin + plane.rotation * p_fp)),
+                axes: g.plane_axes.map(|a| array(&a)),
+                half_width: PLANE_HALF_WIDTH,
+            },
+            Decoration::Sphere {
+                center: array(&g.sphere_center),
+                radius: params.get(RADIUS)[0],
+                axes: axes_of(&ball.rotation),
+            },
+            Decoration::ContactPoint {
+                position: report.contact_point,
+            },
+            Decoration::Force {
+                point: report.contact_point,
+                force: report.contact_force,
+            },
+        ]
     }
 
     /// `contact_force` = `force_on_sphere_in_ground` = `R_GP (−λ)`.

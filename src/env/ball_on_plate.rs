@@ -316,6 +316,11 @@ impl Task for BallOnPlate {
         &self.spec
     }
 
+    /// The plate (of `half_size`) and a little around it.
+    fn view(&self) -> ([f64; 3], f64) {
+        ([0.0, 0.0, 0.0], 1.2 * self.config.half_size)
+    }
+
     fn template(&self) -> Result<SystemTemplate> {
         Ok(build_template()?.0)
     }

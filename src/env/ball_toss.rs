@@ -326,6 +326,16 @@ impl Task for BallToss {
         (reward as f32, true)
     }
 
+    /// From the release point to the far side of the targets' range, up to the release height.
+    fn view(&self) -> ([f64; 3], f64) {
+        let range = self.config.target_range;
+        let height = self.config.release_height;
+        (
+            [0.5 * range, 0.0, 0.25 * height],
+            (0.6 * range).max(0.6 * height).max(1.0),
+        )
+    }
+
     fn unilateral_contacts(&self, _env: usize, task: &[f64]) -> Option<Vec<UnilateralContact>> {
         // The draws are checked against [0, 1] and [0, 2] by `validate`.
         let coefficients = Coefficients::with_friction(task[2], task[3]).ok()?;

@@ -370,6 +370,11 @@ impl Task for BrickPush {
         &self.spec
     }
 
+    /// The arena (of `arena_half_size`).
+    fn view(&self) -> ([f64; 3], f64) {
+        ([0.0, 0.0, 0.0], 1.2 * self.config.arena_half_size)
+    }
+
     fn template(&self) -> Result<SystemTemplate> {
         Ok(build_template()?.0)
     }

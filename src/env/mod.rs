@@ -26,6 +26,7 @@
 pub mod ball_on_plate;
 pub mod ball_toss;
 pub mod brick_push;
+mod render;
 mod vector;
 
 pub use vector::{EnvOptions, StepOut, VectorEnv};
@@ -227,6 +228,14 @@ pub trait Task: Send + Sync {
     fn unilateral_contacts(&self, env: usize, task: &[f64]) -> Option<Vec<UnilateralContact>> {
         let _ = (env, task);
         None
+    }
+
+    /// The workspace a picture of one environment shows, `(centre, radius)` in Ground: the
+    /// fixed camera of [`VectorEnv::render`] frames it, and planes are drawn to cover it. The
+    /// default is a ball of 1.2 m around the origin (a plate or patch of ground of Simbody's
+    /// default half-width 1).
+    fn view(&self) -> ([f64; 3], f64) {
+        ([0.0, 0.0, 0.0], 1.2)
     }
 }
 

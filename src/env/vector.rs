@@ -165,6 +165,11 @@ impl VectorEnv {
         Ok(env)
     }
 
+    /// The task.
+    pub fn task(&self) -> &dyn Task {
+        &*self.task
+    }
+
     /// Number of environments.
     pub fn len(&self) -> usize {
         self.batch.len()

@@ -20,9 +20,10 @@ use crate::error::{Error, Result};
 pub use broadcast::Broadcast;
 pub(crate) use broadcast::InstanceColumn;
 pub use constraint::{
-    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, MAX_GPU_ROWS, MAX_ROWS,
-    PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes, ReportedExtras, Row,
-    RowLanes, RowLevel, WgslConstraint, negated_point_row_lanes, point_row_lanes,
+    BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, MAX_GPU_ROWS,
+    MAX_ROWS, PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes,
+    ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint, negated_point_row_lanes,
+    point_row_lanes,
 };
 pub use motion::{MOTION_PARAMS_CAP, MotionLaw, WgslMotion};
 

@@ -24,6 +24,7 @@ const RANKS: &[(&str, usize)] = &[
     ("backend", 7),
     ("scenarios", 8),
     ("golden", 8),
+    ("render", 8),
     ("sample", 1),
     ("env", 10),
     ("cli", 11),

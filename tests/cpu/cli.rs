@@ -1176,6 +1176,7 @@ fn plots_end_on_extreme_columns() {
         series: (0..20)
             .map(|k| (0, vec![k as f64 * 0.1, 1.7e308]))
             .collect(),
+        ..Default::default()
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let d = dir.clone();

@@ -22,6 +22,7 @@ mod lane_evaluation;
 mod lanes;
 mod motion;
 mod reference_cases;
+mod render;
 mod shaders;
 mod stepping;
 mod trajectories;

@@ -36,7 +36,8 @@ pub use impact::{ImpactContact, ImpactLaw, ImpactOutcome, impact};
 pub use modes::{ModeContact, ModeSolution, solve_modes};
 pub use phase::RowSet;
 pub use stepper::{
-    ContactRecord, Event, EventOptions, EventRun, UnilateralContact, run_batch, run_instance,
+    ContactRecord, Event, EventOptions, EventRun, UnilateralContact, contact_multipliers,
+    run_batch, run_instance,
 };
 pub use system::InstanceContacts;
 

@@ -9,7 +9,7 @@
 //! A reference path for one instance, f64; the batch-wide and GPU versions build on it.
 
 use super::machine::{Machine, settle};
-use super::{Coefficients, ContactMode, ImpactLaw, Tolerances};
+use super::{Coefficients, ContactMode, ImpactLaw, ModeContact, Tolerances, solve_modes};
 use crate::batch::{Batch, status};
 use crate::cpu::evaluate::InstanceSystem;
 use crate::error::{Error, Result};
@@ -214,14 +214,14 @@ fn check(batch: &Batch, duration: f64, options: &EventOptions) -> Result<()> {
     Ok(())
 }
 
-/// [`run_instance`]'s stepping, on the batch's stored state: the final `y`, time and record.
-fn simulate(
-    batch: &Batch,
+/// The event machine of instance `i` at its stored state, and its `y`: q and u of the free
+/// bodies, then one friction-loss integral per contact (zero).
+fn machine_at<'a>(
+    batch: &'a Batch,
     i: usize,
     contacts: &[UnilateralContact],
-    duration: f64,
     options: &EventOptions,
-) -> Result<Ended> {
+) -> Result<(Machine<'a>, Vec<f64>)> {
     let state = batch.state_of(i);
     let nq = 7 * state.q.len();
     let mut y: Vec<f64> = state
@@ -231,7 +231,6 @@ fn simulate(
         .chain(state.u.iter().flatten())
         .copied()
         .collect();
-    let nu = y.len() - nq;
     // Each contact's friction loss, integrated with the state.
     y.extend(std::iter::repeat_n(0.0, contacts.len()));
     let gravity = vec3(&batch.gravity_column()[i]).norm();
@@ -260,6 +259,69 @@ fn simulate(
         options.capture_speed,
         options.roll_speed,
     );
+    Ok((machine, y))
+}
+
+/// The multipliers of instance `i` at its stored state, per row of its system (internal row
+/// order, as [`InstanceSystem`]'s rows), and the modes they belong to, with its unilateral
+/// contacts starting from `modes` (as a run left them: [`ContactRecord::mode`]). A contact
+/// farther than `p_tol` from its plane is open whatever `modes` says; the modes of the others
+/// are determined again at this state, so the forces are those of the modes found — zero on an
+/// open contact. What a picture's force arrows show between events.
+pub fn contact_multipliers(
+    batch: &Batch,
+    i: usize,
+    contacts: &[UnilateralContact],
+    modes: &[ContactMode],
+    options: &EventOptions,
+) -> Result<(Vec<f64>, Vec<ContactMode>)> {
+    if i >= batch.len() {
+        return Err(Error::InstanceOutOfRange {
+            instance: i,
+            len: batch.len(),
+        });
+    }
+    check(batch, 0.0, options)?;
+    if modes.len() != contacts.len() {
+        return Err(Error::Dimension {
+            what: "contact modes",
+            got: modes.len(),
+            expected: contacts.len(),
+        });
+    }
+    let (mut machine, y) = machine_at(batch, i, contacts, options)?;
+    let at = machine.contacts_at(&y)?;
+    let input: Vec<ModeContact> = at
+        .space
+        .contacts()
+        .iter()
+        .zip(modes.iter().zip(&at.separation))
+        .zip(&machine.coefficients)
+        .map(|((rows, (mode, s)), k)| ModeContact {
+            coefficients: *k,
+            mode: *mode,
+            touching: !matches!(mode, ContactMode::Open) && *s <= machine.tol.p_tol,
+            slip: [at.velocity[rows[0]], at.velocity[rows[1]]],
+        })
+        .collect();
+    let solution = solve_modes(&at.space, &at.free_acceleration, &input, &machine.tol)?;
+    Ok((
+        solution.multipliers.iter().copied().collect(),
+        solution.modes,
+    ))
+}
+
+/// [`run_instance`]'s stepping, on the batch's stored state: the final `y`, time and record.
+fn simulate(
+    batch: &Batch,
+    i: usize,
+    contacts: &[UnilateralContact],
+    duration: f64,
+    options: &EventOptions,
+) -> Result<Ended> {
+    let (mut machine, mut y) = machine_at(batch, i, contacts, options)?;
+    let nq = machine.nq;
+    let nu = y.len() - nq - contacts.len();
     let mut run = EventRun {
         contacts: vec![
             ContactRecord {

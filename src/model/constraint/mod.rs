@@ -17,7 +17,9 @@ use crate::math::{Mat3, Vec3, all_finite, normalize_quaternion, vec3};
 use crate::model::{BodyId, Broadcast};
 use simba::simd::SimdValue;
 
+pub mod decoration;
 mod lanes;
+pub use decoration::{Decoration, PLANE_HALF_WIDTH, POINT_RADIUS};
 pub use lanes::{
     BodyLanes, PREPARED_LANES, ParamLanes, PreparedLanes, ReportLanes, RowLanes,
     negated_point_row_lanes, point_row_lanes,
@@ -409,6 +411,19 @@ pub trait Constraint: Send + Sync + Debug {
         _kinematics: &[BodyKinematics],
         _rows: &mut [Row],
     ) {
+    }
+
+    /// What a picture of this constraint shows for one instance, in Ground (`render` draws it):
+    /// its surfaces, its points, the contact point and the force for the given multipliers
+    /// (internal row order; zeros when disabled or separated). The default shows nothing of the
+    /// constraint itself, and a picture then shows its bodies as frames.
+    fn decorations(
+        &self,
+        _params: &Params<'_>,
+        _kinematics: &[BodyKinematics],
+        _multipliers: &[f64],
+    ) -> Vec<Decoration> {
+        Vec::new()
     }
 
     /// The WGSL twin of [`evaluate`](Self::evaluate) (and of [`report`](Self::report)), which
