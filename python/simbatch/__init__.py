@@ -27,6 +27,7 @@ defaults, with the ``simbatch`` command's distribution syntax for per-episode dr
 from __future__ import annotations
 
 import numbers
+import os
 
 from typing import Any, Sequence
 
@@ -85,6 +86,15 @@ def _count(field: str, value: Any) -> int:
         raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer ≥ 1")
     if value < 1:
         raise ValueError(f"{field}: got {value}; accepted: an integer ≥ 1")
+    return int(value)
+
+
+def _index(field: str, value: Any) -> int:
+    """A non-negative integer index, or a ``TypeError``/``ValueError`` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer ≥ 0")
+    if value < 0:
+        raise ValueError(f"{field}: got {value}; accepted: an integer ≥ 0")
     return int(value)
 
 
@@ -301,6 +311,35 @@ class VectorEnv(gym.vector.VectorEnv):
     def counters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per environment: seed, episode number, steps taken in the current episode."""
         return self._core.counters()
+
+
+def render(
+    study: str | os.PathLike[str],
+    instances: Sequence[int],
+    out: str | os.PathLike[str],
+    *,
+    interval: float | None = None,
+    time: float | None = None,
+    layout: str = "panels",
+    size: tuple[int, int] = (640, 480),
+    speed: float = 1.0,
+) -> int:
+    """Replay ``instances`` (global indices) of the study in ``study`` — an output directory of
+    ``simbatch run`` — and write ``out``: an animated GIF (``.gif``), a self-contained 3-D HTML
+    player (``.html``) or the frame at ``time`` (``.png``), as ``simbatch render`` does. Every
+    instance is simulated again exactly as the study ran it (its draws come from the seed, the
+    field and its index). Returns the number of frames replayed; bad requests raise
+    ``ValueError`` naming the argument."""
+    return _simbatch.render_study(
+        os.fspath(study),
+        [_index("instances", i) for i in instances],
+        os.fspath(out),
+        interval,
+        time,
+        layout,
+        (_count("size[0]", size[0]), _count("size[1]", size[1])),
+        float(speed),
+    )
 
 
 class Env(gym.Env):

@@ -1,5 +1,6 @@
 """Type stubs of the Rust core (python/src/lib.rs)."""
 
+import os
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,16 @@ class SimbatchError(Exception): ...
 class EnvNeedsResetError(SimbatchError): ...
 
 def env_ids() -> list[str]: ...
+def render_study(
+    study: str | os.PathLike[str],
+    instances: list[int],
+    out: str | os.PathLike[str],
+    interval: float | None = None,
+    time: float | None = None,
+    layout: str = "panels",
+    size: tuple[int, int] = (640, 480),
+    speed: float = 1.0,
+) -> int: ...
 
 class Core:
     def __init__(

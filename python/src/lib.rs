@@ -554,7 +554,12 @@ impl Core {
 
     /// Sets parameter `name` of driven body `body`'s motion law from an `(num_envs, width)`
     /// array (validated; the body's pose, velocity and acceleration follow the law).
-    fn set_motion(&self, body: &str, name: &str, values: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+    fn set_motion(
+        &self,
+        body: &str,
+        name: &str,
+        values: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
         let mut env = self.lock()?;
         let (id, _) = Self::body(&env, body)?;
         let flat = values.as_slice().map_err(|_| contiguous(name))?;
@@ -637,11 +642,48 @@ fn env_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, simbatch::env::TASK_NAMES)
 }
 
+/// Replays `instances` of the study in `study` (an output directory of `simbatch run`) and
+/// writes `out` (`.gif`, `.html` or `.png` by extension), as `simbatch render` does; returns
+/// the number of frames replayed. The GIL is released meanwhile.
+#[pyfunction]
+#[pyo3(signature = (study, instances, out, interval=None, time=None, layout="panels", size=(640, 480), speed=1.0))]
+#[allow(clippy::too_many_arguments)]
+fn render_study(
+    py: Python<'_>,
+    study: std::path::PathBuf,
+    instances: Vec<usize>,
+    out: std::path::PathBuf,
+    interval: Option<f64>,
+    time: Option<f64>,
+    layout: &str,
+    size: (usize, usize),
+    speed: f64,
+) -> PyResult<usize> {
+    use simbatch::cli::CliError;
+    let args = simbatch::cli::render::RenderArgs {
+        study,
+        instances,
+        out,
+        interval,
+        time,
+        layout: layout.to_string(),
+        size: format!("{}x{}", size.0, size.1),
+        speed,
+    };
+    py.detach(|| simbatch::cli::render::render_study(&args))
+        .map_err(|e| match e {
+            CliError::Engine(e) => py_err(e),
+            CliError::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+            other => PyValueError::new_err(other.to_string()),
+        })
+}
+
 /// The Rust core of the `simbatch` Python package.
 #[pymodule]
 fn _simbatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(env_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(render_study, m)?)?;
     m.add("SimbatchError", m.py().get_type::<SimbatchError>())?;
     m.add(
         "EnvNeedsResetError",

@@ -135,6 +135,26 @@ fn finite(v: &Vec3) -> bool {
     v.iter().all(|x| x.is_finite())
 }
 
+/// Whether every number of a decoration is finite (the ray caster takes only those).
+fn decoration_finite(d: &Decoration) -> bool {
+    let all = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    match d {
+        Decoration::Plane {
+            origin,
+            axes,
+            half_width,
+        } => all(origin) && axes.iter().all(|a| all(a)) && half_width.is_finite(),
+        Decoration::Sphere {
+            center,
+            radius,
+            axes,
+        } => all(center) && radius.is_finite() && *radius > 0.0 && axes.iter().all(|a| all(a)),
+        Decoration::Point { position, radius } => all(position) && radius.is_finite(),
+        Decoration::ContactPoint { position } => all(position),
+        Decoration::Force { point, force } => all(point) && all(force),
+    }
+}
+
 impl<'a> Renderer<'a> {
     /// A renderer for `scene`: cameras fitted to each panel's whole motion, planes sized to it,
     /// force arrows scaled so the largest is a third of the scene.
@@ -389,6 +409,10 @@ impl<'a> Renderer<'a> {
             let centre = panel.centres[slot];
             for c in &frame.constraints {
                 for d in &c.decorations {
+                    if !decoration_finite(d) {
+                        // A non-finite instance draws nothing of it (its label says flagged).
+                        continue;
+                    }
                     match d {
                         Decoration::Sphere {
                             center,

@@ -253,3 +253,53 @@ fn environments_render_rgb_arrays_of_their_state() {
         assert!(env.render(2, 160, 120).is_err());
     }
 }
+
+#[test]
+fn a_custom_constraint_is_pictured_as_its_bodies_frames() {
+    // A pendulum rod (custom, no decorations of its own): its body is drawn as its axes.
+    let mut t = SystemTemplate::new();
+    let bob = t.add_free_body("bob");
+    t.add_constraint(simbatch::custom::DistanceRod::new(
+        bob,
+        [0.0; 3],
+        [0.0, 0.0, 1.0],
+        1.0,
+    ))
+    .unwrap();
+    let mut batch = Batch::new(t, 1).unwrap();
+    batch
+        .set_q(bob, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+        .unwrap();
+    let frame = capture(&batch, 0).unwrap();
+    assert!(frame.constraints[0].decorations.is_empty());
+    assert_eq!(frame.bodies[0].axes, IDENTITY);
+    let scene = Scene {
+        up: [0.0, 0.0, 1.0],
+        tracks: vec![Track {
+            instance: 0,
+            inputs: vec![],
+            frames: vec![frame],
+        }],
+    };
+    let options = fixed_view([0.0, 0.0, 0.0]);
+    let picture = Renderer::new(&scene, options).unwrap().frame(0).unwrap();
+    // The x axis red, y green, z blue, from the image centre.
+    let count = |f: &dyn Fn([u8; 3]) -> bool| {
+        (0..240)
+            .flat_map(|y| (0..320).map(move |x| (x, y)))
+            .filter(|&(x, y)| f(picture.get(x, y).unwrap()))
+            .count()
+    };
+    assert!(
+        count(&|c| c[0] > 170 && c[1] < 90 && c[2] < 90) > 10,
+        "x axis"
+    );
+    assert!(
+        count(&|c| c[1] > 130 && c[0] < 90 && c[2] < 90) > 10,
+        "y axis"
+    );
+    assert!(
+        count(&|c| c[2] > 170 && c[0] < 90 && c[1] < 110) > 10,
+        "z axis"
+    );
+}

@@ -371,3 +371,19 @@ fn study_plots_label_their_ticks_distinctly_and_index_them() {
         "a log-uniform input on a log axis"
     );
 }
+
+#[test]
+fn a_histogram_of_equal_values_says_so() {
+    let dir = scratch("equal");
+    std::fs::create_dir_all(dir.join("plots")).unwrap();
+    let results = simbatch::cli::study::Results {
+        columns: vec!["radius".into(), "status".into(), "energy_change".into()],
+        rows: (0..50).map(|i| (i, vec![0.05, 0.0, 0.25])).collect(),
+        ..Default::default()
+    };
+    simbatch::cli::output::write_results(&dir, &results, None).unwrap();
+    let svg = std::fs::read_to_string(dir.join("plots/hist_energy_change.svg")).unwrap();
+    assert!(svg.contains("all 50 values equal 0.25 (one bar)"), "{svg}");
+    let svg = std::fs::read_to_string(dir.join("plots/hist_radius.svg")).unwrap();
+    assert!(svg.contains("radius (m)"));
+}
