@@ -5,7 +5,9 @@
 use super::CliError;
 use super::prescribed::PrescribedDraw;
 use super::sample::{Scalar, draw};
-use super::scenario::{BodySpec, ConstraintSpec, Flag, FrictionSpec, InertiaSpec, Scenario};
+use super::scenario::{
+    BodySpec, ConstraintSpec, Flag, FrictionSpec, InertiaSpec, Scenario, UnilateralSpec,
+};
 use crate::batch::Batch;
 use crate::constraints::{PointOnPlaneContact, PointToGround, SphereOnPlaneContact};
 use crate::math::quaternion_from_rotation_vector;
@@ -153,6 +155,25 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
             let o = take3(take, origin, &p("plane_origin"));
             vec![(0.5 * a).cos(), (0.5 * a).sin(), 0.0, 0.0, o[0], o[1], o[2]]
         };
+        // A unilateral contact's drawn [restitution, static friction, dynamic friction].
+        let coefficients =
+            |take: &mut dyn FnMut(&Scalar, String) -> f64, u: &UnilateralSpec| -> [f64; 3] {
+                let e = take(&u.restitution, p("restitution"));
+                let (mu_s, mu_d) = match &u.friction {
+                    FrictionSpec::Single(m) => {
+                        let m = take(m, p("friction"));
+                        (m, m)
+                    }
+                    FrictionSpec::Split {
+                        mu_static,
+                        mu_dynamic,
+                    } => (
+                        take(mu_static, p("friction.static")),
+                        take(mu_dynamic, p("friction.dynamic")),
+                    ),
+                };
+                [e, mu_s, mu_d]
+            };
         constraints.push(match c {
             ConstraintSpec::SphereOnPlane {
                 rolling,
@@ -174,23 +195,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
                 let r = take(radius, p("radius"));
                 let center = take3(&mut take, sphere_center, &p("sphere_center"));
                 let frame = plane_frame(&mut take, incline_deg, plane_origin);
-                let unilateral = unilateral.as_ref().map(|u| {
-                    let e = take(&u.restitution, p("restitution"));
-                    let (mu_s, mu_d) = match &u.friction {
-                        FrictionSpec::Single(m) => {
-                            let m = take(m, p("friction"));
-                            (m, m)
-                        }
-                        FrictionSpec::Split {
-                            mu_static,
-                            mu_dynamic,
-                        } => (
-                            take(mu_static, p("friction.static")),
-                            take(mu_dynamic, p("friction.dynamic")),
-                        ),
-                    };
-                    [e, mu_s, mu_d]
-                });
+                let unilateral = unilateral.as_ref().map(|u| coefficients(&mut take, u));
                 ConstraintDraw {
                     rolling,
                     params: vec![
@@ -205,14 +210,16 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
                 follower_point,
                 incline_deg,
                 plane_origin,
+                unilateral,
                 ..
             } => {
                 let point = take3(&mut take, follower_point, &p("follower_point"));
                 let frame = plane_frame(&mut take, incline_deg, plane_origin);
+                let unilateral = unilateral.as_ref().map(|u| coefficients(&mut take, u));
                 ConstraintDraw {
                     rolling: false,
                     params: vec![("plane_frame", frame), ("follower_point", point.to_vec())],
-                    unilateral: None,
+                    unilateral,
                 }
             }
             ConstraintSpec::PointToGround {

@@ -59,7 +59,8 @@ impl Parser<'_> {
         }
     }
 
-    /// `contact`, `restitution` and `friction` of a sphere-on-plane table: `None` for a
+    /// `contact`, `restitution` and `friction` of a sphere-on-plane or point-on-plane table
+    /// (both have the rows of a contact: the normal and the two slip rows): `None` for a
     /// bilateral contact (the default), the coefficients of a unilateral one. A unilateral
     /// contact takes no `rolling` (friction decides the mode); fixed coefficients are checked
     /// here, drawn ones per instance.
@@ -222,7 +223,15 @@ impl Parser<'_> {
                 "restitution",
                 "friction",
             ],
-            "point_on_plane" => &["follower_point", "incline_deg", "plane_origin", "plane"],
+            "point_on_plane" => &[
+                "follower_point",
+                "incline_deg",
+                "plane_origin",
+                "plane",
+                "contact",
+                "restitution",
+                "friction",
+            ],
             "point_to_ground" => &["point", "normals", "baumgarte_time"],
             other => {
                 return Err(self.loc.at(
@@ -350,6 +359,7 @@ impl Parser<'_> {
                 }
             }
             "point_on_plane" => ConstraintSpec::PointOnPlane {
+                unilateral: self.unilateral(k, c)?,
                 plane,
                 body,
                 follower_point: opt3(self, &c.follower_point, "follower_point")?,

@@ -168,6 +168,9 @@ pub enum ConstraintSpec {
         incline_deg: Scalar,
         /// Plane origin in the plane body's frame.
         plane_origin: [Scalar; 3],
+        /// `contact = "unilateral"`: restitution and friction (`None`: bilateral, Simbody's
+        /// no-slip contact).
+        unilateral: Option<UnilateralSpec>,
     },
     /// RBDL's point-to-ground contact.
     PointToGround {
@@ -200,8 +203,9 @@ impl ConstraintSpec {
     /// The unilateral contact's coefficients, if `contact = "unilateral"`.
     pub fn unilateral(&self) -> Option<&UnilateralSpec> {
         match self {
-            ConstraintSpec::SphereOnPlane { unilateral, .. } => unilateral.as_ref(),
-            _ => None,
+            ConstraintSpec::SphereOnPlane { unilateral, .. }
+            | ConstraintSpec::PointOnPlane { unilateral, .. } => unilateral.as_ref(),
+            ConstraintSpec::PointToGround { .. } => None,
         }
     }
 }
@@ -411,7 +415,8 @@ impl Scenario {
                     raw.constraint[k].kind.span(),
                     format!("constraint[{k}]"),
                     "a bilateral constraint next to unilateral contacts is not supported yet; \
-                     accepted: every constraint a sphere_on_plane with contact = \"unilateral\"",
+                     accepted: every constraint a sphere_on_plane or point_on_plane with \
+                     contact = \"unilateral\"",
                 ));
             }
             if let Some(b) = prescribed.first() {

@@ -280,3 +280,87 @@ fn the_bouncing_balls_example_runs_clean() {
     assert!(impacts >= 40.0, "the balls bounce: {impacts} impacts");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `point_on_plane` contact made unilateral: a particle-like body (its contact point at its
+/// centre of mass, so the contact force has no moment) thrown sideways at v₀ from a drawn
+/// height h onto the ground, plastic impact (e = 0), friction μ. It lands at t₀ = √(2h/g),
+/// x = v₀ t₀; the impact's friction impulse (sliding throughout: μ times the normal impulse
+/// m √(2gh)) leaves v₁ = v₀ − μ √(2gh); it then slides, decelerating at μ g, and sticks
+/// after v₁² / (2 μ g) more.
+#[test]
+fn a_unilateral_point_on_plane_meets_its_closed_forms() {
+    const POINTS: &str = r#"
+name = "points"
+instances = 12
+seed = 3
+
+[[body]]
+name = "puck"
+mass = { uniform = [0.5, 2.0] }
+inertia = { gyration = 0.05 }
+position = [0.0, 0.0, { uniform = [0.01, 0.05] }]
+velocity = [{ uniform = [1.0, 2.0] }, 0.0, 0.0]
+
+[[constraint]]
+kind = "point_on_plane"
+plane = "ground"
+body = "puck"
+contact = "unilateral"
+restitution = 0.0
+friction = { uniform = [0.3, 0.6] }
+
+[simulation]
+integrator = "rk4"
+step = 1e-3
+duration = 1.2
+backend = "cpu"
+"#;
+    let scenario = Scenario::parse("points.toml", POINTS).unwrap();
+    let dir = scratch("points");
+    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
+    let (columns, rows) = results(&dir.join("out"), "results.csv");
+    assert_eq!(rows.len(), 12);
+    let g = 9.81;
+    for (index, v) in &rows {
+        let h = v[col(&columns, "puck.position.z")];
+        let v0 = v[col(&columns, "puck.velocity.x")];
+        let mu = v[col(&columns, "constraint[0].friction")];
+        assert_eq!(v[col(&columns, "status")], 0.0, "instance {index}");
+        close(
+            v[col(&columns, "c0.first_impact_time")],
+            (2.0 * h / g).sqrt(),
+            1e-6,
+            &format!("instance {index} first impact"),
+        );
+        // Sticking at the end, at rest on the ground, where friction stopped it.
+        assert_eq!(v[col(&columns, "c0.mode")], 1.0, "instance {index} sticks");
+        close(v[col(&columns, "puck.z")], 0.0, 1e-6, "on the ground");
+        close(v[col(&columns, "puck.vx")], 0.0, 1e-9, "at rest");
+        let t0 = (2.0 * h / g).sqrt();
+        let v1 = v0 - mu * (2.0 * g * h).sqrt();
+        assert!(v1 > 0.0);
+        close(
+            v[col(&columns, "puck.x")],
+            v0 * t0 + v1 * v1 / (2.0 * mu * g),
+            1e-6,
+            &format!("instance {index} distance"),
+        );
+        close(
+            v[col(&columns, "c0.last_mode_change_time")],
+            t0 + v1 / (mu * g),
+            1e-6,
+            &format!("instance {index} sticks at"),
+        );
+        assert_eq!(
+            v[col(&columns, "c0.impacts")],
+            1.0,
+            "instance {index}: one plastic impact"
+        );
+        // Energy: what is gone went into impacts and friction.
+        assert!(
+            v[col(&columns, "energy_error")].abs() < 1e-6,
+            "instance {index}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
