@@ -116,14 +116,18 @@ impl Mover {
             } => {
                 let (multipliers, found) = contact_multipliers(batch, 0, contacts, modes, events)
                     .unwrap_or_else(|_| (Vec::new(), modes.clone()));
-                let states: Vec<ContactState> = found
-                    .iter()
-                    .map(|m| match m {
-                        ContactMode::Open => ContactState::Open,
-                        ContactMode::Stick => ContactState::Stick,
-                        ContactMode::Slide { .. } => ContactState::Slide,
-                    })
-                    .collect();
+                // Bilateral constraints beside the contacts keep their state.
+                let mut states =
+                    vec![ContactState::Bilateral; batch.template().constraints().len()];
+                for (c, mode) in contacts.iter().zip(&found) {
+                    if let Some(s) = states.get_mut(c.constraint.0) {
+                        *s = match mode {
+                            ContactMode::Open => ContactState::Open,
+                            ContactMode::Stick => ContactState::Stick,
+                            ContactMode::Slide { .. } => ContactState::Slide,
+                        };
+                    }
+                }
                 capture_with(batch, 0, &multipliers, &states)?
             }
         })

@@ -8,11 +8,12 @@ use super::instances::Sampled;
 use super::scenario::Scenario;
 use super::study::{GroupOutput, Progress, checkpoint, checkpoint_count};
 use crate::batch::{Batch, status};
-use crate::cpu::assembly::{AssemblyOptions, assemble_positions};
+use crate::constraints::Params;
+use crate::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::unilateral::{
     Coefficients, ContactMode, ContactRecord, EventOptions, InstanceContacts, UnilateralContact,
-    run_batch,
+    contact_multipliers, run_batch,
 };
 use crate::model::{BodyId, ConstraintId};
 use crate::step::{Integrator, Stabilization};
@@ -83,6 +84,31 @@ pub(super) fn run_group(
     if sc.record.interval.is_some() {
         record_series(&batch, &records, &mut series);
     }
+    // Per instance and constraint, when a bilateral plane contact would first have pulled.
+    let mut lift_off = vec![vec![f64::NAN; sc.constraints.len()]; n];
+    let watch_lift_off =
+        |batch: &Batch, records: &[Vec<Option<ContactRecord>>], lift_off: &mut [Vec<f64>]| {
+            if !sc.record.events {
+                return;
+            }
+            for (i, times) in lift_off.iter_mut().enumerate() {
+                let state = batch.state_of(i);
+                let system = batch.assemble_with(i, &state, BaumgarteMode::Off);
+                let outs =
+                    bilateral_outputs(batch, i, &system, &ids, &contacts(i), &records[i], &events);
+                let plane_contacts = sc
+                    .constraints
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.unilateral().is_none());
+                for ((k, c), out) in plane_contacts.zip(&outs) {
+                    if c.has_normal_force() && times[k].is_nan() && -out.reported[2] < 0.0 {
+                        times[k] = state.time;
+                    }
+                }
+            }
+        };
+    watch_lift_off(&batch, &records, &mut lift_off);
     let count = checkpoint_count(sc);
     let mut elapsed = 0.0;
     for k in 1..=count {
@@ -95,6 +121,7 @@ pub(super) fn run_group(
                 *slot = Some(merge(*slot, new));
             }
         }
+        watch_lift_off(&batch, &records, &mut lift_off);
         if sc.record.interval.is_some() {
             record_series(&batch, &records, &mut series);
         }
@@ -130,7 +157,8 @@ pub(super) fn run_group(
             applied,
             energy - energy0[i] - driven - applied + lost,
         ]);
-        // Violations of what the contacts enforce: penetration, and the speed of enforced rows.
+        // Violations of what the contacts enforce: penetration, and the speed of enforced rows;
+        // the bilateral constraints' own errors beside them.
         let state = batch.state_of(i);
         let system = batch.assemble_with(i, &state, BaumgarteMode::Off);
         let space = InstanceContacts::new(&system, batch.template(), &ids);
@@ -149,13 +177,40 @@ pub(super) fn run_group(
                 }
             }
         }
-        row.push(penetration);
-        row.push(speed);
-        for (c, record) in records[i].iter().enumerate() {
+        let bilateral =
+            bilateral_outputs(&batch, i, &system, &ids, &contacts(i), &records[i], &events);
+        let drift = bilateral
+            .iter()
+            .fold(0.0f64, |m, b| m.max(b.position_error));
+        if drift > events.constraint_tolerance {
+            // A bilateral constraint left beyond the tolerance: flagged, never reported as fine.
+            row[0] = f64::from(flags | status::CONSTRAINT_VIOLATED);
+        }
+        row.push(penetration.max(drift));
+        row.push(bilateral.iter().fold(speed, |m, b| m.max(b.velocity_error)));
+        let mut unilateral_slot = 0;
+        let mut bilateral_slot = 0;
+        for (k, c) in sc.constraints.iter().enumerate() {
             let nan = f64::NAN;
-            match record {
+            if c.unilateral().is_none() {
+                let b = &bilateral[bilateral_slot];
+                bilateral_slot += 1;
+                if c.has_normal_force() {
+                    row.push(-b.reported[2]);
+                    row.push(b.separation);
+                    if sc.record.events {
+                        row.push(lift_off[i][k]);
+                    }
+                } else {
+                    row.extend(b.reported);
+                }
+                continue;
+            }
+            let u = unilateral_slot;
+            unilateral_slot += 1;
+            match records[i][u] {
                 Some(r) => row.extend([
-                    separations[c],
+                    separations[u],
                     mode_code(r.mode),
                     f64::from(r.impacts),
                     r.first_impact.unwrap_or(nan),
@@ -163,7 +218,7 @@ pub(super) fn run_group(
                     r.impact_loss,
                     r.friction_loss,
                 ]),
-                None => row.extend([separations[c], nan, nan, nan, nan, nan, nan]),
+                None => row.extend([separations[u], nan, nan, nan, nan, nan, nan]),
             }
         }
         rows.push(row);
@@ -194,12 +249,19 @@ impl UnilateralSetup {
         sampled: &[Sampled],
         start: usize,
     ) -> Result<Self, CliError> {
-        let ids: Vec<ConstraintId> = (0..sc.constraints.len()).map(ConstraintId).collect();
+        let ids: Vec<ConstraintId> = sc
+            .constraints
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.unilateral().is_some())
+            .map(|(k, _)| ConstraintId(k))
+            .collect();
         let mut coefficients = Vec::with_capacity(members.len());
         for &k in members {
             let mut per = Vec::with_capacity(ids.len());
-            for (c, draw) in sampled[k].constraints.iter().enumerate() {
-                let [e, mu_s, mu_d] = draw.unilateral.unwrap_or([0.0; 3]);
+            for id in &ids {
+                let c = id.0;
+                let [e, mu_s, mu_d] = sampled[k].constraints[c].unilateral.unwrap_or([0.0; 3]);
                 per.push(
                     Coefficients::new(e, mu_s, mu_d).map_err(|err| CliError::Sample {
                         instance: start + k,
@@ -224,7 +286,7 @@ impl UnilateralSetup {
             ..EventOptions::default()
         };
         let assembly_failed = if sc.simulation.assemble {
-            lift_out_of_planes(batch, &ids)?
+            lift_out_of_planes(batch, &ids, ids.len() < sc.constraints.len())?
         } else {
             vec![false; batch.len()]
         };
@@ -251,6 +313,87 @@ pub(super) fn contacts_of(
         .collect()
 }
 
+/// What a bilateral constraint beside unilateral contacts reports at the end of a run.
+struct BilateralOutput {
+    /// Multipliers in reported `(x, y, z)` order (Simbody's sign).
+    reported: [f64; 3],
+    /// The kind's separation (plane contacts).
+    separation: f64,
+    /// Largest |position error| of its rows.
+    position_error: f64,
+    /// Largest |velocity error| of its rows.
+    velocity_error: f64,
+}
+
+/// Every bilateral constraint's outputs for instance `i` at its stored state (`system` its
+/// assembly there), with the multipliers of the contacts' modes (`records`; NaN when the
+/// instance cannot be solved).
+fn bilateral_outputs(
+    batch: &Batch,
+    i: usize,
+    system: &crate::cpu::evaluate::InstanceSystem,
+    ids: &[ConstraintId],
+    contacts: &[UnilateralContact],
+    records: &[Option<ContactRecord>],
+    events: &EventOptions,
+) -> Vec<BilateralOutput> {
+    let modes: Vec<ContactMode> = records
+        .iter()
+        .map(|r| r.map_or(ContactMode::Stick, |r| r.mode))
+        .collect();
+    let multipliers = contact_multipliers(batch, i, contacts, &modes, events)
+        .map(|(m, _)| m)
+        .ok();
+    let template = batch.template();
+    let mut out = Vec::new();
+    for (k, ((slot, cols), rows)) in template
+        .constraints()
+        .iter()
+        .zip(batch.all_constraint_columns())
+        .zip(&system.constraints)
+        .enumerate()
+    {
+        if ids.contains(&ConstraintId(k)) {
+            continue;
+        }
+        let c = &slot.constraint;
+        let n = rows.rows.len();
+        let lambda: Vec<f64> = (0..n)
+            .map(|r| match (&multipliers, rows.enabled) {
+                (Some(m), true) => m.get(rows.offset + r).copied().unwrap_or(f64::NAN),
+                (Some(_), false) => 0.0,
+                (None, _) => f64::NAN,
+            })
+            .collect();
+        let mut reported = [0.0; 3];
+        for (value, s) in reported.iter_mut().zip(c.report_slots()) {
+            if let Some(r) = s {
+                *value = lambda.get(*r).copied().unwrap_or(f64::NAN);
+            }
+        }
+        let kin: Vec<_> = c
+            .bodies()
+            .iter()
+            .map(|b| system.kinematics[b.index()])
+            .collect();
+        let report = c.report(&Params::of(&cols.params, i), &kin, &lambda);
+        let (mut pe, mut ve) = (0.0f64, 0.0f64);
+        if rows.enabled {
+            for r in 0..n {
+                pe = pe.max(system.position_errors[rows.offset + r].abs());
+                ve = ve.max(system.velocity_errors[rows.offset + r].abs());
+            }
+        }
+        out.push(BilateralOutput {
+            reported,
+            separation: report.separation,
+            position_error: pe,
+            velocity_error: ve,
+        });
+    }
+    out
+}
+
 /// One contact's record over two consecutive runs.
 pub(super) fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
     let Some(old) = old else { return new };
@@ -266,10 +409,15 @@ pub(super) fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRe
 
 /// `assemble = true` with unilateral contacts: an instance drawn with a contact inside its plane
 /// is moved out (position assembly on the normal rows of the contacts that penetrate, the
-/// others left out); a contact drawn apart or touching stays as drawn, and velocities are not
-/// touched (a body may start approaching or leaving its plane). Returns the instances whose
-/// assembly failed.
-fn lift_out_of_planes(batch: &mut Batch, ids: &[ConstraintId]) -> Result<Vec<bool>, CliError> {
+/// others left out, and on every bilateral constraint); a contact drawn apart or touching stays
+/// as drawn. Velocities are assembled onto the bilateral constraints alone (`bilateral`: there
+/// are some), in the mass-matrix norm; a body may start approaching or leaving its plane.
+/// Returns the instances whose assembly failed.
+fn lift_out_of_planes(
+    batch: &mut Batch,
+    ids: &[ConstraintId],
+    bilateral: bool,
+) -> Result<Vec<bool>, CliError> {
     let n = batch.len();
     let mut penetrating = vec![vec![false; ids.len()]; n];
     for (i, flags) in penetrating.iter_mut().enumerate() {
@@ -287,14 +435,24 @@ fn lift_out_of_planes(batch: &mut Batch, ids: &[ConstraintId]) -> Result<Vec<boo
         }
     }
     let report = assemble_positions(batch, &AssemblyOptions::default())?;
+    let mut failed = vec![false; n];
+    for i in report.failed {
+        failed[i] = true;
+    }
+    if bilateral {
+        for i in 0..n {
+            for id in ids {
+                batch.set_enabled(*id, i, false)?;
+            }
+        }
+        for i in assemble_velocities(batch, None)?.failed {
+            failed[i] = true;
+        }
+    }
     for i in 0..n {
         for id in ids {
             batch.set_enabled(*id, i, true)?;
         }
-    }
-    let mut failed = vec![false; n];
-    for i in report.failed {
-        failed[i] = true;
     }
     Ok(failed)
 }

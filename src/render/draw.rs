@@ -88,8 +88,9 @@ struct Panel {
     camera: Camera,
     half_width: f64,
     point_radius: f64,
-    /// Per track, the centre of its motion (planes are drawn centred beneath it).
-    centres: Vec<Vec3>,
+    /// Per track and constraint, the centre of the motion the constraint's plane carries (its
+    /// sphere's or point's path; else the track's): planes are drawn centred beneath it.
+    centres: Vec<Vec<Vec3>>,
     origin: (usize, usize),
 }
 
@@ -129,6 +130,25 @@ fn moving_points(frames: &[InstanceFrame], out: &mut Vec<Vec3>) {
             }
         }
     }
+}
+
+/// Where constraint `k`'s sphere or point goes over the frames.
+fn constraint_points(frames: &[InstanceFrame], k: usize) -> Vec<Vec3> {
+    frames
+        .iter()
+        .filter_map(|f| f.constraints.get(k))
+        .flat_map(|c| c.decorations.iter())
+        .filter_map(|d| match d {
+            Decoration::Sphere { center, .. } => Some(Vec3::from(*center)),
+            Decoration::Point { position, .. } => Some(Vec3::from(*position)),
+            _ => None,
+        })
+        .filter(finite)
+        .collect()
+}
+
+fn centroid(points: &[Vec3]) -> Option<Vec3> {
+    (!points.is_empty()).then(|| points.iter().sum::<Vec3>() / points.len() as f64)
 }
 
 fn finite(v: &Vec3) -> bool {
@@ -216,12 +236,19 @@ impl<'a> Renderer<'a> {
                 let mut pts = Vec::new();
                 moving_points(&scene.tracks[t].frames, &mut pts);
                 pts.retain(finite);
-                let centre = if pts.is_empty() {
-                    Vec3::zeros()
-                } else {
-                    pts.iter().sum::<Vec3>() / pts.len() as f64
-                };
-                centres.push(centre);
+                let track_centre = centroid(&pts).unwrap_or_else(Vec3::zeros);
+                let count = scene.tracks[t]
+                    .frames
+                    .first()
+                    .map_or(0, |f| f.constraints.len());
+                centres.push(
+                    (0..count)
+                        .map(|k| {
+                            centroid(&constraint_points(&scene.tracks[t].frames, k))
+                                .unwrap_or(track_centre)
+                        })
+                        .collect::<Vec<_>>(),
+                );
                 all.extend(pts);
                 for f in &scene.tracks[t].frames {
                     for c in &f.constraints {
@@ -242,22 +269,33 @@ impl<'a> Renderer<'a> {
                     }
                 }
             }
-            // The planes' reach: how far the motion goes along each plane from its centre.
+            // The planes' reach: how far each plane's sphere or point goes along it from the
+            // centre it is drawn at.
             let mut reach = 0.0f64;
-            for (&t, centre) in tracks.iter().zip(&centres) {
-                for f in &scene.tracks[t].frames {
-                    for c in &f.constraints {
-                        for d in &c.decorations {
-                            if let Decoration::Plane { axes, .. } = d {
-                                let n = Vec3::from(axes[2]);
-                                for p in &all {
-                                    let off = p - centre;
-                                    let along = (off - n * n.dot(&off)).norm();
-                                    if along.is_finite() {
-                                        reach = reach.max(along);
-                                    }
-                                }
-                            }
+            for (&t, centres) in tracks.iter().zip(&centres) {
+                let frames = &scene.tracks[t].frames;
+                for (k, centre) in centres.iter().enumerate() {
+                    let Some(n) = frames
+                        .first()
+                        .and_then(|f| f.constraints.get(k))
+                        .and_then(|c| {
+                            c.decorations.iter().find_map(|d| match d {
+                                Decoration::Plane { axes, .. } => Some(Vec3::from(axes[2])),
+                                _ => None,
+                            })
+                        })
+                    else {
+                        continue;
+                    };
+                    let mut pts = constraint_points(frames, k);
+                    if pts.is_empty() {
+                        pts.clone_from(&all);
+                    }
+                    for p in &pts {
+                        let off = p - centre;
+                        let along = (off - n * n.dot(&off)).norm() + radius_max;
+                        if along.is_finite() {
+                            reach = reach.max(along);
                         }
                     }
                 }
@@ -292,7 +330,7 @@ impl<'a> Renderer<'a> {
             {
                 (mid, radius, half_width) = (Vec3::from(centre), r, r);
                 // Planes stay put under the fixed view, not under the motion.
-                centres.iter_mut().for_each(|c| *c = mid);
+                centres.iter_mut().flatten().for_each(|c| *c = mid);
             }
             scene_radius = scene_radius.max(radius);
             let (r, c) = (g / cols, g % cols);
@@ -406,8 +444,11 @@ impl<'a> Renderer<'a> {
         for (slot, &t) in panel.tracks.iter().enumerate() {
             let colour = PALETTE[t % PALETTE.len()];
             let frame = &self.scene.tracks[t].frames[k];
-            let centre = panel.centres[slot];
-            for c in &frame.constraints {
+            for (k, c) in frame.constraints.iter().enumerate() {
+                let centre = panel.centres[slot]
+                    .get(k)
+                    .copied()
+                    .unwrap_or_else(Vec3::zeros);
                 for d in &c.decorations {
                     if !decoration_finite(d) {
                         // A non-finite instance draws nothing of it (its label says flagged).

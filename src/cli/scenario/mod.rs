@@ -408,25 +408,17 @@ impl Scenario {
         for (k, c) in raw.constraint.iter().enumerate() {
             constraints.push(p.constraint(k, c, &bodies, &prescribed)?);
         }
-        // Unilateral contacts run on the event-driven path, which takes them alone for now.
-        if constraints.iter().any(|c| c.unilateral().is_some()) {
-            if let Some(k) = constraints.iter().position(|c| c.unilateral().is_none()) {
-                return Err(loc.at(
-                    raw.constraint[k].kind.span(),
-                    format!("constraint[{k}]"),
-                    "a bilateral constraint next to unilateral contacts is not supported yet; \
-                     accepted: every constraint a sphere_on_plane or point_on_plane with \
-                     contact = \"unilateral\"",
-                ));
-            }
-            if let Some(b) = prescribed.first() {
-                return Err(loc.at(
-                    0..0,
-                    format!("body {:?}", b.name),
-                    "a prescribed body next to unilateral contacts is not supported yet; \
-                     accepted: Ground and free bodies",
-                ));
-            }
+        // Unilateral contacts run on the event-driven path (bilateral constraints beside them
+        // are enforced throughout), which does not take prescribed bodies yet.
+        if constraints.iter().any(|c| c.unilateral().is_some())
+            && let Some(b) = prescribed.first()
+        {
+            return Err(loc.at(
+                0..0,
+                format!("body {:?}", b.name),
+                "a prescribed body next to unilateral contacts is not supported yet; \
+                 accepted: Ground and free bodies",
+            ));
         }
 
         let simulation = p.simulation(&raw.simulation)?;
