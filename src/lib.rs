@@ -54,6 +54,9 @@ pub mod step;
 
 pub use error::{Error, Result};
 
+/// The crate's version (what `simbatch --version` and Python's `simbatch.__version__` say).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -79,6 +79,11 @@ def _box(bounds: tuple[list[float], list[float]]) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=np.float32)
 
 
+from .study import Study, StudyResult, Table  # noqa: E402
+
+__version__: str = _simbatch.__version__
+
+
 def _count(field: str, value: Any) -> int:
     """An integer count ≥ 1 (``int``, NumPy integers), or a ``TypeError``/``ValueError`` naming
     ``field``: ``1.5`` or ``True`` are refused rather than truncated."""

@@ -13,7 +13,23 @@ FLAG_NONFINITE: int
 class SimbatchError(Exception): ...
 class EnvNeedsResetError(SimbatchError): ...
 
+__version__: str
+
 def env_ids() -> list[str]: ...
+def scenario_toml(source: dict[str, Any]) -> str: ...
+def check_scenario(file: str, source: str) -> tuple[str, int, float]: ...
+def run_scenario(
+    file: str,
+    source: str,
+    out: str | None = None,
+    backend: str | None = None,
+    precision: str | None = None,
+    shard: tuple[int, int] | None = None,
+    instances: int | None = None,
+    force: bool = False,
+    quiet: bool = True,
+) -> tuple[str, str]: ...
+def read_table(path: str) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.float64]]: ...
 def render_study(
     study: str | os.PathLike[str],
     instances: list[int],

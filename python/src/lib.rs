@@ -26,6 +26,8 @@ use simbatch::gpu::Precision;
 use simbatch::model::{BodyId, BodyKind, ConstraintId};
 use simbatch::sample::Scalar;
 
+mod study;
+
 create_exception!(
     _simbatch,
     SimbatchError,
@@ -659,7 +661,6 @@ fn render_study(
     size: (usize, usize),
     speed: f64,
 ) -> PyResult<usize> {
-    use simbatch::cli::CliError;
     let args = simbatch::cli::render::RenderArgs {
         study,
         instances,
@@ -671,11 +672,7 @@ fn render_study(
         speed,
     };
     py.detach(|| simbatch::cli::render::render_study(&args))
-        .map_err(|e| match e {
-            CliError::Engine(e) => py_err(e),
-            CliError::Io { .. } => pyo3::exceptions::PyOSError::new_err(e.to_string()),
-            other => PyValueError::new_err(other.to_string()),
-        })
+        .map_err(study::cli_err)
 }
 
 /// The Rust core of the `simbatch` Python package.
@@ -684,6 +681,11 @@ fn _simbatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(env_ids, m)?)?;
     m.add_function(wrap_pyfunction!(render_study, m)?)?;
+    m.add_function(wrap_pyfunction!(study::scenario_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(study::check_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(study::run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(study::read_table, m)?)?;
+    m.add("__version__", simbatch::VERSION)?;
     m.add("SimbatchError", m.py().get_type::<SimbatchError>())?;
     m.add(
         "EnvNeedsResetError",

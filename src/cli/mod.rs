@@ -344,7 +344,9 @@ pub fn shard_range(instances: usize, shard: Option<(usize, usize)>) -> std::ops:
     }
 }
 
-fn default_out(scenario: &Scenario, shard: Option<(usize, usize)>) -> PathBuf {
+/// The default output directory of a study: `simbatch-out/<name>`, with `-shard-I-of-N` when
+/// sharded.
+pub fn default_out(scenario: &Scenario, shard: Option<(usize, usize)>) -> PathBuf {
     let name: String = scenario
         .name
         .chars()

@@ -1,0 +1,160 @@
+//! Monte Carlo studies from Python: the scenario is parsed, checked, drawn and run by the same
+//! Rust code as the `simbatch` command (one parser of the scenario and distribution syntax),
+//! and results come back as whole NumPy columns (no per-row Python work).
+
+use std::path::PathBuf;
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use simbatch::backend::Backend;
+use simbatch::cli::scenario::Scenario;
+use simbatch::cli::{CliError, output, run_study, shard_range};
+use simbatch::gpu::Precision;
+
+/// A command error as the Python exception a user expects: a located scenario mistake or a bad
+/// value is a `ValueError`, a file problem an `OSError`, the rest the engine's.
+pub fn cli_err(e: CliError) -> PyErr {
+    match e {
+        CliError::Engine(e) => super::py_err(e),
+        CliError::Io { .. } => PyOSError::new_err(e.to_string()),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+/// A Python value (dict, list, str, int, float, bool) as TOML, for a scenario given as a dict.
+fn toml_value(v: &Bound<'_, PyAny>, path: &str) -> PyResult<toml::Value> {
+    if v.is_instance_of::<PyBool>() {
+        return Ok(toml::Value::Boolean(v.extract()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(toml::Value::Integer(v.extract()?));
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(toml::Value::Float(v.extract()?));
+    }
+    if v.is_instance_of::<PyString>() {
+        return Ok(toml::Value::String(v.extract()?));
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        let mut table = toml::map::Map::new();
+        for (k, item) in d.iter() {
+            let key: String = k
+                .extract()
+                .map_err(|_| PyTypeError::new_err(format!("{path}: keys must be strings")))?;
+            let value = toml_value(&item, &format!("{path}.{key}"))?;
+            table.insert(key, value);
+        }
+        return Ok(toml::Value::Table(table));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        let items: Vec<Bound<'_, PyAny>> = v.try_iter()?.collect::<PyResult<_>>()?;
+        let values = items
+            .iter()
+            .enumerate()
+            .map(|(k, item)| toml_value(item, &format!("{path}[{k}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(toml::Value::Array(values));
+    }
+    // NumPy scalars and the like: as a float when they convert.
+    if let Ok(x) = v.extract::<f64>() {
+        return Ok(toml::Value::Float(x));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{path}: {} is not a scenario value; accepted: dict, list, str, int, float, bool",
+        v.get_type().name()?
+    )))
+}
+
+/// The TOML text of a scenario given as a dict with the file format's schema.
+#[pyfunction]
+pub fn scenario_toml(source: &Bound<'_, PyDict>) -> PyResult<String> {
+    let value = toml_value(source.as_any(), "scenario")?;
+    toml::to_string(&value).map_err(|e| PyValueError::new_err(format!("scenario: {e}")))
+}
+
+/// Parses and checks a scenario (`file` names it in messages); returns `(name, instances,
+/// duration)`. A mistake raises `ValueError` located as the command locates it
+/// (`file:line:column: field: what is accepted`).
+#[pyfunction]
+pub fn check_scenario(file: &str, source: &str) -> PyResult<(String, usize, f64)> {
+    let sc = Scenario::parse(file, source).map_err(cli_err)?;
+    Ok((sc.name.clone(), sc.instances, sc.simulation.duration))
+}
+
+/// Runs a study as `simbatch run` does into `out` (the default directory when `None`); returns
+/// the output directory and its manifest (JSON text). The GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (file, source, out=None, backend=None, precision=None, shard=None, instances=None, force=false, quiet=true))]
+#[allow(clippy::too_many_arguments)]
+pub fn run_scenario(
+    py: Python<'_>,
+    file: &str,
+    source: &str,
+    out: Option<PathBuf>,
+    backend: Option<&str>,
+    precision: Option<&str>,
+    shard: Option<(usize, usize)>,
+    instances: Option<usize>,
+    force: bool,
+    quiet: bool,
+) -> PyResult<(String, String)> {
+    let mut sc = Scenario::parse(file, source).map_err(cli_err)?;
+    if let Some(n) = instances {
+        if n == 0 {
+            return Err(PyValueError::new_err(
+                "instances: got 0; accepted: an integer ≥ 1",
+            ));
+        }
+        sc.instances = n;
+    }
+    if let Some(p) = precision {
+        sc.simulation.precision = p.parse::<Precision>().map_err(super::py_err)?;
+    }
+    if let Some((i, n)) = shard
+        && (n == 0 || i >= n)
+    {
+        return Err(PyValueError::new_err(format!(
+            "shard = ({i}, {n}); accepted: (I, N) with 0 ≤ I < N"
+        )));
+    }
+    let explicit = backend
+        .map(|b| b.parse::<Backend>())
+        .transpose()
+        .map_err(super::py_err)?;
+    let backend =
+        simbatch::backend::choose(explicit, sc.simulation.backend).map_err(super::py_err)?;
+    let out = out.unwrap_or_else(|| simbatch::cli::default_out(&sc, shard));
+    let _ = shard_range(sc.instances, shard);
+    let manifest = py
+        .detach(|| run_study(&sc, shard, backend, &out, force, quiet))
+        .map_err(cli_err)?;
+    Ok((out.display().to_string(), manifest.to_string()))
+}
+
+/// A study's CSV table (`results.csv`, `series.csv`, …) as `(columns, index, values)`: the
+/// column names after `index`, the instance index of each row, and the values as one
+/// `(rows, columns)` float64 array.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn read_table<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+) -> PyResult<(
+    Vec<String>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray2<f64>>,
+)> {
+    let (columns, rows) = py.detach(|| output::read_csv(&path)).map_err(cli_err)?;
+    let width = columns.len();
+    let mut values = Vec::with_capacity(rows.len() * width);
+    let mut index = Vec::with_capacity(rows.len());
+    for (i, row) in &rows {
+        index.push(*i as u64);
+        values.extend_from_slice(row);
+    }
+    let values = PyArray1::from_vec(py, values).reshape([rows.len(), width])?;
+    Ok((columns, PyArray1::from_vec(py, index), values))
+}

@@ -1,0 +1,126 @@
+"""Monte Carlo studies from Python: the same results as the command, bit for bit on the CPU;
+scenarios as files, text or dicts; errors located like the command's; unilateral contacts'
+per-contact results; rendering a study's instances."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import simbatch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BOUNCING = os.path.join(ROOT, "examples", "scenarios", "bouncing_balls.toml")
+
+
+def _binary() -> str:
+    path = os.path.join(ROOT, "target", "release", "simbatch")
+    if not os.path.exists(path):
+        if os.environ.get("CI") == "true":
+            raise AssertionError(f"{path} missing: run cargo build --release first")
+        pytest.skip("the simbatch command is not built")
+    return path
+
+
+def _small_bouncing() -> str:
+    text = open(BOUNCING).read()
+    return text.replace("instances = 2000", "instances = 24", 1).replace("duration = 3.0", "duration = 0.8", 1)
+
+
+def test_version():
+    assert isinstance(simbatch.__version__, str) and simbatch.__version__.count(".") == 2
+
+
+def test_a_study_from_python_equals_the_command_bit_for_bit(tmp_path):
+    text = _small_bouncing()
+    scenario = tmp_path / "bouncing.toml"
+    scenario.write_text(text)
+    cli_out = tmp_path / "cli"
+    subprocess.run([_binary(), "run", str(scenario), "--backend", "cpu", "-q", "--out", str(cli_out)], check=True)
+    for source in (scenario, str(scenario), text):
+        study = simbatch.Study(source)
+        assert study.instances == 24 and study.name == "bouncing-balls"
+        out = tmp_path / f"py-{type(source).__name__}-{len(str(source)) % 97}"
+        result = study.run(backend="cpu", out=out, progress=False)
+        assert result.dir == out
+        assert (out / "results.csv").read_bytes() == (cli_out / "results.csv").read_bytes()
+        assert (out / "series.csv").read_bytes() == (cli_out / "series.csv").read_bytes()
+        assert result.manifest["instances"] == 24
+    results = result.results
+    assert list(results["index"]) == list(range(24))
+    # Unilateral contacts' per-contact results, by column name.
+    for column in ("c0.mode", "c0.impacts", "c0.first_impact_time", "c0.impact_loss"):
+        assert np.asarray(results[column]).shape == (24,)
+    # Each ball's first impact: h + v t − g t²/2 = 0 for its drawn height and vertical speed.
+    h = np.asarray(results["ball.position.z"]) - np.asarray(results["radius"])
+    v = np.asarray(results["ball.velocity.z"])
+    np.testing.assert_allclose(
+        np.asarray(results["c0.first_impact_time"]), (v + np.sqrt(v * v + 2 * 9.81 * h)) / 9.81, atol=1e-6
+    )
+    assert result.summary["ball.mass"]["count"] == 24.0
+    assert result.series is not None and "c0.mode" in result.series
+
+
+def drop_scenario() -> dict:
+    """A drop study as a dict (the file format's schema)."""
+    return {
+        "name": "drop",
+        "instances": 8,
+        "seed": 3,
+        "body": [
+            {
+                "name": "ball",
+                "mass": 1.0,
+                "inertia": {"solid_sphere": 0.1},
+                "position": [0.0, 0.0, {"uniform": [0.3, 0.6]}],
+            }
+        ],
+        "constraint": [
+            {
+                "kind": "sphere_on_plane",
+                "plane": "ground",
+                "body": "ball",
+                "radius": 0.1,
+                "contact": "unilateral",
+                "restitution": 0.5,
+                "friction": 0.4,
+            }
+        ],
+        "simulation": {"integrator": "rk4", "step": 1e-3, "duration": 0.5, "backend": "cpu"},
+    }
+
+
+def test_a_study_from_a_dict(tmp_path):
+    scenario = drop_scenario()
+    result = simbatch.Study(scenario).run(out=tmp_path / "drop", progress=False)
+    r = result.results
+    h = np.asarray(r["ball.position.z"]) - 0.1
+    np.testing.assert_allclose(np.asarray(r["c0.first_impact_time"]), np.sqrt(2 * h / 9.81), atol=1e-6)
+    assert (np.asarray(r["status"]) == 0).all()
+    # Results do not depend on sharding: shard 1 of 2 holds instances 4..8, the same values.
+    half = simbatch.Study(scenario).run(out=tmp_path / "half", shard=(1, 2), progress=False).results
+    assert list(half["index"]) == [4, 5, 6, 7]
+    np.testing.assert_array_equal(np.asarray(half["ball.z"]), np.asarray(r["ball.z"])[4:])
+
+
+def test_errors_are_located_like_the_commands():
+    text = _small_bouncing().replace("restitution = { uniform = [0.2, 0.9] }", "restitution = 1.5", 1)
+    with pytest.raises(ValueError, match=r"<text>:\d+:\d+: constraint\[0\]\.restitution"):
+        simbatch.Study(text)
+    bad = drop_scenario()
+    bad["constraint"][0]["friction"] = {"static": 0.1, "dynamic": 0.4}
+    with pytest.raises(ValueError, match=r"<dict>:\d+:\d+: constraint\[0\]\.friction"):
+        simbatch.Study(bad)
+    with pytest.raises(TypeError):
+        simbatch.Study(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="shard"):
+        simbatch.Study(_small_bouncing()).run(shard=(2, 2), progress=False)
+
+
+def test_render_from_a_study_result(tmp_path):
+    result = simbatch.Study(_small_bouncing()).run(out=tmp_path / "s", backend="cpu", progress=False)
+    assert result.render([3], tmp_path / "f.png", time=0.4, size=(80, 60)) >= 1
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
