@@ -88,7 +88,11 @@ pub(super) fn run_group(
     let mut lift_off = vec![vec![f64::NAN; sc.constraints.len()]; n];
     let watch_lift_off =
         |batch: &Batch, records: &[Vec<Option<ContactRecord>>], lift_off: &mut [Vec<f64>]| {
-            if !sc.record.events {
+            let watched = sc
+                .constraints
+                .iter()
+                .any(|c| c.unilateral().is_none() && c.has_normal_force());
+            if !sc.record.events || !watched {
                 return;
             }
             for (i, times) in lift_off.iter_mut().enumerate() {
@@ -337,6 +341,10 @@ fn bilateral_outputs(
     records: &[Option<ContactRecord>],
     events: &EventOptions,
 ) -> Vec<BilateralOutput> {
+    if ids.len() == batch.template().constraints().len() {
+        // Every constraint is a contact: nothing bilateral to report (and nothing to solve).
+        return Vec::new();
+    }
     let modes: Vec<ContactMode> = records
         .iter()
         .map(|r| r.map_or(ContactMode::Stick, |r| r.mode))
