@@ -252,7 +252,8 @@ class VectorEnv(gym.vector.VectorEnv):
         return self._core.render(env, width, height)
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._core = None
+        # Drops the Rust core (its batch and any GPU buffers) now, not when collected.
+        del self._core
 
     # ------------------------------------------------------------------ batch access
 
