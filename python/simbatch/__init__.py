@@ -26,6 +26,7 @@ defaults, with the ``simbatch`` command's distribution syntax for per-episode dr
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import os
 
@@ -33,6 +34,7 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -92,6 +94,14 @@ def _count(field: str, value: Any) -> int:
     if value < 1:
         raise ValueError(f"{field}: got {value}; accepted: an integer ≥ 1")
     return int(value)
+
+
+def _with_horizon(spec: EnvSpec | None, horizon: int) -> EnvSpec | None:
+    """``spec`` with ``max_episode_steps`` set to the environment's own horizon (Gymnasium
+    tools read it there; no ``TimeLimit`` is added, the environments truncate themselves)."""
+    if spec is None:
+        return None
+    return dataclasses.replace(spec, max_episode_steps=int(horizon))
 
 
 def _index(field: str, value: Any) -> int:
@@ -162,7 +172,12 @@ class VectorEnv(gym.vector.VectorEnv):
             "observation_names": list(self._core.observation_names),
             "action_names": list(self._core.action_names),
         }
-        self.spec = None
+        self._spec: EnvSpec | None = None
+        self.spec = EnvSpec(
+            id=f"simbatch/{env_id}",
+            vector_entry_point="simbatch:VectorEnv",
+            kwargs={"env_id": env_id},
+        )
         self.render_mode = render_mode
         self._render_size = (_count("render_size[0]", render_size[0]), _count("render_size[1]", render_size[1]))
         self._render_envs = min(self.num_envs, 16) if render_envs is None else min(self.num_envs, _count("render_envs", render_envs))
@@ -238,6 +253,16 @@ class VectorEnv(gym.vector.VectorEnv):
         if nonfinite.any():
             info["nonfinite"], info["_nonfinite"] = nonfinite, nonfinite.copy()
         return info
+
+    @property
+    def spec(self) -> EnvSpec | None:  # type: ignore[override]
+        """Gymnasium's specification, with ``max_episode_steps`` the task's horizon (the
+        ``max_episode_steps`` setting; the environments truncate there themselves)."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        self._spec = _with_horizon(value, self._core.max_episode_steps)
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """With ``render_mode="rgb_array"``: a ``(height, width, 3)`` uint8 picture of each of
@@ -361,6 +386,17 @@ class Env(gym.Env):
         self.action_space = self._vec.single_action_space
         self.render_mode = render_mode
         self.metadata = {"render_modes": ["rgb_array"], "render_fps": self._vec.metadata["render_fps"]}
+        self._spec: EnvSpec | None = None
+        self.spec = EnvSpec(id=f"simbatch/{env_id}", entry_point="simbatch:Env", kwargs={"env_id": env_id})
+
+    @property
+    def spec(self) -> EnvSpec | None:  # type: ignore[override]
+        """Gymnasium's specification, with ``max_episode_steps`` the task's horizon."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        self._spec = _with_horizon(value, self._vec._core.max_episode_steps)
 
     def render(self) -> np.ndarray | None:
         """With ``render_mode="rgb_array"``: a ``(height, width, 3)`` uint8 picture now."""

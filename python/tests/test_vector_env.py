@@ -374,3 +374,23 @@ def test_render_a_study_from_python(tmp_path):
         simbatch.render(study, [9], tmp_path / "b.gif")
     with pytest.raises(ValueError):
         simbatch.render(study, [-1], tmp_path / "b.gif")
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_spec_max_episode_steps_is_the_horizon(env_id):
+    horizon = simbatch.VectorEnv(env_id, 1)._core.max_episode_steps
+    assert horizon >= 1
+    env = gym.make(f"simbatch/{env_id}")
+    assert env.spec.max_episode_steps == horizon and env.spec.id == f"simbatch/{env_id}"
+    short = gym.make(f"simbatch/{env_id}", settings={"max_episode_steps": 7})
+    assert short.spec.max_episode_steps == 7
+    vec = gym.make_vec(f"simbatch/{env_id}", num_envs=2, vectorization_mode="vector_entry_point")
+    assert vec.spec.max_episode_steps == horizon
+    assert simbatch.VectorEnv(env_id, 2).spec.max_episode_steps == horizon
+    # The environment truncates there itself (no TimeLimit wrapper is stacked on it).
+    obs, _ = short.reset(seed=0)
+    for step in range(7):
+        obs, reward, terminated, truncated, _ = short.step(short.action_space.sample())
+        if terminated:
+            break
+    assert terminated or truncated
