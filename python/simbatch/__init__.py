@@ -18,7 +18,8 @@ rolling on unilateral contact): ``gymnasium.make_vec(id, num_envs, vectorization
 Each ``step`` returns freshly allocated arrays that the Rust core writes into directly (no
 further copy); ``step_into`` reuses arrays the caller owns. ``settings`` changes a task's
 defaults, with the ``simbatch`` command's distribution syntax for per-episode draws
-(``{"uniform": [lo, hi]}``, ``{"normal": [mean, std]}``, ``{"log_uniform": [lo, hi]}``,
+(``{"uniform": [lo, hi]}``, ``{"normal": [mean, std]}``, ``{"truncated_normal": [mean, std, lo,
+hi]}``, ``{"lognormal": [mu, sigma]}``, ``{"log_uniform": [lo, hi]}``,
 ``{"choice": [...]}``). Parameters and states of every environment are NumPy arrays through
 ``get_body`` / ``set_body`` / ``get_param`` / ``set_param`` / ``get_motion`` / ``set_motion`` /
 ``get_work`` (Monte Carlo use).

@@ -68,7 +68,10 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
         if s.is_random() {
             inputs.push(*v);
             if let Some(n) = names.as_deref_mut() {
-                n.push((name.clone(), matches!(s, Scalar::LogUniform(..))));
+                n.push((
+                    name.clone(),
+                    matches!(s, Scalar::LogUniform(..) | Scalar::LogNormal(..)),
+                ));
             }
         }
     }
@@ -76,11 +79,19 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
         let v = draw(s, seed, &path, index, &vars);
         if matches!(
             s,
-            Scalar::Uniform(..) | Scalar::Normal(..) | Scalar::LogUniform(..) | Scalar::Choice(_)
+            Scalar::Uniform(..)
+                | Scalar::Normal(..)
+                | Scalar::TruncatedNormal(..)
+                | Scalar::LogNormal(..)
+                | Scalar::LogUniform(..)
+                | Scalar::Choice(_)
         ) {
             inputs.push(v);
             if let Some(n) = names.as_deref_mut() {
-                n.push((path, matches!(s, Scalar::LogUniform(..))));
+                n.push((
+                    path,
+                    matches!(s, Scalar::LogUniform(..) | Scalar::LogNormal(..)),
+                ));
             }
         }
         v

@@ -312,6 +312,60 @@ fn distributions_have_their_statistics() {
         w * w / 12.0 * (0.8f64 / n as f64).sqrt(),
         "log-uniform variance of ln",
     );
+    // Truncated normal (1, 2) on [0, 3]: inside, with the closed-form mean and variance
+    // (α = −0.5, β = 1: mean = μ + σ (φ(α) − φ(β)) / Z, Z = Φ(β) − Φ(α)).
+    use simbatch::sample::truncated::{phi, phi_inverse};
+    let pdf = |x: f64| (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    let (alpha, beta) = (-0.5f64, 1.0f64);
+    let z = phi(beta) - phi(alpha);
+    let tm = 1.0 + 2.0 * (pdf(alpha) - pdf(beta)) / z;
+    let tv = 4.0
+        * (1.0 + (alpha * pdf(alpha) - beta * pdf(beta)) / z
+            - ((pdf(alpha) - pdf(beta)) / z).powi(2));
+    let t = draws(&Scalar::TruncatedNormal(1.0, 2.0, 0.0, 3.0), "t");
+    assert!(t.iter().all(|x| (0.0..=3.0).contains(x)));
+    within(
+        mean(&t),
+        tm,
+        (tv / n as f64).sqrt(),
+        "truncated normal mean",
+    );
+    within(
+        var(&t),
+        tv,
+        tv * (2.0f64 / n as f64).sqrt(),
+        "truncated normal variance",
+    );
+    // Far in a tail (the interval's probability underflows): inside, near its lower end.
+    let far = draws(&Scalar::TruncatedNormal(0.0, 1.0, 40.0, 41.0), "far");
+    assert!(far.iter().all(|x| (40.0..=41.0).contains(x)));
+    within(
+        mean(&far),
+        40.0 + 1.0 / 40.0,
+        0.05,
+        "deep-tail truncated normal mean",
+    );
+    // The inverse distribution function inverts: Φ(Φ⁻¹(p)) = p across the range.
+    for p in [1e-300, 1e-20, 1e-5, 0.02, 0.3, 0.5, 0.9, 0.999_999] {
+        assert!(((phi(phi_inverse(p)) - p) / p).abs() < 1e-12, "p = {p}");
+    }
+    // Lognormal (mu 0.5, sigma 0.4): ln x is normal (0.5, 0.4).
+    let ln: Vec<f64> = draws(&Scalar::LogNormal(0.5, 0.4), "ln")
+        .iter()
+        .map(|x| x.ln())
+        .collect();
+    within(
+        mean(&ln),
+        0.5,
+        0.4 / (n as f64).sqrt(),
+        "lognormal mean of ln",
+    );
+    within(
+        var(&ln),
+        0.16,
+        0.16 * (2.0f64 / n as f64).sqrt(),
+        "lognormal variance of ln",
+    );
     // Choice of 3: each a third.
     let c = draws(&Scalar::Choice(vec![1.0, 2.0, 7.0]), "c");
     for v in [1.0, 2.0, 7.0] {
@@ -1721,4 +1775,47 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
             "{stderr}"
         );
     }
+}
+
+/// The new distributions in a scenario: drawn per instance, recorded as inputs (a lognormal on
+/// a log axis), within their bounds; a truncated normal that can reach ≤ 0 is refused for a
+/// field that must be positive, naming it.
+#[test]
+fn truncated_normal_and_lognormal_draw_in_scenarios() {
+    let text = DEFAULT_SCENARIO
+        .replacen(
+            "mass = { log_uniform = [0.1, 10.0] }",
+            "mass = { lognormal = [0.0, 0.5] }",
+            1,
+        )
+        .replacen(
+            "incline_deg = { uniform = [5.0, 30.0] }",
+            "incline_deg = { truncated_normal = [15.0, 10.0, 5.0, 30.0] }",
+            1,
+        );
+    assert!(
+        text.contains("lognormal") && text.contains("truncated_normal"),
+        "{text}"
+    );
+    let sc = Scenario::parse("d.toml", &text).unwrap();
+    let kinds = simbatch::cli::instances::input_kinds(&sc);
+    assert!(kinds.contains(&("ball.mass".to_string(), true)));
+    assert!(kinds.contains(&("constraint[0].incline_deg".to_string(), false)));
+    for i in 0..200 {
+        let s = simbatch::cli::study::sample(&sc, i, None);
+        let names = simbatch::cli::study::input_names(&sc);
+        let get = |n: &str| s.inputs[names.iter().position(|x| x == n).unwrap()];
+        assert!(get("ball.mass") > 0.0);
+        assert!((5.0..=30.0).contains(&get("constraint[0].incline_deg")));
+    }
+    let bad = text.replacen(
+        "mass = { lognormal = [0.0, 0.5] }",
+        "mass = { truncated_normal = [1.0, 1.0, 0.0, 2.0] }",
+        1,
+    );
+    let err = Scenario::parse("d.toml", &bad).unwrap_err().to_string();
+    assert!(
+        err.contains("body[0].mass") && err.contains("truncated_normal"),
+        "{err}"
+    );
 }

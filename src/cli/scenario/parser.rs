@@ -112,7 +112,8 @@ impl Located<'_> {
 }
 
 pub(super) const SCALAR_ACCEPTED: &str = "a number, \"$var\", or one of {uniform = [lo, hi]}, \
-    {normal = [mean, std]}, {log_uniform = [lo, hi]}, {choice = [a, b, ...]}";
+    {normal = [mean, std]}, {truncated_normal = [mean, std, lo, hi]}, {lognormal = [mu, sigma]}, \
+    {log_uniform = [lo, hi]}, {choice = [a, b, ...]}";
 
 pub(super) fn number(v: &Value) -> Option<f64> {
     match v {
@@ -192,7 +193,8 @@ impl Parser<'_> {
         let ok = match &s {
             Scalar::Fixed(x) => *x > 0.0,
             Scalar::Uniform(lo, _) => *lo > 0.0,
-            Scalar::LogUniform(..) | Scalar::Var(_) => true,
+            Scalar::LogUniform(..) | Scalar::LogNormal(..) | Scalar::Var(_) => true,
+            Scalar::TruncatedNormal(_, _, lo, _) => *lo > 0.0,
             Scalar::Normal(..) => false,
             Scalar::Choice(c) => c.iter().all(|x| *x > 0.0),
         };
@@ -203,8 +205,9 @@ impl Parser<'_> {
                 v.span(),
                 field,
                 format!(
-                    "{} can be ≤ 0; accepted: values > 0 (a positive number, uniform with lo > 0, \
-                     log_uniform, or choice of positives)",
+                    "{} can be ≤ 0; accepted: values > 0 (a positive number, uniform or \
+                     truncated_normal with lo > 0, log_uniform, lognormal, or choice of \
+                     positives)",
                     match &s {
                         Scalar::Fixed(x) => format!("{x}"),
                         Scalar::Uniform(lo, hi) => format!("uniform = [{lo}, {hi}]"),

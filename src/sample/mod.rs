@@ -8,6 +8,8 @@
 
 use crate::error::{Error, Result};
 
+pub mod truncated;
+
 /// One scalar field of a scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scalar {
@@ -17,6 +19,10 @@ pub enum Scalar {
     Uniform(f64, f64),
     /// Normal with `mean` and standard deviation `std ≥ 0`.
     Normal(f64, f64),
+    /// Normal with `mean` and `std ≥ 0` truncated to `[lo, hi]` (`lo < hi`).
+    TruncatedNormal(f64, f64, f64, f64),
+    /// `exp(N(mu, sigma))`, `sigma ≥ 0`: the log of the value is normal.
+    LogNormal(f64, f64),
     /// `exp(U[ln lo, ln hi))`, `0 < lo ≤ hi`.
     LogUniform(f64, f64),
     /// One of the values, each equally likely.
@@ -26,14 +32,23 @@ pub enum Scalar {
 }
 
 /// Names of the distributions [`Scalar::distribution`] accepts.
-pub const DISTRIBUTIONS: [&str; 4] = ["uniform", "normal", "log_uniform", "choice"];
+pub const DISTRIBUTIONS: [&str; 6] = [
+    "uniform",
+    "normal",
+    "truncated_normal",
+    "lognormal",
+    "log_uniform",
+    "choice",
+];
 
 impl Scalar {
     /// The distribution `kind` with its numbers, as scenario files (`{uniform = [lo, hi]}`) and
     /// the Python settings (`{"uniform": [lo, hi]}`) write it — the one parser of that syntax:
-    /// `uniform = [lo, hi]` (lo ≤ hi), `normal = [mean, std]` (std ≥ 0), `log_uniform = [lo,
-    /// hi]` (0 < lo ≤ hi), `choice = [v, ...]` (at least one value); every number finite. The
-    /// error message shows the value and ends with what is accepted.
+    /// `uniform = [lo, hi]` (lo ≤ hi), `normal = [mean, std]` (std ≥ 0), `truncated_normal =
+    /// [mean, std, lo, hi]` (std ≥ 0, lo < hi), `lognormal = [mu, sigma]` (the log's mean and
+    /// std, sigma ≥ 0), `log_uniform = [lo, hi]` (0 < lo ≤ hi), `choice = [v, ...]` (at least
+    /// one value); every number finite. The error message shows the value and ends with what
+    /// is accepted.
     pub fn distribution(kind: &str, numbers: &[f64]) -> std::result::Result<Scalar, String> {
         if !numbers.iter().all(|x| x.is_finite()) {
             return Err(format!("{kind} = {numbers:?}; accepted: finite numbers"));
@@ -61,6 +76,29 @@ impl Scalar {
                     return Err(format!("normal = [{mean}, {std}]; accepted: std ≥ 0"));
                 }
                 Ok(Scalar::Normal(mean, std))
+            }
+            "truncated_normal" => {
+                let [mean, std, lo, hi] = <[f64; 4]>::try_from(numbers).map_err(|_| {
+                    format!(
+                        "truncated_normal takes [mean, std, lo, hi], got {} values; accepted: \
+                         four numbers",
+                        numbers.len()
+                    )
+                })?;
+                if std < 0.0 || lo >= hi {
+                    return Err(format!(
+                        "truncated_normal = [{mean}, {std}, {lo}, {hi}]; accepted: std ≥ 0 and \
+                         lo < hi"
+                    ));
+                }
+                Ok(Scalar::TruncatedNormal(mean, std, lo, hi))
+            }
+            "lognormal" => {
+                let (mu, sigma) = pair("mu, sigma")?;
+                if sigma < 0.0 {
+                    return Err(format!("lognormal = [{mu}, {sigma}]; accepted: sigma ≥ 0"));
+                }
+                Ok(Scalar::LogNormal(mu, sigma))
             }
             "log_uniform" => {
                 let (lo, hi) = pair("lo, hi")?;
@@ -93,7 +131,16 @@ impl Scalar {
         match self {
             Scalar::Fixed(v) => *v,
             Scalar::Uniform(lo, hi) => rng.uniform(*lo, *hi),
-            Scalar::Normal(mean, std) => mean + std * standard_normal(rng),
+            // rand_distr's samplers on the counter-based stream (`Rng` is a `RngCore`).
+            Scalar::Normal(mean, std) => rand_distr::Normal::new(*mean, *std)
+                .map_or(f64::NAN, |d| rand_distr::Distribution::sample(&d, rng)),
+            Scalar::LogNormal(mu, sigma) => rand_distr::LogNormal::new(*mu, *sigma)
+                .map_or(f64::NAN, |d| rand_distr::Distribution::sample(&d, rng)),
+            Scalar::TruncatedNormal(mean, std, lo, hi) if *std == 0.0 => mean.clamp(*lo, *hi),
+            Scalar::TruncatedNormal(mean, std, lo, hi) => {
+                let z = truncated::standard(rng, (lo - mean) / std, (hi - mean) / std);
+                (mean + std * z).clamp(*lo, *hi)
+            }
             Scalar::LogUniform(lo, hi) => rng.uniform(lo.ln(), hi.ln()).exp(),
             Scalar::Choice(values) => {
                 values[((rng.unit() * values.len() as f64) as usize).min(values.len() - 1)]
@@ -112,6 +159,13 @@ impl Scalar {
             Scalar::Uniform(lo, hi) | Scalar::LogUniform(lo, hi) => Some((*lo, *hi)),
             Scalar::Normal(mean, std) if *std == 0.0 => Some((*mean, *mean)),
             Scalar::Normal(..) => Some((f64::NEG_INFINITY, f64::INFINITY)),
+            Scalar::TruncatedNormal(mean, std, lo, hi) if *std == 0.0 => {
+                let v = mean.clamp(*lo, *hi);
+                Some((v, v))
+            }
+            Scalar::TruncatedNormal(_, _, lo, hi) => Some((*lo, *hi)),
+            Scalar::LogNormal(mu, sigma) if *sigma == 0.0 => Some((mu.exp(), mu.exp())),
+            Scalar::LogNormal(..) => Some((0.0, f64::INFINITY)),
             Scalar::Choice(values) => Some(
                 values
                     .iter()
@@ -131,6 +185,10 @@ impl Scalar {
             Scalar::Fixed(v) => v.is_finite(),
             Scalar::Uniform(a, b) => a.is_finite() && b.is_finite() && a <= b,
             Scalar::Normal(m, s) => m.is_finite() && s.is_finite() && *s >= 0.0,
+            Scalar::TruncatedNormal(m, s, a, b) => {
+                [m, s, a, b].iter().all(|x| x.is_finite()) && *s >= 0.0 && a < b
+            }
+            Scalar::LogNormal(m, s) => m.is_finite() && s.is_finite() && *s >= 0.0,
             Scalar::LogUniform(a, b) => a.is_finite() && b.is_finite() && *a > 0.0 && a <= b,
             Scalar::Choice(values) => !values.is_empty() && values.iter().all(|v| v.is_finite()),
             Scalar::Var(_) => false,
@@ -144,8 +202,10 @@ impl Scalar {
                 instance: 0,
                 value: format!("{self:?}"),
                 accepted: format!(
-                    "a fixed number, uniform(lo ≤ hi), normal(mean, std ≥ 0), log_uniform(0 < lo ≤ hi) \
-                     or a non-empty choice, every possible value in [{lo}, {hi}]"
+                    "a fixed number, uniform(lo ≤ hi), normal(mean, std ≥ 0), \
+                     truncated_normal(mean, std ≥ 0, lo < hi), lognormal(mu, sigma ≥ 0), \
+                     log_uniform(0 < lo ≤ hi) or a non-empty choice, every possible value in \
+                     [{lo}, {hi}]"
                 ),
             })
         }
@@ -234,11 +294,18 @@ impl Rng {
     }
 }
 
-/// Box–Muller on two uniforms (the first in (0, 1], so the logarithm is finite).
-fn standard_normal(rng: &mut Rng) -> f64 {
-    let u1 = 1.0 - rng.unit();
-    let u2 = rng.unit();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+impl rand_core::RngCore for Rng {
+    fn next_u32(&mut self) -> u32 {
+        (Rng::next_u64(self) >> 32) as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        Rng::next_u64(self)
+    }
+
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        rand_core::impls::fill_bytes_via_next(self, dst)
+    }
 }
 
 /// FNV-1a of a field path: the key that separates one field's stream from another's.
@@ -287,11 +354,30 @@ mod tests {
             Scalar::distribution("choice", &[3.0]),
             Ok(Scalar::Choice(vec![3.0]))
         );
+        assert_eq!(
+            Scalar::distribution("truncated_normal", &[1.0, 2.0, 0.0, 3.0]),
+            Ok(Scalar::TruncatedNormal(1.0, 2.0, 0.0, 3.0))
+        );
+        assert_eq!(
+            Scalar::distribution("lognormal", &[0.0, 0.5]),
+            Ok(Scalar::LogNormal(0.0, 0.5))
+        );
         for (kind, numbers, accepted) in [
             ("uniform", &[2.0, 1.0][..], "accepted: lo ≤ hi"),
             ("uniform", &[1.0][..], "accepted: two numbers"),
             ("normal", &[0.0, -1.0][..], "accepted: std ≥ 0"),
             ("log_uniform", &[0.0, 1.0][..], "accepted: 0 < lo ≤ hi"),
+            (
+                "truncated_normal",
+                &[0.0, 1.0, 2.0, 2.0][..],
+                "accepted: std ≥ 0 and lo < hi",
+            ),
+            (
+                "truncated_normal",
+                &[0.0, 1.0][..],
+                "accepted: four numbers",
+            ),
+            ("lognormal", &[0.0, -1.0][..], "accepted: sigma ≥ 0"),
             ("choice", &[][..], "accepted: at least one value"),
             (
                 "uniform",
@@ -301,7 +387,7 @@ mod tests {
             (
                 "gamma",
                 &[1.0, 2.0][..],
-                "accepted: uniform, normal, log_uniform, choice",
+                "accepted: uniform, normal, truncated_normal, lognormal, log_uniform, choice",
             ),
         ] {
             let message = Scalar::distribution(kind, numbers).unwrap_err();
