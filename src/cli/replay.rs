@@ -16,7 +16,7 @@ use crate::batch::Batch;
 use crate::cpu::unilateral::{
     ContactMode, EventOptions, UnilateralContact, contact_multipliers, run_batch,
 };
-use crate::render::{ContactState, InstanceFrame, Scene, Track, capture, capture_with};
+use crate::render::{InstanceFrame, Scene, Track, capture, capture_with, contact_states};
 
 /// Most frames one replay takes.
 pub const MAX_FRAMES: usize = MAX_RECORD_SAMPLES;
@@ -117,17 +117,7 @@ impl Mover {
                 let (multipliers, found) = contact_multipliers(batch, 0, contacts, modes, events)
                     .unwrap_or_else(|_| (Vec::new(), modes.clone()));
                 // Bilateral constraints beside the contacts keep their state.
-                let mut states =
-                    vec![ContactState::Bilateral; batch.template().constraints().len()];
-                for (c, mode) in contacts.iter().zip(&found) {
-                    if let Some(s) = states.get_mut(c.constraint.0) {
-                        *s = match mode {
-                            ContactMode::Open => ContactState::Open,
-                            ContactMode::Stick => ContactState::Stick,
-                            ContactMode::Slide { .. } => ContactState::Slide,
-                        };
-                    }
-                }
+                let states = contact_states(batch.template().constraints().len(), contacts, &found);
                 capture_with(batch, 0, &multipliers, &states)?
             }
         })

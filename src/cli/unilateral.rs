@@ -366,13 +366,10 @@ fn bilateral_outputs(
         }
         let c = &slot.constraint;
         let n = rows.rows.len();
-        let lambda: Vec<f64> = (0..n)
-            .map(|r| match (&multipliers, rows.enabled) {
-                (Some(m), true) => m.get(rows.offset + r).copied().unwrap_or(f64::NAN),
-                (Some(_), false) => 0.0,
-                (None, _) => f64::NAN,
-            })
-            .collect();
+        let lambda = match &multipliers {
+            Some(m) => rows.multipliers_in(m),
+            None => vec![f64::NAN; n],
+        };
         let mut reported = [0.0; 3];
         for (value, s) in reported.iter_mut().zip(c.report_slots()) {
             if let Some(r) = s {

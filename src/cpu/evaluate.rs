@@ -25,6 +25,22 @@ pub struct ConstraintRows {
     pub rows: Vec<Row>,
 }
 
+impl ConstraintRows {
+    /// This constraint's multipliers (internal row order) out of `all`, the instance's
+    /// multipliers per row of G: zeros when the constraint is disabled or `all` is short.
+    pub fn multipliers_in(&self, all: &[f64]) -> Vec<f64> {
+        (0..self.rows.len())
+            .map(|r| {
+                if self.enabled {
+                    all.get(self.offset + r).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+}
+
 /// Everything assembled for one instance, before and independent of the solve.
 #[derive(Debug, Clone)]
 pub struct InstanceSystem {

@@ -7,7 +7,7 @@ use super::VectorEnv;
 use crate::cpu::unilateral::{ContactMode, EventOptions, contact_multipliers};
 use crate::error::{Error, Result};
 use crate::render::{
-    Canvas, ContactState, RenderOptions, Renderer, Scene, Track, capture, capture_with,
+    Canvas, RenderOptions, Renderer, Scene, Track, capture, capture_with, contact_states,
     up_from_gravity,
 };
 
@@ -31,17 +31,8 @@ impl VectorEnv {
                 let (multipliers, found) =
                     contact_multipliers(batch, env, &contacts, &modes, &options)
                         .unwrap_or_else(|_| (Vec::new(), modes.clone()));
-                let mut states =
-                    vec![ContactState::Bilateral; batch.template().constraints().len()];
-                for (c, mode) in contacts.iter().zip(found) {
-                    if let Some(s) = states.get_mut(c.constraint.0) {
-                        *s = match mode {
-                            ContactMode::Open => ContactState::Open,
-                            ContactMode::Stick => ContactState::Stick,
-                            ContactMode::Slide { .. } => ContactState::Slide,
-                        };
-                    }
-                }
+                let states =
+                    contact_states(batch.template().constraints().len(), &contacts, &found);
                 capture_with(batch, env, &multipliers, &states)?
             }
             None => capture(batch, env)?,

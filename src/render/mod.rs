@@ -19,5 +19,5 @@ pub use canvas::{Canvas, Rgb};
 pub use draw::{Layout, RenderOptions, Renderer, state_colour};
 pub use scene::{
     BodyPose, ConstraintPicture, ContactState, InstanceFrame, Scene, Track, capture, capture_with,
-    up_from_gravity,
+    contact_states, up_from_gravity,
 };

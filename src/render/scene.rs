@@ -4,6 +4,7 @@
 
 use crate::batch::Batch;
 use crate::constraints::{BodyKinematics, Decoration, Params};
+use crate::cpu::unilateral::{ContactMode, UnilateralContact};
 use crate::error::Result;
 use crate::model::BodyKind;
 use crate::model::constraint::decoration::{array, axes_of};
@@ -150,14 +151,7 @@ pub fn capture_with(
         let c = &slot.constraint;
         kin.clear();
         kin.extend(c.bodies().iter().map(|b| system.kinematics[b.index()]));
-        let n = rows.rows.len();
-        let lambda: Vec<f64> = if rows.enabled {
-            (0..n)
-                .map(|r| multipliers.get(rows.offset + r).copied().unwrap_or(0.0))
-                .collect()
-        } else {
-            vec![0.0; n]
-        };
+        let lambda = rows.multipliers_in(multipliers);
         let state = if rows.enabled {
             states.get(k).copied().unwrap_or(ContactState::Bilateral)
         } else {
@@ -175,6 +169,27 @@ pub fn capture_with(
         bodies,
         constraints,
     })
+}
+
+/// The state of every constraint of a template with `count` constraints: bilateral, except the
+/// unilateral `contacts`, each in its mode from `modes` (as a run or
+/// [`contact_multipliers`](crate::cpu::unilateral::contact_multipliers) found them).
+pub fn contact_states(
+    count: usize,
+    contacts: &[UnilateralContact],
+    modes: &[ContactMode],
+) -> Vec<ContactState> {
+    let mut states = vec![ContactState::Bilateral; count];
+    for (c, mode) in contacts.iter().zip(modes) {
+        if let Some(s) = states.get_mut(c.constraint.0) {
+            *s = match mode {
+                ContactMode::Open => ContactState::Open,
+                ContactMode::Stick => ContactState::Stick,
+                ContactMode::Slide { .. } => ContactState::Slide,
+            };
+        }
+    }
+    states
 }
 
 /// The scene's vertical from gravity (`−g`), `+z` when there is none.
