@@ -82,7 +82,7 @@ def _box(bounds: tuple[list[float], list[float]]) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=np.float32)
 
 
-from .study import Study, StudyResult, Table  # noqa: E402
+from .study import Study, StudyResult, Table, rollout  # noqa: E402
 
 __version__: str = _simbatch.__version__
 

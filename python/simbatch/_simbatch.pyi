@@ -29,6 +29,13 @@ def run_scenario(
     force: bool = False,
     quiet: bool = True,
 ) -> tuple[str, str]: ...
+def rollout(
+    file: str,
+    source: str,
+    instances: list[int],
+    steps: int,
+    controls: npt.NDArray[np.float64] | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float]: ...
 def read_table(path: str) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.float64]]: ...
 def render_study(
     study: str | os.PathLike[str],

@@ -151,3 +151,30 @@ class Study:
 
     def __repr__(self) -> str:
         return f"Study({self.name!r}, instances={self.instances}, duration={self.duration})"
+
+
+def rollout(
+    source: "Study | str | os.PathLike[str] | Mapping[str, Any]",
+    steps: int,
+    instances: int | Sequence[int] | None = None,
+    controls: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Roll out instances of a scenario for ``steps`` steps of its integrator step, like
+    ``mujoco.rollout``: returns ``{"time": (K+1,), "q": (N, K+1, 7·bodies), "u": (N, K+1,
+    6·bodies), "multipliers": (N, K+1, 3·constraints)}``. ``instances``: a count (the first
+    N) or global indices (default: all of the scenario's); each is drawn and prepared as a
+    study does, so the states equal the study's at the same times. ``controls``: optional
+    ``(N, K, bodies, 6)`` applied torque and force (Ground) per free body, held over each step.
+    The GIL is released while it runs."""
+    study = source if isinstance(source, Study) else Study(source)
+    if instances is None:
+        chosen = list(range(study.instances))
+    elif isinstance(instances, (int, np.integer)):
+        chosen = list(range(int(instances)))
+    else:
+        chosen = [int(i) for i in instances]
+    flat = None
+    if controls is not None:
+        flat = np.ascontiguousarray(controls, dtype=np.float64).reshape(-1)
+    q, u, multipliers, step = _simbatch.rollout(study.file, study.text, chosen, int(steps), flat)
+    return {"time": np.arange(int(steps) + 1) * step, "q": q, "u": u, "multipliers": multipliers}

@@ -158,3 +158,42 @@ pub fn read_table<'py>(
     let values = PyArray1::from_vec(py, values).reshape([rows.len(), width])?;
     Ok((columns, PyArray1::from_vec(py, index), values))
 }
+
+/// The arrays of a rollout: `(q, u, multipliers)`, each `(instances, steps + 1, width)`.
+type RolloutArrays<'py> = (
+    Bound<'py, numpy::PyArray3<f64>>,
+    Bound<'py, numpy::PyArray3<f64>>,
+    Bound<'py, numpy::PyArray3<f64>>,
+    f64,
+);
+
+/// Rolls out `instances` of a scenario for `steps` integrator steps (see
+/// `simbatch::cli::rollout`), with optional controls `(instances, steps, bodies, 6)`; returns
+/// `(q, u, multipliers, step)`. The GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (file, source, instances, steps, controls=None))]
+pub fn rollout<'py>(
+    py: Python<'py>,
+    file: &str,
+    source: &str,
+    instances: Vec<usize>,
+    steps: usize,
+    controls: Option<numpy::PyReadonlyArray1<'py, f64>>,
+) -> PyResult<RolloutArrays<'py>> {
+    let sc = Scenario::parse(file, source).map_err(cli_err)?;
+    let controls = controls
+        .as_ref()
+        .map(|c| c.as_slice().map(<[f64]>::to_vec))
+        .transpose()
+        .map_err(|_| PyValueError::new_err("controls: accepted: a C-contiguous float64 array"))?;
+    let r = py
+        .detach(|| simbatch::cli::rollout::rollout(&sc, &instances, steps, controls.as_deref()))
+        .map_err(cli_err)?;
+    let shape = |w: usize| [r.instances, r.steps + 1, w];
+    Ok((
+        PyArray1::from_vec(py, r.q).reshape(shape(r.nq))?,
+        PyArray1::from_vec(py, r.u).reshape(shape(r.nu))?,
+        PyArray1::from_vec(py, r.multipliers).reshape(shape(r.nm))?,
+        r.step,
+    ))
+}

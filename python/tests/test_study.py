@@ -124,3 +124,56 @@ def test_render_from_a_study_result(tmp_path):
     result = simbatch.Study(_small_bouncing()).run(out=tmp_path / "s", backend="cpu", progress=False)
     assert result.render([3], tmp_path / "f.png", time=0.4, size=(80, 60)) >= 1
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _series_scenario(text: str, step: str, instances: int) -> str:
+    """`text` recording every integrator step for its first instances (a rollout's times)."""
+    import re
+
+    text = re.sub(r"^instances = \d+", f"instances = {instances}", text, count=1, flags=re.M)
+    text = re.sub(r"^interval = .*$", f"interval = {step}", text, count=1, flags=re.M)
+    return re.sub(r"^series_instances = \d+", f"series_instances = {instances}", text, count=1, flags=re.M)
+
+
+@pytest.mark.parametrize("which", ["default", "bouncing"])
+def test_a_rollout_equals_the_study_stepping_the_same_instances(tmp_path, which):
+    # The default study (bilateral, RK4 5 ms with projection, assembled) and a unilateral one
+    # (RK4 1 ms, events): the rollout's positions at every step are the study's own series.
+    if which == "default":
+        text = subprocess.run([_binary(), "scenario"], check=True, capture_output=True, text=True).stdout
+        text = _series_scenario(text.replace('backend = "auto"', 'backend = "cpu"'), "5e-3", 6)
+        steps = 100  # 0.5 s
+    else:
+        text = _series_scenario(_small_bouncing().replace("duration = 0.8", "duration = 0.3"), "1e-3", 5)
+        steps = 300
+    result = simbatch.Study(text).run(out=tmp_path / "s", progress=False)
+    series = result.series
+    idx = np.asarray(series["index"])
+    names = [c for c in series.keys() if c.endswith((".x", ".y", ".z"))] if isinstance(series, dict) else [
+        c for c in series.columns if c.endswith((".x", ".y", ".z"))
+    ]
+    roll = simbatch.rollout(text, steps, instances=[0, 2, 3])
+    assert roll["q"].shape[:2] == (3, steps + 1)
+    for slot, instance in enumerate([0, 2, 3]):
+        rows = idx == instance
+        expected = np.stack([np.asarray(series[n])[rows] for n in names], axis=1)
+        assert expected.shape == (steps + 1, 3), expected.shape
+        np.testing.assert_array_equal(roll["q"][slot, :, 4:7], expected)
+    assert np.isfinite(roll["multipliers"]).any()
+
+
+def test_rollout_controls_act_as_applied_loads():
+    # A ball held in the air by an upward force m g equal to its weight stays put; without it,
+    # it falls g t²/2 (the unilateral contact stays open).
+    scenario = drop_scenario()
+    scenario["body"][0]["position"] = [0.0, 0.0, 1.0]
+    steps = 200
+    free = simbatch.rollout(scenario, steps, instances=2)
+    t = free["time"]
+    np.testing.assert_allclose(free["q"][:, :, 6], np.broadcast_to(1.0 - 0.5 * 9.81 * t**2, (2, steps + 1)), atol=1e-9)
+    controls = np.zeros((2, steps, 1, 6))
+    controls[:, :, 0, 5] = 9.81  # mass 1 kg
+    held = simbatch.rollout(scenario, steps, instances=2, controls=controls)
+    np.testing.assert_allclose(held["q"][:, :, 6], 1.0, atol=1e-12)
+    with pytest.raises(ValueError, match="controls"):
+        simbatch.rollout(scenario, steps, instances=2, controls=np.zeros((2, steps, 1, 5)))

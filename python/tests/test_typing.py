@@ -27,6 +27,7 @@ USAGE = textwrap.dedent(
     result: simbatch.StudyResult = study.run(backend="cpu", shard=(0, 1), progress=False)
     n: int = simbatch.render(result.dir, [0], "x.gif", interval=0.1)
     ids: list[str] = simbatch.env_ids()
+    roll: dict[str, np.ndarray] = simbatch.rollout(study, 10, instances=2)
     '''
 )
 

@@ -20,6 +20,7 @@ pub mod plots;
 pub mod prescribed;
 pub mod render;
 pub mod replay;
+pub mod rollout;
 pub mod scenario;
 pub use crate::sample;
 pub mod study;

@@ -1,0 +1,238 @@
+//! Rollouts: chosen instances of a scenario stepped `K` times by the scenario's integrator step,
+//! with optional per-step controls (applied torque and force on every free body, held over the
+//! step), recording `q`, `u` and every constraint's multipliers at each of the `K + 1` times —
+//! what `mujoco.rollout` gives MPC and system-identification users. Instances are drawn and
+//! prepared exactly as a study draws and prepares them, and stepped in one batch per
+//! structural variant, so a rollout's states are the study's (bit for bit on the CPU) at the
+//! same times.
+
+use super::CliError;
+use super::instances::{Sampled, sample};
+use super::replay::check_instances;
+use super::scenario::Scenario;
+use super::study::{assemble, build, groups};
+use super::unilateral::{UnilateralSetup, contacts_of};
+use crate::backend::Stepper;
+use crate::batch::Batch;
+use crate::cpu::unilateral::{ContactMode, contact_multipliers, run_batch};
+use crate::evaluation::{Evaluation, Outputs};
+use crate::step::Integrator;
+
+/// What a rollout recorded, row-major: instance, then time, then the quantity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rollout {
+    /// Instances (in the order asked).
+    pub instances: usize,
+    /// Steps taken (`K`); every array has `K + 1` times.
+    pub steps: usize,
+    /// The integrator step (s) each rollout step takes.
+    pub step: f64,
+    /// `q` values per instance and time: 7 per free body (quaternion, origin).
+    pub nq: usize,
+    /// `u` values per instance and time: 6 per free body (angular, linear velocity).
+    pub nu: usize,
+    /// Multipliers per instance and time: 3 per constraint, in reported `(x, y, z)` order
+    /// (Simbody's sign; zeros where a row is not reported, NaN where not solvable).
+    pub nm: usize,
+    /// `(instances, K + 1, nq)`.
+    pub q: Vec<f64>,
+    /// `(instances, K + 1, nu)`.
+    pub u: Vec<f64>,
+    /// `(instances, K + 1, nm)`.
+    pub multipliers: Vec<f64>,
+}
+
+/// A sample error of group member `k` named by its global instance.
+fn global(instances: &[usize]) -> impl Fn(CliError) -> CliError + '_ {
+    |e| match e {
+        CliError::Sample { instance, message } => CliError::Sample {
+            instance: instances.get(instance).copied().unwrap_or(instance),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// Rolls out `instances` of `sc` for `steps` steps; `controls`, when given, holds per instance,
+/// step and free body `[torque (3), force (3)]` in Ground (`instances × steps × bodies × 6`).
+pub fn rollout(
+    sc: &Scenario,
+    instances: &[usize],
+    steps: usize,
+    controls: Option<&[f64]>,
+) -> Result<Rollout, CliError> {
+    check_instances(sc, instances)?;
+    if steps == 0 || steps > 10_000_000 {
+        return Err(CliError::TooLarge {
+            field: "steps".into(),
+            message: format!("{steps}; accepted: 1 … 10 000 000"),
+        });
+    }
+    let n = instances.len();
+    let bodies = sc.bodies.len();
+    let (nq, nu, nm) = (7 * bodies, 6 * bodies, 3 * sc.constraints.len());
+    if let Some(c) = controls
+        && c.len() != n * steps * bodies * 6
+    {
+        return Err(CliError::TooLarge {
+            field: "controls".into(),
+            message: format!(
+                "{} values; accepted: instances × steps × free bodies × 6 = {n} × {steps} × \
+                 {bodies} × 6 (torque then force, in Ground)",
+                c.len()
+            ),
+        });
+    }
+    let values = (n as u128) * (steps as u128 + 1) * (nq + nu + nm) as u128;
+    let need = values * 8;
+    if need > crate::resources::memory_available().unwrap_or(u128::MAX / 2) {
+        return Err(CliError::TooLarge {
+            field: "instances × steps".into(),
+            message: format!(
+                "{n} × {} samples would need {:.1} GiB; roll out fewer instances or steps at once",
+                steps + 1,
+                need as f64 / (1u64 << 30) as f64
+            ),
+        });
+    }
+    let step = match sc.simulation.options.integrator {
+        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
+        Integrator::RungeKuttaMerson { max_step, .. } => max_step,
+    };
+    let times = steps + 1;
+    let mut out = Rollout {
+        instances: n,
+        steps,
+        step,
+        nq,
+        nu,
+        nm,
+        q: vec![f64::NAN; n * times * nq],
+        u: vec![f64::NAN; n * times * nu],
+        multipliers: vec![f64::NAN; n * times * nm],
+    };
+    let sampled: Vec<Sampled> = instances.iter().map(|&i| sample(sc, i, None)).collect();
+    for (rolling, members) in groups(&sampled) {
+        let (mut batch, ids) =
+            build(sc, &rolling, &members, &sampled, 0).map_err(global(instances))?;
+        let unilateral = if sc.constraints.iter().any(|c| c.unilateral().is_some()) {
+            let setup = UnilateralSetup::new(sc, &mut batch, &members, &sampled, 0)
+                .map_err(global(instances))?;
+            Some(setup)
+        } else {
+            assemble(sc, &mut batch)?;
+            None
+        };
+        let mut stepper = Stepper::new(sc.simulation.options)?;
+        let mut modes: Vec<Vec<ContactMode>> = unilateral
+            .as_ref()
+            .map(|s| vec![vec![ContactMode::Stick; s.ids.len()]; members.len()])
+            .unwrap_or_default();
+        let mut evaluation = Evaluation::default();
+        for k in 0..times {
+            if k > 0 {
+                // From time (k − 1) h to k h, as a study recording every step times its calls.
+                let duration = k as f64 * step - (k - 1) as f64 * step;
+                if let Some(c) = controls {
+                    for (local, &j) in members.iter().enumerate() {
+                        for (b, id) in ids.iter().enumerate() {
+                            let at = ((j * steps + k - 1) * bodies + b) * 6;
+                            batch.set_applied_torque(*id, local, [c[at], c[at + 1], c[at + 2]])?;
+                            batch.set_applied_force(
+                                *id,
+                                local,
+                                [c[at + 3], c[at + 4], c[at + 5]],
+                            )?;
+                        }
+                    }
+                }
+                match &unilateral {
+                    None => {
+                        stepper.advance(&mut batch, duration)?;
+                    }
+                    Some(setup) => {
+                        let contacts = |i: usize| contacts_of(&setup.ids, &setup.coefficients[i]);
+                        let runs = run_batch(&mut batch, &contacts, duration, &setup.events)?;
+                        for (m, run) in modes.iter_mut().zip(runs) {
+                            if let Some(run) = run {
+                                *m = run.contacts.iter().map(|r| r.mode).collect();
+                            }
+                        }
+                    }
+                }
+            }
+            record(
+                &batch,
+                &members,
+                &ids,
+                k,
+                times,
+                &mut out,
+                |batch, local, lambda| match &unilateral {
+                    None => {
+                        if local == 0 {
+                            batch.evaluate_outputs_into(Outputs::DYNAMICS, &mut evaluation);
+                        }
+                        for (c, ce) in evaluation.constraints.iter().enumerate() {
+                            if let Ok(m) = ce.multipliers_of(local) {
+                                for (slot, v) in m.iter().take(3).enumerate() {
+                                    lambda[3 * c + slot] = *v;
+                                }
+                            }
+                        }
+                    }
+                    Some(setup) => {
+                        let contacts = contacts_of(&setup.ids, &setup.coefficients[local]);
+                        let all = contact_multipliers(
+                            batch,
+                            local,
+                            &contacts,
+                            &modes[local],
+                            &setup.events,
+                        )
+                        .map(|(m, _)| m);
+                        let system = batch.instance_system(local);
+                        if let (Ok(all), Ok(system)) = (all, system) {
+                            for (c, (slot, rows)) in batch
+                                .template()
+                                .constraints()
+                                .iter()
+                                .zip(&system.constraints)
+                                .enumerate()
+                            {
+                                let own = rows.multipliers_in(&all);
+                                for (s, r) in slot.constraint.report_slots().iter().enumerate() {
+                                    lambda[3 * c + s] = r.map_or(0.0, |r| own[r]);
+                                }
+                            }
+                        }
+                    }
+                },
+            )?;
+        }
+    }
+    Ok(out)
+}
+
+/// Records time `k` of every member of `batch` into `out` (`multipliers` fills one instance's
+/// multipliers, pre-set to NaN).
+fn record(
+    batch: &Batch,
+    members: &[usize],
+    ids: &[crate::model::BodyId],
+    k: usize,
+    times: usize,
+    out: &mut Rollout,
+    mut multipliers: impl FnMut(&Batch, usize, &mut [f64]),
+) -> Result<(), CliError> {
+    let (nq, nu, nm) = (out.nq, out.nu, out.nm);
+    for (local, &j) in members.iter().enumerate() {
+        let row = j * times + k;
+        for (b, id) in ids.iter().enumerate() {
+            out.q[row * nq + 7 * b..row * nq + 7 * b + 7].copy_from_slice(&batch.q(*id)?[local]);
+            out.u[row * nu + 6 * b..row * nu + 6 * b + 6].copy_from_slice(&batch.u(*id)?[local]);
+        }
+        multipliers(batch, local, &mut out.multipliers[row * nm..(row + 1) * nm]);
+    }
+    Ok(())
+}
