@@ -686,6 +686,7 @@ fn _simbatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study::run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(study::read_table, m)?)?;
     m.add_function(wrap_pyfunction!(study::rollout, m)?)?;
+    m.add_function(wrap_pyfunction!(study::bench, m)?)?;
     m.add("__version__", simbatch::VERSION)?;
     m.add("SimbatchError", m.py().get_type::<SimbatchError>())?;
     m.add(

@@ -197,3 +197,43 @@ pub fn rollout<'py>(
         r.step,
     ))
 }
+
+/// Runs `simbatch bench` with `args` (the command's flags after `bench`), GIL released; its
+/// table goes to standard output and, with `--json`, its rows to that file.
+#[pyfunction]
+pub fn bench(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
+    // Checked here: clap would end the process on a bad flag.
+    let known = [
+        "--n",
+        "--backends",
+        "--substeps",
+        "--integrators",
+        "--threads",
+        "--precision",
+        "--seconds",
+        "--json",
+    ];
+    if let Some(bad) = args
+        .iter()
+        .step_by(2)
+        .find(|a| !known.contains(&a.as_str()))
+    {
+        return Err(PyValueError::new_err(format!(
+            "bench flag {bad:?}; accepted: {}",
+            known.join(", ")
+        )));
+    }
+    if args.len() % 2 != 0 {
+        return Err(PyValueError::new_err(
+            "bench flags come in flag, value pairs",
+        ));
+    }
+    let argv: Vec<std::ffi::OsString> = ["simbatch", "bench"]
+        .into_iter()
+        .map(String::from)
+        .chain(args)
+        .map(Into::into)
+        .collect();
+    py.detach(|| simbatch::cli::main_with(argv))
+        .map_err(cli_err)
+}

@@ -4,8 +4,10 @@ per-contact results; rendering a study's instances."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -177,3 +179,23 @@ def test_rollout_controls_act_as_applied_loads():
     np.testing.assert_allclose(held["q"][:, :, 6], 1.0, atol=1e-12)
     with pytest.raises(ValueError, match="controls"):
         simbatch.rollout(scenario, steps, instances=2, controls=np.zeros((2, steps, 1, 5)))
+
+
+def test_the_benchmark_harness_prints_simbatch_next_to_mujoco(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "simbatch.bench", "--n", "200", "--seconds", "0.02", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "| rk4 |" in run.stdout and "| euler |" in run.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["integrator"] for r in rows} == {"rk4", "euler"}
+    for r in rows:
+        assert r["simbatch"] > 0
+        # MuJoCo's columns are measured when it is installed, else None (n/a in the table).
+        if r["mujoco_mj_step"] is None:
+            assert r["ratio_vs_mj_step"] is None
+        else:
+            assert r["ratio_vs_mj_step"] == pytest.approx(r["simbatch"] / r["mujoco_mj_step"])
