@@ -213,6 +213,11 @@ pub fn bench(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
         "--seconds",
         "--json",
     ];
+    if !args.len().is_multiple_of(2) {
+        return Err(PyValueError::new_err(
+            "bench flags come in flag, value pairs",
+        ));
+    }
     if let Some(bad) = args
         .iter()
         .step_by(2)
@@ -222,11 +227,6 @@ pub fn bench(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
             "bench flag {bad:?}; accepted: {}",
             known.join(", ")
         )));
-    }
-    if args.len() % 2 != 0 {
-        return Err(PyValueError::new_err(
-            "bench flags come in flag, value pairs",
-        ));
     }
     let argv: Vec<std::ffi::OsString> = ["simbatch", "bench"]
         .into_iter()
