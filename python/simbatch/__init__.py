@@ -214,14 +214,22 @@ class VectorEnv(gym.vector.VectorEnv):
         return obs, {}
 
     def step(
-        self, actions: np.ndarray
+        self,
+        actions: np.ndarray,
+        out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step every environment; returns ``(obs, reward, terminated, truncated, info)``."""
+        """Step every environment; returns ``(obs, reward, terminated, truncated, info)``.
+        ``out=(obs, reward, terminated, truncated)``: preallocated arrays the step writes into
+        and returns (as :meth:`step_into`; same-step mode allocates its final observations);
+        without it, fresh arrays each call."""
         n = self.num_envs
-        obs = np.empty((n, self._od), dtype=np.float32)
-        reward = np.empty(n, dtype=np.float32)
-        terminated = np.empty(n, dtype=np.bool_)
-        truncated = np.empty(n, dtype=np.bool_)
+        if out is None:
+            obs = np.empty((n, self._od), dtype=np.float32)
+            reward = np.empty(n, dtype=np.float32)
+            terminated = np.empty(n, dtype=np.bool_)
+            truncated = np.empty(n, dtype=np.bool_)
+        else:
+            obs, reward, terminated, truncated = out
         final_obs = np.empty((n, self._od), dtype=np.float32) if self._mode == "same_step" else None
         info = self.step_into(actions, obs, reward, terminated, truncated, final_obs)
         return obs, reward, terminated, truncated, info

@@ -394,3 +394,25 @@ def test_spec_max_episode_steps_is_the_horizon(env_id):
         if terminated:
             break
     assert terminated or truncated
+
+
+def test_step_writes_into_preallocated_out_arrays():
+    env = simbatch.VectorEnv("BallOnPlate-v0", 8)
+    ref = simbatch.VectorEnv("BallOnPlate-v0", 8)
+    env.reset(seed=4)
+    ref.reset(seed=4)
+    out = (
+        np.empty((8, env.single_observation_space.shape[0]), np.float32),
+        np.empty(8, np.float32),
+        np.empty(8, np.bool_),
+        np.empty(8, np.bool_),
+    )
+    actions = np.full((8, env.single_action_space.shape[0]), 0.3, np.float32)
+    for _ in range(5):
+        got = env.step(actions, out=out)
+        want = ref.step(actions)
+        assert all(g is o for g, o in zip(got[:4], out))  # the caller's arrays, returned
+        for g, w in zip(got[:4], want[:4]):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError):
+        env.step(actions, out=(out[0][:4], out[1], out[2], out[3]))
