@@ -199,3 +199,21 @@ def test_the_benchmark_harness_prints_simbatch_next_to_mujoco(tmp_path):
             assert r["ratio_vs_mj_step"] is None
         else:
             assert r["ratio_vs_mj_step"] == pytest.approx(r["simbatch"] / r["mujoco_mj_step"])
+
+
+def test_render_a_study_from_python(tmp_path):
+    study = tmp_path / "study"
+    subprocess.run(
+        [_binary(), "run", "--instances", "5", "--backend", "cpu", "-q", "--out", str(study)],
+        check=True,
+    )
+    frames = simbatch.render(study, [0, 4], tmp_path / "a.gif", interval=0.25, size=(64, 48))
+    assert frames == 3  # 0, 0.25 and 0.5 s
+    data = (tmp_path / "a.gif").read_bytes()
+    assert data[:6] == b"GIF89a" and data[6:10] == bytes([64, 0, 48, 0])  # 64 × 48, little-endian
+    assert simbatch.render(study, [2], tmp_path / "p.html") == 101
+    assert '"instance":2' in (tmp_path / "p.html").read_text()
+    with pytest.raises(ValueError, match="--instances 9"):
+        simbatch.render(study, [9], tmp_path / "b.gif")
+    with pytest.raises(ValueError):
+        simbatch.render(study, [-1], tmp_path / "b.gif")

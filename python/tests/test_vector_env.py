@@ -345,37 +345,6 @@ def test_rgb_array_rendering(env_id):
         simbatch.VectorEnv(env_id, 1, render_mode="human")
 
 
-def _simbatch_binary():
-    """The `simbatch` command built by `cargo test --release` (scripts/test runs it first)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.path.join(root, "target", "release", "simbatch")
-    if not os.path.exists(path):
-        if os.environ.get("CI") == "true":
-            raise AssertionError(f"{path} missing: run cargo build --release first")
-        pytest.skip("the simbatch command is not built")
-    return path
-
-
-def test_render_a_study_from_python(tmp_path):
-    import subprocess
-
-    study = tmp_path / "study"
-    subprocess.run(
-        [_simbatch_binary(), "run", "--instances", "5", "--backend", "cpu", "-q", "--out", str(study)],
-        check=True,
-    )
-    frames = simbatch.render(study, [0, 4], tmp_path / "a.gif", interval=0.25, size=(64, 48))
-    assert frames == 3  # 0, 0.25 and 0.5 s
-    data = (tmp_path / "a.gif").read_bytes()
-    assert data[:6] == b"GIF89a" and data[6:10] == bytes([64, 0, 48, 0])  # 64 × 48, little-endian
-    assert simbatch.render(study, [2], tmp_path / "p.html") == 101
-    assert '"instance":2' in (tmp_path / "p.html").read_text()
-    with pytest.raises(ValueError, match="--instances 9"):
-        simbatch.render(study, [9], tmp_path / "b.gif")
-    with pytest.raises(ValueError):
-        simbatch.render(study, [-1], tmp_path / "b.gif")
-
-
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_spec_max_episode_steps_is_the_horizon(env_id):
     horizon = simbatch.VectorEnv(env_id, 1)._core.max_episode_steps
