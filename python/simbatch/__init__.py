@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+import threading
 
 from typing import Any, Sequence
 
@@ -185,6 +186,8 @@ class VectorEnv(gym.vector.VectorEnv):
         self.closed = False
         self._od = self.single_observation_space.shape[0]
         self._mode = mode
+        self._flags = np.zeros(self.num_envs, dtype=np.uint32)
+        self._flags_lock = threading.Lock()
 
     # ------------------------------------------------------------------ Gymnasium API
 
@@ -247,10 +250,23 @@ class VectorEnv(gym.vector.VectorEnv):
         ``(num_envs, obs_dim)`` and reward, bool terminated/truncated; ``final_obs`` like obs,
         needed in same-step mode). Returns the info dict."""
         actions = np.ascontiguousarray(actions, dtype=np.float32).reshape(self.num_envs, -1)
-        flags = np.zeros(self.num_envs, dtype=np.uint32)
-        self._core.step(actions, obs, reward, terminated, truncated, flags, final_obs)
+        # The kept flags array (every entry is written by the step), unless another thread is
+        # stepping this env right now: it then gets the core's clear "in use" error, not
+        # NumPy's borrow error on a shared array.
+        own = self._flags_lock.acquire(blocking=False)
+        try:
+            flags = self._flags if own else np.empty(self.num_envs, dtype=np.uint32)
+            seen = self._core.step(actions, obs, reward, terminated, truncated, flags, final_obs)
+            return self._step_info(seen, flags, final_obs)
+        finally:
+            if own:
+                self._flags_lock.release()
+
+    def _step_info(self, seen: int, flags: np.ndarray, final_obs: np.ndarray | None) -> dict[str, Any]:
+        """The info dict of a step from its flags (`seen`: all of them OR-ed): empty, and no
+        array made, unless something ended or went non-finite."""
         info: dict[str, Any] = {}
-        if final_obs is not None:
+        if final_obs is not None and seen & FLAG_FINAL_OBS:
             ended = (flags & FLAG_FINAL_OBS) != 0
             if ended.any():
                 objects = np.full(self.num_envs, None, dtype=object)
@@ -258,8 +274,8 @@ class VectorEnv(gym.vector.VectorEnv):
                     objects[i] = final_obs[i]
                 info["final_obs"], info["_final_obs"] = objects, ended
                 info["final_info"], info["_final_info"] = {}, ended.copy()
-        nonfinite = (flags & FLAG_NONFINITE) != 0
-        if nonfinite.any():
+        if seen & FLAG_NONFINITE:
+            nonfinite = (flags & FLAG_NONFINITE) != 0
             info["nonfinite"], info["_nonfinite"] = nonfinite, nonfinite.copy()
         return info
 

@@ -361,7 +361,8 @@ impl Core {
     }
 
     /// One step of every environment, writing into the arrays given; the GIL is released
-    /// meanwhile.
+    /// meanwhile. Returns every environment's flags OR-ed together, so the caller looks at the
+    /// per-environment flags only when something ended or went non-finite.
     #[pyo3(signature = (actions, obs, reward, terminated, truncated, flags, final_obs = None))]
     #[allow(clippy::too_many_arguments)]
     fn step(
@@ -374,7 +375,7 @@ impl Core {
         mut truncated: PyReadwriteArray1<'_, bool>,
         mut flags: PyReadwriteArray1<'_, u32>,
         final_obs: Option<PyReadwriteArray2<'_, f32>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<u32> {
         let mut env = self.lock()?;
         let actions = actions.as_slice().map_err(|_| contiguous("actions"))?;
         let obs = obs.as_slice_mut().map_err(|_| contiguous("obs"))?;
@@ -401,9 +402,10 @@ impl Core {
                     terminated,
                     truncated,
                     final_obs,
-                    flags: Some(flags),
+                    flags: Some(&mut *flags),
                 },
-            )
+            )?;
+            Ok(flags.iter().fold(0, |seen, f| seen | f))
         })
         .map_err(py_err)
     }

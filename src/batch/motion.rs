@@ -193,11 +193,11 @@ impl Batch {
     ) -> Result<()> {
         let slot = self.prescribed_slot(body)?;
         self.check_instance(instance)?;
-        let widths = match self.prescribed[slot].motion.as_ref() {
-            Some(m) => m.widths.clone(),
-            None => return Err(self.no_law(slot)),
-        };
-        let total: usize = widths.iter().sum();
+        let m = self.prescribed[slot]
+            .motion
+            .as_ref()
+            .ok_or_else(|| self.no_law(slot))?;
+        let total: usize = m.widths.iter().sum();
         if values.len() != total {
             return Err(Error::ColumnLength {
                 field: format!("body[{}].motion", body.index()),
@@ -205,19 +205,41 @@ impl Batch {
                 expected: total,
             });
         }
-        let mut checked = Vec::with_capacity(widths.len());
+        // Every parameter is checked (and normalised where its check does so) before any is
+        // written; on the stack for the usual laws, since an environment sets them every step.
+        let mut stack = [0.0; 64];
+        let mut heap = Vec::new();
+        let checked: &mut [f64] = if total <= stack.len() {
+            &mut stack[..total]
+        } else {
+            heap.extend_from_slice(values);
+            &mut heap
+        };
+        checked.copy_from_slice(values);
         let mut at = 0;
-        for (k, w) in widths.iter().enumerate() {
-            checked.push(self.checked_motion_value(slot, k, instance, &values[at..at + w])?);
+        for (k, w) in m.widths.iter().enumerate() {
+            let spec = &m.specs[k];
+            if !spec.check.accept(&mut checked[at..at + w]) {
+                return Err(invalid(
+                    format!("body[{}].motion.{}", body.index(), spec.name),
+                    instance,
+                    format!("{:?}", &values[at..at + w]),
+                    spec.check.accepted(),
+                ));
+            }
             at += w;
         }
+        let mut params = 0;
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
-            for (k, v) in checked.iter().enumerate() {
-                let name = m.specs[k].name;
-                m.params[k].set_row(instance, v, name)?;
+            let mut at = 0;
+            for k in 0..m.params.len() {
+                let (w, name) = (m.widths[k], m.specs[k].name);
+                m.params[k].set_row(instance, &checked[at..at + w], name)?;
+                at += w;
             }
+            params = m.params.len();
         }
-        for param in 0..widths.len() {
+        for param in 0..params {
             self.touch(Column::Motion { slot, param });
         }
         self.refresh_motion_of(instance);

@@ -198,11 +198,13 @@ impl BallOnPlateConfig {
 /// The plate's quadratic law from time `t0`: base rotation `base` (the pose at `t0`), gimbal
 /// angles about x, y, z with rates `w` and accelerations `b` at `t0` (the chain starts at the
 /// identity, so these are Ground components there), origin fixed at the Ground origin.
-fn plate_law(t0: f64, base: &[f64], w: [f64; 3], b: [f64; 3]) -> Vec<f64> {
-    let mut law = vec![t0, base[0], base[1], base[2], base[3]];
-    law.extend([0.0; 9]);
+fn plate_law(t0: f64, base: &[f64], w: [f64; 3], b: [f64; 3]) -> [f64; 23] {
+    let mut law = [0.0; 23];
+    law[0] = t0;
+    law[1..5].copy_from_slice(&base[..4]);
+    // law[5..14]: the position polynomials, all zero.
     for k in 0..3 {
-        law.extend([0.0, w[k], 0.5 * b[k]]);
+        law[14 + 3 * k..17 + 3 * k].copy_from_slice(&[0.0, w[k], 0.5 * b[k]]);
     }
     law
 }

@@ -63,6 +63,9 @@ pub struct VectorEnv {
     elapsed: Vec<u32>,
     /// Ended in the last step and not reset since (next-step and disabled modes).
     ended: Vec<bool>,
+    /// Scratch of `step`: the environments that start their next episode in it (kept, so a
+    /// step allocates nothing per environment).
+    starting: Vec<bool>,
     task_values: Vec<f64>,
     actions: Vec<f32>,
 }
@@ -155,6 +158,7 @@ impl VectorEnv {
             episode: try_filled(0, num_envs, "num_envs (episodes)")?,
             elapsed: try_filled(0, num_envs, "num_envs (elapsed steps)")?,
             ended: try_filled(false, num_envs, "num_envs (ended flags)")?,
+            starting: try_filled(false, num_envs, "num_envs (step scratch)")?,
             task_values: try_filled(0.0, width * num_envs, "num_envs (task values)")?,
             actions: try_filled(0.0, num_envs * spec.action.dim(), "num_envs (actions)")?,
             spec,
@@ -313,10 +317,12 @@ impl VectorEnv {
             return Err(Error::EnvNeedsReset { env });
         }
         // Environments that start their next episode in this step (next-step autoreset).
-        let pending: Vec<bool> = match self.autoreset {
-            AutoReset::NextStep => self.ended.clone(),
-            _ => vec![false; n],
-        };
+        let mut pending = std::mem::take(&mut self.starting);
+        pending.clear();
+        match self.autoreset {
+            AutoReset::NextStep => pending.extend_from_slice(&self.ended),
+            _ => pending.resize(n, false),
+        }
         let action = &self.spec.action;
         for i in 0..n {
             let row = &actions[i * ad..(i + 1) * ad];
@@ -438,6 +444,7 @@ impl VectorEnv {
                 fl[i] = f;
             }
         }
+        self.starting = pending;
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 //! layout entries, and the typed error for buffers the device cannot make.
 
 use crate::error::{Error, Result};
+use crate::gpu::Precision;
 use crate::gpu::device::GpuDevice;
 
 pub(crate) const WORKGROUP: usize = 64;
@@ -73,16 +74,19 @@ pub(crate) fn map_read<R>(
 
 /// Reads `ranges` (buffer, byte offset, byte size) back to the host, in order, through
 /// `staging` (MAP_READ | COPY_DST), as many rounds as its size needs: work buffers stay bounded
-/// whatever the batch size. `convert` turns each mapped piece into the caller's values.
-pub(crate) fn read_back<T>(
+/// whatever the batch size. `convert` appends each mapped piece to `out` as the caller's values;
+/// `out` is cleared first and keeps its capacity, so a caller that passes the same vector every
+/// call allocates nothing once it has grown.
+pub(crate) fn read_back_into<T>(
     device: &GpuDevice,
     staging: &wgpu::Buffer,
     ranges: &[(&wgpu::Buffer, u64, u64)],
+    out: &mut Vec<T>,
     mut convert: impl FnMut(&[u8], &mut Vec<T>),
-) -> Result<Vec<T>> {
+) -> Result<()> {
     // Copies keep 4-byte alignment: reals are 4 or 8 bytes and every offset a multiple of them.
     let room = staging.size();
-    let mut out = Vec::new();
+    out.clear();
     let mut pending: Vec<(&wgpu::Buffer, u64, u64)> = ranges.iter().rev().copied().collect();
     while !pending.is_empty() {
         let mut encoder = device
@@ -104,10 +108,44 @@ pub(crate) fn read_back<T>(
         }
         device.queue.submit([encoder.finish()]);
         if used > 0 {
-            map_read(device, staging, used, |view| convert(view, &mut out))?;
+            map_read(device, staging, used, |view| convert(view, out))?;
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Writes `count` reals into `buffer` at byte `offset`, in `precision`, converting each value of
+/// `values` (zeros past its end) straight into wgpu's staging memory
+/// (`Queue::write_buffer_with`): no host-side buffer is filled first. The copy runs at the
+/// queue's next submit.
+pub(crate) fn write_reals(
+    device: &GpuDevice,
+    precision: Precision,
+    buffer: &wgpu::Buffer,
+    offset: u64,
+    count: usize,
+    values: impl Iterator<Item = f64>,
+) -> Result<()> {
+    let Some(size) = wgpu::BufferSize::new((count * precision.bytes()) as u64) else {
+        return Ok(());
+    };
+    // `None`: a validation error, reported through the caller's error scope as well.
+    let mut view = device
+        .queue
+        .write_buffer_with(buffer, offset, size)
+        .ok_or_else(|| Error::Gpu(format!("could not write {size} bytes at {offset}")))?;
+    let values = values.chain(std::iter::repeat(0.0)).take(count);
+    match precision {
+        Precision::F32 => {
+            let (reals, _) = view.slice(..).into_chunks::<4>();
+            reals.write_iter(values.map(|x| (x as f32).to_ne_bytes()));
+        }
+        Precision::F64 => {
+            let (reals, _) = view.slice(..).into_chunks::<8>();
+            reals.write_iter(values.map(f64::to_ne_bytes));
+        }
+    }
+    Ok(())
 }
 
 /// A compute-stage buffer binding of a bind group layout.

@@ -20,9 +20,15 @@ use crate::error::{Error, Result};
 pub struct Broadcast<T: Pod> {
     len: usize,
     width: usize,
-    /// `width` values while shared, `len · width` once expanded.
+    /// `width` values while shared, `len · width` once expanded (a volatile column shared
+    /// again keeps the room of the expanded one).
     data: Vec<T>,
     shared: bool,
+    /// Shared again by [`share_if_uniform`](Broadcast::share_if_uniform) at least once.
+    reshared: bool,
+    /// Expanded again after being shared again: a column written per instance at every step
+    /// (a motion law's start time), which keeps its room when shared again.
+    volatile: bool,
     /// `as_slice`'s expansion of a shared column (empty until asked for).
     expanded: OnceLock<Vec<T>>,
 }
@@ -39,6 +45,8 @@ impl<T: Pod> Broadcast<T> {
             width: row.len().max(1),
             data: row.to_vec(),
             shared: true,
+            reshared: false,
+            volatile: false,
             expanded: OnceLock::new(),
         }
     }
@@ -95,9 +103,11 @@ impl<T: Pod> Broadcast<T> {
         })
     }
 
-    /// Bytes held: the stored values and any read-side expansion.
+    /// Bytes held: the stored values (with the room a column shared again keeps) and any
+    /// read-side expansion.
     pub fn bytes(&self) -> usize {
-        (self.data.len() + self.expanded.get().map_or(0, Vec::len)) * std::mem::size_of::<T>()
+        (self.data.capacity() + self.expanded.get().map_or(0, Vec::capacity))
+            * std::mem::size_of::<T>()
     }
 
     /// Makes the column per-instance (fallibly: the size comes from the user).
@@ -106,17 +116,19 @@ impl<T: Pod> Broadcast<T> {
             return Ok(());
         }
         let total = self.len * self.width;
-        let mut v = Vec::new();
-        v.try_reserve_exact(total).map_err(|_| Error::OutOfMemory {
-            what: what.to_string(),
-            count: self.len.to_string(),
-            bytes: total as u128 * std::mem::size_of::<T>() as u128,
-            where_: "host",
-        })?;
-        for _ in 0..self.len {
-            v.extend_from_slice(&self.data);
+        self.volatile |= self.reshared;
+        // In place: a volatile column shared again still has its room (no allocation then).
+        self.data
+            .try_reserve_exact(total - self.data.len())
+            .map_err(|_| Error::OutOfMemory {
+                what: what.to_string(),
+                count: self.len.to_string(),
+                bytes: total as u128 * std::mem::size_of::<T>() as u128,
+                where_: "host",
+            })?;
+        for _ in 1..self.len {
+            self.data.extend_from_within(..self.width);
         }
-        self.data = v;
         self.shared = false;
         Ok(())
     }
@@ -136,14 +148,26 @@ impl<T: Pod> Broadcast<T> {
     }
 
     /// Shares the column again when every instance holds the same row, bit for bit (a scan
-    /// that stops at the first differing row); returns whether it is shared now.
+    /// that stops at the first differing row); returns whether it is shared now. The expanded
+    /// storage is released, unless the column proved volatile: expanded again after an earlier
+    /// sharing, as a column written per instance at every step is (a motion law's start time,
+    /// set by an environment each control step, shared again between steps by the stepper).
+    /// Such a column keeps its room (counted by [`bytes`](Self::bytes)) and expands in place,
+    /// so a step allocates nothing for it.
     pub fn share_if_uniform(&mut self) -> bool {
         if self.shared || self.len == 0 {
             return self.shared;
         }
         let w = self.width;
         if self.data.chunks(w).all(|r| same_bits(r, &self.data[..w])) {
-            *self = Self::shared(self.len, &self.data[..w]);
+            if self.volatile {
+                self.data.truncate(w);
+            } else {
+                self.data = self.data[..w].to_vec();
+            }
+            self.shared = true;
+            self.reshared = true;
+            self.expanded = OnceLock::new();
         }
         self.shared
     }
@@ -162,6 +186,8 @@ impl<T: Pod> Broadcast<T> {
                 width: w,
                 data: values,
                 shared: false,
+                reshared: false,
+                volatile: false,
                 expanded: OnceLock::new(),
             }
         };
@@ -235,6 +261,8 @@ impl<T: Pod> Clone for Broadcast<T> {
             width: self.width,
             data: self.data.clone(),
             shared: self.shared,
+            reshared: self.reshared,
+            volatile: self.volatile,
             expanded: OnceLock::new(),
         }
     }
@@ -288,8 +316,18 @@ mod tests {
         assert!(!c.is_shared());
         assert!(c.share_if_uniform());
         assert_eq!(c.stored(), &[7.0, 8.0]);
+        assert_eq!(c.bytes(), 16, "shared again: the expanded storage is released");
         c.set_row(0, &[1.0, 8.0], "c").unwrap();
         assert!(!c.share_if_uniform());
+        // Expanded again after sharing: volatile, it keeps its room when shared again and
+        // expands in place.
+        c.set_row(0, &[7.0, 8.0], "c").unwrap();
+        assert!(c.share_if_uniform());
+        assert_eq!(c.bytes(), 64, "a volatile column keeps its room");
+        let room = c.stored().as_ptr();
+        c.set_row(0, &[1.0, 8.0], "c").unwrap();
+        assert_eq!(c.stored().as_ptr(), room, "expanded in place");
+        assert_eq!((c.row(0), c.row(3)), (&[1.0, 8.0][..], &[7.0, 8.0][..]));
         // -0.0 == 0.0 numerically, but a different bit pattern is a different value.
         let mut z = Broadcast::shared(2, &[0.0f64]);
         z.set_row(0, &[-0.0], "z").unwrap();

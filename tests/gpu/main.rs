@@ -9,5 +9,6 @@ mod common;
 
 mod env;
 mod evaluation;
+mod host_copies;
 mod shaders;
 mod step;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::batch::{Batch, ColumnData};
 use crate::error::{Error, Result};
 use crate::evaluation::Evaluation;
-use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, layout_entry};
+use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, layout_entry, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
@@ -394,34 +394,26 @@ impl GpuEvaluator {
                     (chunk.start, chunk.count)
                 };
                 let range = first * width..(first + count) * width;
-                let values: Vec<f64> = match view.data {
-                    ColumnData::F64(v) => v[range].to_vec(),
-                    ColumnData::U32(v) => v[range].iter().map(|x| *x as f64).collect(),
-                };
-                let values: Vec<f64> = if view.shared && !col.shared {
-                    values
-                        .iter()
-                        .copied()
-                        .cycle()
-                        .take(chunk.count * width)
-                        .collect()
+                // A shared column the kernel reads per instance is repeated for each of them.
+                let values = if view.shared && !col.shared {
+                    chunk.count * width
                 } else {
-                    values
-                };
-                let payload: Vec<u8> = match self.precision {
-                    Precision::F32 => bytemuck::cast_slice(
-                        &values.iter().map(|x| *x as f32).collect::<Vec<f32>>(),
-                    )
-                    .to_vec(),
-                    Precision::F64 => bytemuck::cast_slice(&values).to_vec(),
+                    count * width
                 };
                 let offset = (col.offset(self.layout.varying_width, chunk.count, 0) * bytes) as u64;
-                if !payload.is_empty() {
-                    self.device
-                        .queue
-                        .write_buffer(&chunk.input, offset, &payload);
+                let (input, precision) = (&chunk.input, self.precision);
+                match view.data {
+                    ColumnData::F64(v) => {
+                        let row = v[range].iter().copied();
+                        write_reals(&self.device, precision, input, offset, values, row.cycle())?
+                    }
+                    ColumnData::U32(v) => {
+                        let row = v[range].iter().map(|x| *x as f64);
+                        write_reals(&self.device, precision, input, offset, values, row.cycle())?
+                    }
                 }
-                sent += payload.len() as u64;
+                let payload = values * bytes;
+                sent += payload as u64;
                 chunk.uploaded[k] = version;
             }
         }

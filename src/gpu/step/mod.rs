@@ -18,11 +18,11 @@ use kernel::{
     ChunkStep, KernelSettings, MAX_DISPATCHES_PER_SUBMIT, MAX_STEPS_PER_CALL, RKM, StepPipeline,
     params_bytes, trials_per_dispatch,
 };
-use readback::{gather_states, mark_resident, state_columns, to_f64};
+use readback::{extend_f64, mark_resident, state_columns, store_states};
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, read_back};
+use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, read_back_into, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
@@ -45,6 +45,9 @@ pub struct GpuStepper {
     /// [`STAGING_BYTES`], whatever the batch size).
     staging: Option<wgpu::Buffer>,
     bound_to: u64,
+    /// Per chunk, what its last readback brought (the carry, then the state columns, in f64):
+    /// kept across calls, so a stepping call allocates nothing on the host per instance.
+    readback: Vec<Vec<f64>>,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -71,6 +74,7 @@ impl GpuStepper {
             chunk_steps: Vec::new(),
             staging: None,
             bound_to: 0,
+            readback: Vec::new(),
         })
     }
 
@@ -159,13 +163,19 @@ impl GpuStepper {
         let columns = state_columns(batch);
         let state_width: usize = columns.iter().map(|(_, w)| w).sum();
         self.bind_chunks(batch, state_width, &settings, options, step_sizes)?;
-        let values = self.dispatch_until_done(goal, options, &settings, &columns, step_sizes)?;
+        self.dispatch_until_done(goal, options, &settings, &columns, step_sizes)?;
         let gpu = &mut self.evaluator;
-        let gathered = gather_states(batch, &gpu.chunks, &values, goal, &settings, step_sizes)?;
-        batch.store_states(&gathered.states);
-        let ended = gathered.every_instance_ended;
+        let stored = store_states(
+            batch,
+            &gpu.chunks,
+            &self.readback,
+            goal,
+            &settings,
+            step_sizes,
+        )?;
+        let ended = stored.every_instance_ended;
         mark_resident(batch, &mut gpu.chunks, &gpu.layout.inputs, &columns, ended);
-        Ok(gathered.report)
+        Ok(stored.report)
     }
 
     /// Makes each chunk's stepping buffers (when the chunks were remade) and writes its launch
@@ -220,22 +230,27 @@ impl GpuStepper {
                 pad: [0; 2],
             };
             queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
-            let mut carry = vec![0.0f64; CARRY_COLUMNS * chunk.count];
-            for local in 0..chunk.count {
-                let i = chunk.start + local;
-                if batch.status()[i] & status::HALTED != 0 {
-                    carry[CARRY_STATUS * chunk.count + local] = status::HALTED as f64;
+            // The carry, column after column: a flagged instance starts halted, RKM at its step
+            // size, every other value at 0.
+            let count = chunk.count;
+            let carry = (0..CARRY_COLUMNS * count).map(|j| {
+                let (column, i) = (j / count, chunk.start + j % count);
+                match column {
+                    CARRY_STATUS if batch.status()[i] & status::HALTED != 0 => {
+                        status::HALTED as f64
+                    }
+                    CARRY_STEP_SIZE => step_sizes[i],
+                    _ => 0.0,
                 }
-                carry[CARRY_STEP_SIZE * chunk.count + local] = step_sizes[i];
-            }
-            let carry_bytes: Vec<u8> = match gpu.precision {
-                Precision::F32 => {
-                    bytemuck::cast_slice(&carry.iter().map(|x| *x as f32).collect::<Vec<f32>>())
-                        .to_vec()
-                }
-                Precision::F64 => bytemuck::cast_slice(&carry).to_vec(),
-            };
-            queue.write_buffer(&step.output, 0, &carry_bytes);
+            });
+            write_reals(
+                &gpu.device,
+                gpu.precision,
+                &step.output,
+                0,
+                CARRY_COLUMNS * count,
+                carry,
+            )?;
         }
         if let Some(e) = pollster::block_on(oom.pop()) {
             self.chunk_steps.clear();
@@ -254,13 +269,13 @@ impl GpuStepper {
     /// Submits rounds of dispatches (doubling each round) until every chunk's instances have
     /// arrived or stopped, reading back the carry and the state columns after each round.
     fn dispatch_until_done(
-        &self,
+        &mut self,
         goal: Goal,
         options: &StepOptions,
         settings: &KernelSettings,
         columns: &[(crate::batch::Column, usize)],
         step_sizes: &[f64],
-    ) -> Result<Vec<Option<Vec<f64>>>> {
+    ) -> Result<()> {
         let gpu = &self.evaluator;
         let (d, queue) = (&gpu.device.device, &gpu.device.queue);
         let precision = gpu.precision;
@@ -292,7 +307,8 @@ impl GpuStepper {
             .div_ceil(trials)
             .clamp(1, MAX_DISPATCHES_PER_SUBMIT);
         let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut values: Vec<Option<Vec<f64>>> = vec![None; gpu.chunks.len()];
+        let values = &mut self.readback;
+        values.resize_with(gpu.chunks.len(), Vec::new);
         let mut pending: Vec<bool> = vec![true; gpu.chunks.len()];
         while pending.iter().any(|p| *p) {
             let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -328,8 +344,9 @@ impl GpuStepper {
                         *w as u64 * count * bytes,
                     ));
                 }
-                let v = read_back(&gpu.device, staging, &ranges, |view, out| {
-                    out.extend(to_f64(precision, view))
+                let v = &mut values[k];
+                read_back_into(&gpu.device, staging, &ranges, v, |view, out| {
+                    extend_f64(precision, view, out)
                 })?;
                 let n = chunk.count;
                 // RKM attempts are capped (fixed steps are bounded by the goal itself).
@@ -340,14 +357,13 @@ impl GpuStepper {
                             || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
                                 < MAX_ADAPTIVE_ATTEMPTS as f64)
                 });
-                values[k] = Some(v);
             }
             dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu(format!("stepping kernel failed: {e}")));
         }
-        Ok(values)
+        Ok(())
     }
 }
 
@@ -389,11 +405,14 @@ fn dispatches_needed(
         (Goal::Steps(n), Integrator::RungeKuttaMerson { .. }) => n + n / 4 + 1,
         (Goal::Steps(n), _) => n,
         (Goal::Duration(d), Integrator::RungeKuttaMerson { .. }) => {
-            let known: Vec<f64> = step_sizes.iter().copied().filter(|h| *h > 0.0).collect();
-            let h = if known.is_empty() {
+            let (sum, known) = step_sizes
+                .iter()
+                .filter(|h| **h > 0.0)
+                .fold((0.0, 0usize), |(s, k), h| (s + h, k + 1));
+            let h = if known == 0 {
                 settings.max_step.min(1e-3)
             } else {
-                known.iter().sum::<f64>() / known.len() as f64
+                sum / known as f64
             };
             ((d / h) * 1.25).ceil() as usize + 1
         }

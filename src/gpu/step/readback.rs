@@ -6,7 +6,9 @@ use super::kernel::{
     CARRY_ACCEPTED, CARRY_COLUMNS, CARRY_ELAPSED, CARRY_ELAPSED_LOW, CARRY_FINISHED,
     CARRY_PROJECTIONS, CARRY_REJECTED, CARRY_STATUS, CARRY_STEP_SIZE, KernelSettings, RKM,
 };
-use crate::batch::{Batch, Column, FreeField, InstanceState, PrescribedField, status};
+#[cfg(doc)]
+use crate::batch::InstanceState;
+use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::evaluate::Chunk;
@@ -56,53 +58,58 @@ pub(super) fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
     cols
 }
 
-/// Values of one chunk as read back, in f64: the carry columns, then the state columns.
-pub(super) fn to_f64(precision: Precision, view: &[u8]) -> Vec<f64> {
+/// Appends one mapped piece of a chunk's readback to `out`, in f64.
+pub(super) fn extend_f64(precision: Precision, view: &[u8], out: &mut Vec<f64>) {
     match precision {
-        Precision::F32 => bytemuck::cast_slice::<u8, f32>(view)
-            .iter()
-            .map(|x| *x as f64)
-            .collect(),
-        Precision::F64 => bytemuck::cast_slice::<u8, f64>(view).to_vec(),
+        Precision::F32 => out.extend(
+            bytemuck::cast_slice::<u8, f32>(view)
+                .iter()
+                .map(|x| *x as f64),
+        ),
+        Precision::F64 => out.extend_from_slice(bytemuck::cast_slice::<u8, f64>(view)),
     }
 }
 
-/// What a stepping call brings back: each instance's state with the status bits to set, the
-/// call's report, and whether every instance ended.
-pub(super) struct Gathered {
-    pub states: Vec<(InstanceState, u32)>,
+/// What a stepping call reports, and whether every instance ended (it arrived or stopped), so
+/// the time column the kernel wrote is the batch's.
+pub(super) struct Stored {
     pub report: StepReport,
     pub every_instance_ended: bool,
 }
 
-/// The chunks' read-back values as states (with the status bits to set) and the call's report;
-/// also updates each RKM instance's step size. The flag says whether every instance ended (it
-/// arrived or stopped), so the time column the kernel wrote is the batch's.
-pub(super) fn gather_states(
-    batch: &Batch,
+/// Stores the chunks' read-back values (`values[k]`: chunk `k`'s carry columns, then its state
+/// columns in [`state_columns`] order) straight into the batch's columns, ORs each instance's
+/// flags into its status and makes the call's report; also updates each RKM instance's step
+/// size. Instances flagged before the call are left as they were. One state-sized scratch
+/// vector is the only allocation, whatever the batch size.
+pub(super) fn store_states(
+    batch: &mut Batch,
     chunks: &[Chunk],
-    values: &[Option<Vec<f64>>],
+    values: &[Vec<f64>],
     goal: Goal,
     settings: &KernelSettings,
     step_sizes: &mut [f64],
-) -> Result<Gathered> {
-    let mut states = Vec::with_capacity(batch.len());
+) -> Result<Stored> {
+    let state_width: usize = state_columns_width(batch);
+    let mut y = vec![0.0; state_len(batch)];
     let mut every_instance_ended = true;
     let mut report = StepReport::default();
     for (chunk, v) in chunks.iter().zip(values) {
-        let v = v
-            .as_ref()
-            .ok_or_else(|| Error::Gpu("a chunk was not read back".into()))?;
         let count = chunk.count;
+        if v.len() != (CARRY_COLUMNS + state_width) * count {
+            return Err(Error::Gpu(format!(
+                "a chunk read back {} values, expected {}",
+                v.len(),
+                (CARRY_COLUMNS + state_width) * count
+            )));
+        }
         for local in 0..count {
             let i = chunk.start + local;
-            let carry = |col: usize| v[col * count + local];
-            let mut state = batch.state_of(i);
             if batch.status()[i] & status::HALTED != 0 {
-                states.push((state, 0));
                 continue;
             }
-            read_state(batch, &mut state, v, CARRY_COLUMNS * count, count, local);
+            let carry = |col: usize| v[col * count + local];
+            read_state(batch, i, &mut y, v, CARRY_COLUMNS * count, count, local);
             every_instance_ended &= carry(CARRY_FINISHED) != 0.0 || carry(CARRY_STATUS) != 0.0;
             let accepted = carry(CARRY_ACCEPTED) as u64;
             let mut flags = carry(CARRY_STATUS) as u32;
@@ -113,11 +120,12 @@ pub(super) fn gather_states(
             let arrived = carry(CARRY_FINISHED) != 0.0;
             // Time in f64 on the host: exact multiples of a fixed step, the goal itself when a
             // duration was reached, else the kernel's compensated sum.
-            state.time += match goal {
-                Goal::Duration(d) if arrived => d,
-                _ if settings.fixed_step > 0.0 => accepted as f64 * settings.fixed_step,
-                _ => carry(CARRY_ELAPSED) - carry(CARRY_ELAPSED_LOW),
-            };
+            let time = batch.time()[i]
+                + match goal {
+                    Goal::Duration(d) if arrived => d,
+                    _ if settings.fixed_step > 0.0 => accepted as f64 * settings.fixed_step,
+                    _ => carry(CARRY_ELAPSED) - carry(CARRY_ELAPSED_LOW),
+                };
             if settings.integrator == RKM {
                 step_sizes[i] = carry(CARRY_STEP_SIZE);
             }
@@ -125,43 +133,66 @@ pub(super) fn gather_states(
             report.rejected += carry(CARRY_REJECTED) as u64;
             report.projections += carry(CARRY_PROJECTIONS) as u64;
             report.flagged += usize::from(flags != 0);
-            states.push((state, flags));
+            batch.store_values(i, time, &y, flags);
         }
     }
-    Ok(Gathered {
-        states,
+    batch.touch_state_columns();
+    Ok(Stored {
         report,
         every_instance_ended,
     })
 }
 
-/// Copies instance `local`'s state columns (in [`state_columns`] order, starting at `at`, each
-/// column `count` instances long) into `state`.
+/// Values per instance in [`state_columns`].
+fn state_columns_width(batch: &Batch) -> usize {
+    state_columns(batch).iter().map(|(_, w)| w).sum()
+}
+
+/// Values of an instance's flat state ([`InstanceState::to_vec`]).
+fn state_len(batch: &Batch) -> usize {
+    let t = batch.template();
+    13 * (t.free_bodies().len() + t.prescribed_bodies().len()) + 2
+}
+
+/// Lays instance `i`'s read-back state (chunk-local index `local`; the state columns start at
+/// `at`, each column `count` instances long) out flat in `y`, as
+/// [`InstanceState::to_vec`]: q of the free bodies, poses, u, prescribed velocities, work. A
+/// driven body keeps its pose and velocity (the batch sets them from its law).
 fn read_state(
     batch: &Batch,
-    state: &mut InstanceState,
+    i: usize,
+    y: &mut [f64],
     v: &[f64],
     mut at: usize,
     count: usize,
     local: usize,
 ) {
+    let (free, prescribed) = (batch.free_columns(), batch.prescribed_columns());
+    let (nf, np) = (free.len(), prescribed.len());
+    // Where each block starts in `y`.
+    let (q_at, pose_at, u_at, velocity_at) = (0, 7 * nf, 7 * (nf + np), 7 * (nf + np) + 6 * nf);
+    let work_at = velocity_at + 6 * np;
     let mut take = |dst: &mut [f64]| {
         let w = dst.len();
         dst.copy_from_slice(&v[at + w * local..at + w * local + w]);
         at += w * count;
     };
-    for slot in 0..state.q.len() {
-        take(&mut state.q[slot]);
-        take(&mut state.u[slot]);
+    for slot in 0..nf {
+        take(&mut y[q_at + 7 * slot..q_at + 7 * slot + 7]);
+        take(&mut y[u_at + 6 * slot..u_at + 6 * slot + 6]);
     }
-    for slot in 0..state.pose.len() {
-        if batch.prescribed_columns()[slot].motion.is_some() {
+    for (slot, cols) in prescribed.iter().enumerate() {
+        let pose = pose_at + 7 * slot..pose_at + 7 * slot + 7;
+        let velocity = velocity_at + 6 * slot..velocity_at + 6 * slot + 6;
+        if cols.motion.is_some() {
+            y[pose].copy_from_slice(&cols.pose[i]);
+            y[velocity].copy_from_slice(&cols.velocity[i]);
             continue;
         }
-        take(&mut state.pose[slot]);
-        take(&mut state.velocity[slot]);
+        take(&mut y[pose]);
+        take(&mut y[velocity]);
     }
-    take(&mut state.work);
+    take(&mut y[work_at..work_at + 2]);
 }
 
 /// After the states are stored: the GPU already holds exactly these values, so they are marked

@@ -1,0 +1,175 @@
+//! What a GPU step costs the host (issue 20): the state comes back through a staging buffer
+//! into vectors the stepper keeps and from there straight into the batch's columns, and
+//! uploads are converted straight into wgpu's staging memory, so the host allocations of a step
+//! do not grow with the number of instances. Counted by this binary's allocator, per thread:
+//! the tests here run their steps on one thread (a one-thread rayon pool for the
+//! environments), so every allocation of the step is seen and none of another test's.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use crate::common;
+
+use simbatch::env::ball_on_plate::{BallOnPlate, BallOnPlateConfig};
+use simbatch::env::{AutoReset, StepOut, VectorEnv};
+use simbatch::prelude::*;
+
+/// The system allocator, counting this thread's allocations (count, bytes).
+struct Counting;
+
+thread_local! {
+    static ALLOCATED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+fn count(bytes: usize) {
+    // `try_with`: a thread being torn down has no counter left; its allocations are not ours.
+    let _ = ALLOCATED.try_with(|c| {
+        let (n, b) = c.get();
+        c.set((n + 1, b + bytes as u64));
+    });
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; counting touches only a
+// const-initialised thread-local `Cell`, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: the caller's contract is System's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// This thread's allocations (count, bytes) while `f` runs.
+fn allocations(f: impl FnOnce()) -> (u64, u64) {
+    let (n0, b0) = ALLOCATED.with(Cell::get);
+    f();
+    let (n1, b1) = ALLOCATED.with(Cell::get);
+    (n1 - n0, b1 - b0)
+}
+
+/// Host allocations per step at a small and a large batch must be the same but for a fixed
+/// allowance (wgpu's own bookkeeping varies a little between submits); a per-instance
+/// allocation would show as thousands.
+fn assert_independent_of_n(what: &str, small: (u64, u64), large: (u64, u64), n: usize) {
+    eprintln!(
+        "{what}: host allocations per step {} ({} B) at N = 256, {} ({} B) at N = {n}",
+        small.0, small.1, large.0, large.1
+    );
+    assert!(
+        large.0 <= small.0 + 16,
+        "{what}: {} allocations per step at N = {n} against {} at 256",
+        large.0,
+        small.0
+    );
+    assert!(
+        large.1 <= small.1 + 16 * 1024,
+        "{what}: {} bytes allocated per step at N = {n} against {} at 256",
+        large.1,
+        small.1
+    );
+}
+
+/// The stepper on the GPU: after a warm-up call (pipelines, buffers, scratch), a call of four
+/// RK4 steps allocates on the host the same at N = 256 and N = 16 384.
+#[test]
+fn gpu_steps_allocate_on_the_host_independently_of_the_batch_size() {
+    let Some(device) = common::device() else {
+        return;
+    };
+    let options = StepOptions {
+        integrator: Integrator::Rk4 { step: 1e-3 },
+        stabilization: Stabilization::None,
+    };
+    let per_step = |n: usize| {
+        let mut batch = simbatch::scenarios::rolling_balls(n).unwrap();
+        let mut stepper = Stepper::on_gpu(options, device.clone(), Precision::F32).unwrap();
+        stepper.step(&mut batch, 4).unwrap();
+        stepper.step(&mut batch, 4).unwrap();
+        let counted = allocations(|| {
+            for _ in 0..3 {
+                stepper.step(&mut batch, 4).unwrap();
+            }
+        });
+        // The state stayed on the device: no column went up again (only the carry's reset).
+        let gpu = stepper.evaluator().gpu_evaluator().unwrap();
+        assert_eq!(gpu.last_upload_bytes(), 0);
+        assert!(batch.status().iter().all(|s| *s == status::OK));
+        assert!((batch.time()[n - 1] - 0.02).abs() < 1e-12);
+        (counted.0 / 3, counted.1 / 3)
+    };
+    let n = 16_384;
+    assert_independent_of_n("Stepper::step (GPU)", per_step(256), per_step(n), n);
+}
+
+/// A vector environment on the GPU: actions in, observations, rewards and flags out into the
+/// caller's arrays; the step's host allocations do not grow with the number of environments.
+#[test]
+fn gpu_environment_steps_allocate_on_the_host_independently_of_num_envs() {
+    let Some(device) = common::device() else {
+        return;
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let per_step = |n: usize| {
+        pool.install(|| {
+            let task = Box::new(BallOnPlate::new(BallOnPlateConfig::default()).unwrap());
+            let mut env =
+                VectorEnv::on_device(task, n, AutoReset::NextStep, device.clone(), Precision::F32)
+                    .unwrap();
+            let (od, ad) = (env.spec().observation.dim(), env.spec().action.dim());
+            let mut obs = vec![0.0f32; n * od];
+            env.reset(Some(7), None, &mut obs).unwrap();
+            // Actions differ between environments, as a policy's do (equal ones would make the
+            // plate's law column uniform, shared again at each step and expanded at the next).
+            let actions: Vec<f32> = (0..n * ad).map(|j| 0.05 * (j % 7) as f32 - 0.15).collect();
+            let mut reward = vec![0.0f32; n];
+            let (mut terminated, mut truncated) = (vec![false; n], vec![false; n]);
+            let mut flags = vec![0u32; n];
+            let mut step = |env: &mut VectorEnv| {
+                let out = StepOut {
+                    obs: &mut obs,
+                    reward: &mut reward,
+                    terminated: &mut terminated,
+                    truncated: &mut truncated,
+                    final_obs: None,
+                    flags: Some(&mut flags),
+                };
+                env.step(&actions, out).unwrap();
+            };
+            // Warm-up: pipelines and buffers, and the plate law's start-time column, which all
+            // environments set alike at each step: the stepper shares it again between steps,
+            // and from its second expansion on it keeps its room (`Broadcast::share_if_uniform`).
+            for _ in 0..3 {
+                step(&mut env);
+            }
+            let counted = allocations(|| {
+                for _ in 0..3 {
+                    step(&mut env);
+                }
+            });
+            assert!(obs.iter().all(|x| x.is_finite()));
+            (counted.0 / 3, counted.1 / 3)
+        })
+    };
+    let n = 8_192;
+    assert_independent_of_n("VectorEnv::step (GPU)", per_step(256), per_step(n), n);
+}
