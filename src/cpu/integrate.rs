@@ -209,7 +209,7 @@ pub(crate) fn derivative(
 
 /// Power of the applied forces (through the COM) and torques on the free bodies:
 /// `Σ F · v_com + T · w`, `v_com = v + w × R c`.
-fn applied_power(batch: &Batch, i: usize, state: &InstanceState) -> f64 {
+pub(crate) fn applied_power(batch: &Batch, i: usize, state: &InstanceState) -> f64 {
     let mut p = 0.0;
     for (cols, (q, u)) in batch
         .free_columns()

@@ -316,7 +316,11 @@ mod tests {
         assert!(!c.is_shared());
         assert!(c.share_if_uniform());
         assert_eq!(c.stored(), &[7.0, 8.0]);
-        assert_eq!(c.bytes(), 16, "shared again: the expanded storage is released");
+        assert_eq!(
+            c.bytes(),
+            16,
+            "shared again: the expanded storage is released"
+        );
         c.set_row(0, &[1.0, 8.0], "c").unwrap();
         assert!(!c.share_if_uniform());
         // Expanded again after sharing: volatile, it keeps its room when shared again and

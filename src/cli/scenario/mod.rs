@@ -408,19 +408,6 @@ impl Scenario {
         for (k, c) in raw.constraint.iter().enumerate() {
             constraints.push(p.constraint(k, c, &bodies, &prescribed)?);
         }
-        // Unilateral contacts run on the event-driven path (bilateral constraints beside them
-        // are enforced throughout), which does not take prescribed bodies yet.
-        if constraints.iter().any(|c| c.unilateral().is_some())
-            && let Some(b) = prescribed.first()
-        {
-            return Err(loc.at(
-                0..0,
-                format!("body {:?}", b.name),
-                "a prescribed body next to unilateral contacts is not supported yet; \
-                 accepted: Ground and free bodies",
-            ));
-        }
-
         let simulation = p.simulation(&raw.simulation)?;
         let record = match &raw.record {
             None => RecordSpec {

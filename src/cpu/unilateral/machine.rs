@@ -11,9 +11,45 @@ use super::{
 use crate::batch::{Batch, InstanceState};
 use crate::constraints::BodyKinematics;
 use crate::cpu::evaluate::{BaumgarteMode, InstanceSystem};
+use crate::cpu::integrate::applied_power;
 use crate::error::{Error, Result};
 use crate::math::{quaternion_rate, vec3};
 use crate::model::ConstraintId;
+use nalgebra::DVector;
+
+/// Where each part of an instance's `y` lies: q then u of the free bodies (what the contact
+/// laws act on), one friction-loss integral per contact, then pose and velocity of every
+/// prescribed body (a constant-law body moves at its acceleration; a driven one follows its law,
+/// these values unused), then the work `[driven, applied]` on the free bodies.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Layout {
+    pub(super) nq: usize,
+    pub(super) nu: usize,
+    pub(super) losses: usize,
+    pub(super) poses: usize,
+    pub(super) velocities: usize,
+    pub(super) work: usize,
+    pub(super) len: usize,
+}
+
+impl Layout {
+    pub(super) fn new(free: usize, prescribed: usize, contacts: usize) -> Self {
+        let (nq, nu) = (7 * free, 6 * free);
+        let losses = nq + nu;
+        let poses = losses + contacts;
+        let velocities = poses + 7 * prescribed;
+        let work = velocities + 6 * prescribed;
+        Self {
+            nq,
+            nu,
+            losses,
+            poses,
+            velocities,
+            work,
+            len: work + 2,
+        }
+    }
+}
 
 /// The instance's state and what assembling it needs.
 pub(super) struct Machine<'a> {
@@ -25,22 +61,29 @@ pub(super) struct Machine<'a> {
     pub(super) state: InstanceState,
     pub(super) system: InstanceSystem,
     pub(super) kinematics: Vec<BodyKinematics>,
-    pub(super) nq: usize,
+    pub(super) layout: Layout,
     /// Per contact, whether its slip has exceeded `v_roll` since it last changed mode: only then
     /// can slip → stick fire (§2's hysteresis).
     pub(super) armed: Vec<bool>,
 }
 
 impl Machine<'_> {
-    /// The contact space at `y` (q then u of the free bodies, then one friction-loss integral
-    /// per contact, which the assembly does not read).
-    pub(super) fn contacts_at(&mut self, y: &[f64]) -> Result<InstanceContacts> {
+    /// The contact space at time `t` and state `y` ([`Layout`]); a driven body is where its
+    /// law puts it at `t`.
+    pub(super) fn contacts_at(&mut self, t: f64, y: &[f64]) -> Result<InstanceContacts> {
+        let l = self.layout;
+        self.state.time = t;
         for (k, q) in self.state.q.iter_mut().enumerate() {
             q.copy_from_slice(&y[7 * k..7 * k + 7]);
         }
-        let nq = self.nq;
         for (k, u) in self.state.u.iter_mut().enumerate() {
-            u.copy_from_slice(&y[nq + 6 * k..nq + 6 * k + 6]);
+            u.copy_from_slice(&y[l.nq + 6 * k..l.nq + 6 * k + 6]);
+        }
+        for (k, pose) in self.state.pose.iter_mut().enumerate() {
+            pose.copy_from_slice(&y[l.poses + 7 * k..l.poses + 7 * k + 7]);
+        }
+        for (k, velocity) in self.state.velocity.iter_mut().enumerate() {
+            velocity.copy_from_slice(&y[l.velocities + 6 * k..l.velocities + 6 * k + 6]);
         }
         self.batch.assemble_into(
             self.instance,
@@ -58,11 +101,12 @@ impl Machine<'_> {
     /// friction between stages).
     pub(super) fn derivative(
         &mut self,
+        t: f64,
         y: &[f64],
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
     ) -> Result<Vec<f64>> {
-        let contacts = self.contacts_at(y)?;
+        let contacts = self.contacts_at(t, y)?;
         let sets: Vec<RowSet> = modes
             .iter()
             .zip(contacts.space.contacts())
@@ -92,31 +136,64 @@ impl Machine<'_> {
         let known = vec![None; sets.len()];
         let multipliers = linear_step(&contacts.space, &contacts.free_acceleration, &sets, &known);
         let udot = contacts.udot(&multipliers);
+        let l = self.layout;
         let mut dy = vec![0.0; y.len()];
-        for k in 0..self.state.q.len() {
-            let (q, u) = (
-                &y[7 * k..7 * k + 7],
-                &y[self.nq + 6 * k..self.nq + 6 * k + 6],
-            );
-            dy[7 * k..7 * k + 4].copy_from_slice(&quaternion_rate(&q[..4], &vec3(&u[..3])));
-            dy[7 * k + 4..7 * k + 7].copy_from_slice(&u[3..6]);
+        let poses = (0..self.state.q.len())
+            .map(|k| (7 * k, l.nq + 6 * k))
+            .chain((0..self.state.pose.len()).map(|k| (l.poses + 7 * k, l.velocities + 6 * k)));
+        for (k, (q_at, u_at)) in poses.enumerate() {
+            let driven = k >= self.state.q.len()
+                && self.batch.prescribed_columns()[k - self.state.q.len()]
+                    .motion
+                    .is_some();
+            if driven {
+                // Its law gives pose and velocity at every time: nothing to integrate.
+                continue;
+            }
+            let (q, u) = (&y[q_at..q_at + 7], &y[u_at..u_at + 6]);
+            dy[q_at..q_at + 4].copy_from_slice(&quaternion_rate(&q[..4], &vec3(&u[..3])));
+            dy[q_at + 4..q_at + 7].copy_from_slice(&u[3..6]);
         }
-        let nu = udot.len();
-        dy[self.nq..self.nq + nu].copy_from_slice(udot.as_slice());
+        dy[l.nq..l.nq + l.nu].copy_from_slice(udot.as_slice());
+        for (k, cols) in self.batch.prescribed_columns().iter().enumerate() {
+            if cols.motion.is_none() {
+                let at = l.velocities + 6 * k;
+                dy[at..at + 6].copy_from_slice(&cols.acceleration[self.instance]);
+            }
+        }
         // Per contact, the rate at which its force takes energy, λ · v over its rows (§7:
         // sliding friction's μ_d |λ_z| |v_t|; zero to rounding when sticking or open).
-        for (rate, rows) in dy[self.nq + nu..].iter_mut().zip(contacts.space.contacts()) {
+        for (rate, rows) in dy[l.losses..l.poses]
+            .iter_mut()
+            .zip(contacts.space.contacts())
+        {
             *rate = rows
                 .iter()
                 .map(|&r| multipliers[r] * contacts.velocity[r])
                 .sum();
         }
+        // Work on the free bodies: the forces −Gᵀλ deliver −λ · G u = −λ · v + λ · c, where
+        // c = v − G u is what the prescribed bodies' motion adds to the row velocities. The
+        // contacts take λ · v (above); the prescribed bodies do λ · c. Applied loads do F · v.
+        dy[l.work] = multipliers.dot(&self.motion_terms(&contacts));
+        dy[l.work + 1] = applied_power(self.batch, self.instance, &self.state);
         Ok(dy)
+    }
+
+    /// `c = v − G u` at the state last assembled: what the prescribed bodies' motion adds to
+    /// each row's velocity (zero when every plane is Ground's or at rest).
+    pub(super) fn motion_terms(&self, contacts: &InstanceContacts) -> DVector<f64> {
+        let u = DVector::from_iterator(
+            6 * self.state.u.len(),
+            self.state.u.iter().flatten().copied(),
+        );
+        &contacts.velocity - &self.system.jacobian * u
     }
 
     /// One RK4 step of length `h` (quaternions renormalised).
     pub(super) fn rk4(
         &mut self,
+        t: f64,
         y: &[f64],
         h: f64,
         modes: &[ContactMode],
@@ -125,15 +202,19 @@ impl Machine<'_> {
         let add = |a: &[f64], b: &[f64], s: f64| -> Vec<f64> {
             a.iter().zip(b).map(|(x, d)| x + s * d).collect()
         };
-        let k1 = self.derivative(y, modes, frozen)?;
-        let k2 = self.derivative(&add(y, &k1, h / 2.0), modes, frozen)?;
-        let k3 = self.derivative(&add(y, &k2, h / 2.0), modes, frozen)?;
-        let k4 = self.derivative(&add(y, &k3, h), modes, frozen)?;
+        let k1 = self.derivative(t, y, modes, frozen)?;
+        let k2 = self.derivative(t + h / 2.0, &add(y, &k1, h / 2.0), modes, frozen)?;
+        let k3 = self.derivative(t + h / 2.0, &add(y, &k2, h / 2.0), modes, frozen)?;
+        let k4 = self.derivative(t + h, &add(y, &k3, h), modes, frozen)?;
         let mut out: Vec<f64> = (0..y.len())
             .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
             .collect();
-        for k in 0..self.state.q.len() {
-            crate::math::normalize_quaternion(&mut out[7 * k..7 * k + 4]);
+        let poses = self.layout.poses;
+        for at in (0..self.state.q.len())
+            .map(|k| 7 * k)
+            .chain((0..self.state.pose.len()).map(|k| poses + 7 * k))
+        {
+            crate::math::normalize_quaternion(&mut out[at..at + 4]);
         }
         if !out.iter().all(|v| v.is_finite()) {
             return Err(Error::NonFinite {
@@ -144,17 +225,18 @@ impl Machine<'_> {
         Ok(out)
     }
 
-    /// Whether the step from `(y_a, contacts_a)` to `y_b` contains an event, given the modes,
-    /// and the contacts at `y_b` (the next step's start, when there is none).
+    /// Whether the step from `(y_a, contacts_a)` to `y_b` at `t_b` contains an event, given
+    /// the modes, and the contacts at `y_b` (the next step's start, when there is none).
     pub(super) fn has_event(
         &mut self,
         a: &InstanceContacts,
+        t_b: f64,
         y_b: &[f64],
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
     ) -> Result<(bool, InstanceContacts)> {
-        let b = self.contacts_at(y_b)?;
+        let b = self.contacts_at(t_b, y_b)?;
         let mut closed = Vec::with_capacity(modes.len());
         for (k, (rows, mode)) in b.space.contacts().iter().zip(modes).enumerate() {
             let [x, y, z] = *rows;
@@ -256,20 +338,31 @@ fn hermite_minimum(s_a: f64, v_a: f64, s_b: f64, v_b: f64, h: f64) -> f64 {
     least
 }
 
-/// `½ uᵀ M u` of the free bodies at `y` (the system last assembled there).
-fn kinetic_energy(machine: &Machine<'_>, y: &[f64]) -> f64 {
-    machine
+/// The energy scale of the impact's guard at `y` (the system last assembled there): `½ uᵀ M u`
+/// of the free bodies, plus, per contact row, `½ v² / W_rr` — the energy of the relative motion,
+/// which a ball at rest hit by a moving plate has while its own kinetic energy is zero.
+fn energy_scale(machine: &Machine<'_>, y: &[f64], contacts: &InstanceContacts) -> f64 {
+    let nq = machine.layout.nq;
+    let kinetic: f64 = machine
         .system
         .mass_blocks
         .iter()
         .enumerate()
         .map(|(k, m)| {
-            let u = nalgebra::Vector6::from_column_slice(
-                &y[machine.nq + 6 * k..machine.nq + 6 * k + 6],
-            );
+            let u = nalgebra::Vector6::from_column_slice(&y[nq + 6 * k..nq + 6 * k + 6]);
             0.5 * u.dot(&(m * u))
         })
-        .sum()
+        .sum();
+    let w = contacts.space.delassus();
+    let relative: f64 = contacts
+        .space
+        .contacts()
+        .iter()
+        .flatten()
+        .filter(|&&r| w[(r, r)] > 0.0)
+        .map(|&r| 0.5 * contacts.velocity[r].powi(2) / w[(r, r)])
+        .sum();
+    kinetic + relative
 }
 
 /// What happens at an event (or at the start, `initial`): impacts of contacts within `p_tol`
@@ -286,8 +379,8 @@ pub(super) fn settle(
     initial: bool,
 ) -> Result<()> {
     let tol = machine.tol;
-    let nq = machine.nq;
-    let c = machine.contacts_at(y)?;
+    let (nq, work) = (machine.layout.nq, machine.layout.work);
+    let c = machine.contacts_at(t, y)?;
     let rows = c.space.contacts().to_vec();
     let near: Vec<bool> = c.separation.iter().map(|s| *s <= tol.p_tol).collect();
     let approaching: Vec<bool> = rows
@@ -323,12 +416,15 @@ pub(super) fn settle(
                 participates: *near,
             })
             .collect();
-        let energy = kinetic_energy(machine, y);
+        let energy = energy_scale(machine, y, &c);
         let out = impact(&c.space, &c.velocity, energy, &input, options.law, &tol)?;
         let du = c.velocity_change(&out.impulse);
         for (k, d) in du.iter().enumerate() {
             y[nq + k] += d;
         }
+        // The impulse −Gᵀπ delivers −π · (v⁻ + v⁺)/2 + π · c to the free bodies: the contacts
+        // take the first (their impact losses), the prescribed bodies give the second.
+        y[work] += out.impulse.dot(&machine.motion_terms(&c));
         for (k, record) in run.contacts.iter_mut().enumerate() {
             if approaching[k] {
                 record.impacts += 1;
@@ -339,7 +435,7 @@ pub(super) fn settle(
         }
     }
     // Slip → stick: a sliding contact slowed to v_roll (or reversed) loses its slip.
-    let c = machine.contacts_at(y)?;
+    let c = machine.contacts_at(t, y)?;
     let slowed: Vec<bool> = rows
         .iter()
         .zip(modes.iter())
@@ -371,6 +467,7 @@ pub(super) fn settle(
         for (k, d) in du.iter().enumerate() {
             y[nq + k] += d;
         }
+        y[work] += impulse.dot(&machine.motion_terms(&c));
         for (k, m) in modes.iter_mut().enumerate() {
             if slowed[k] {
                 // The contact's rows all end at rest: it took π · v⁻ / 2.
@@ -386,7 +483,7 @@ pub(super) fn settle(
         }
     }
     // The modes, determined again.
-    let c = machine.contacts_at(y)?;
+    let c = machine.contacts_at(t, y)?;
     let touching: Vec<bool> = rows
         .iter()
         .zip(&c.separation)

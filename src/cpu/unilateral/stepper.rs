@@ -8,7 +8,7 @@
 //!
 //! A reference path for one instance, f64; the batch-wide and GPU versions build on it.
 
-use super::machine::{Machine, settle};
+use super::machine::{Layout, Machine, settle};
 use super::{Coefficients, ContactMode, ImpactLaw, ModeContact, Tolerances, solve_modes};
 use crate::batch::{Batch, status};
 use crate::cpu::evaluate::InstanceSystem;
@@ -123,11 +123,9 @@ pub fn run_instance(
             len: batch.len(),
         });
     }
-    check(batch, duration, options)?;
+    check(duration, options)?;
     let (y, t, run) = simulate(batch, i, contacts, duration, options)?;
-    let mut full = y;
-    full.extend_from_slice(&batch.state_of(i).work);
-    batch.store_values(i, t, &full, 0);
+    batch.store_values(i, t, &y, 0);
     batch.touch_state_columns();
     Ok(run)
 }
@@ -145,7 +143,7 @@ pub fn run_batch(
     options: &EventOptions,
 ) -> Result<Vec<Option<EventRun>>> {
     use rayon::prelude::*;
-    check(batch, duration, options)?;
+    check(duration, options)?;
     let shared: &Batch = batch;
     let outcomes: Vec<Option<Result<Ended>>> = (0..shared.len())
         .into_par_iter()
@@ -158,8 +156,7 @@ pub fn run_batch(
     for (i, outcome) in outcomes.into_iter().enumerate() {
         let state = batch.state_of(i);
         match outcome {
-            Some(Ok((mut y, t, run))) => {
-                y.extend_from_slice(&state.work);
+            Some(Ok((y, t, run))) => {
                 let flags = if run.violated {
                     status::CONSTRAINT_VIOLATED
                 } else {
@@ -179,11 +176,12 @@ pub fn run_batch(
     Ok(runs)
 }
 
-/// How one instance's run ended: its `y` (q, u), time and record.
+/// How one instance's run ended: its state laid out as [`InstanceState::to_vec`], time and
+/// record.
 type Ended = (Vec<f64>, f64, EventRun);
 
 /// The checks every run makes before any work.
-fn check(batch: &Batch, duration: f64, options: &EventOptions) -> Result<()> {
+fn check(duration: f64, options: &EventOptions) -> Result<()> {
     let positive = |what: &'static str, v: f64| {
         if v.is_finite() && v > 0.0 {
             Ok(())
@@ -204,18 +202,11 @@ fn check(batch: &Batch, duration: f64, options: &EventOptions) -> Result<()> {
             accepted: "a finite number ≥ 0",
         });
     }
-    if !batch.template().prescribed_bodies().is_empty() {
-        return Err(Error::BadChoice {
-            what: "template for event-driven stepping",
-            value: "a template with prescribed bodies".into(),
-            accepted: "Ground and free bodies only (prescribed bodies are not supported yet)",
-        });
-    }
     Ok(())
 }
 
-/// The event machine of instance `i` at its stored state, and its `y`: q and u of the free
-/// bodies, then one friction-loss integral per contact (zero).
+/// The event machine of instance `i` at its stored state, and its `y` ([`Layout`]), the
+/// friction losses zero.
 fn machine_at<'a>(
     batch: &'a Batch,
     i: usize,
@@ -223,16 +214,15 @@ fn machine_at<'a>(
     options: &EventOptions,
 ) -> Result<(Machine<'a>, Vec<f64>)> {
     let state = batch.state_of(i);
-    let nq = 7 * state.q.len();
-    let mut y: Vec<f64> = state
-        .q
-        .iter()
-        .flatten()
-        .chain(state.u.iter().flatten())
-        .copied()
-        .collect();
+    let layout = Layout::new(state.q.len(), state.pose.len(), contacts.len());
+    let mut y: Vec<f64> = Vec::with_capacity(layout.len);
+    y.extend(state.q.iter().flatten());
+    y.extend(state.u.iter().flatten());
     // Each contact's friction loss, integrated with the state.
     y.extend(std::iter::repeat_n(0.0, contacts.len()));
+    y.extend(state.pose.iter().flatten());
+    y.extend(state.velocity.iter().flatten());
+    y.extend_from_slice(&state.work);
     let gravity = vec3(&batch.gravity_column()[i]).norm();
     let mut machine = Machine {
         batch,
@@ -243,10 +233,11 @@ fn machine_at<'a>(
         state,
         system: InstanceSystem::empty(),
         kinematics: Vec::new(),
-        nq,
+        layout,
         armed: vec![false; contacts.len()],
     };
-    machine.contacts_at(&y)?;
+    let t = machine.state.time;
+    machine.contacts_at(t, &y)?;
     let mass = machine
         .system
         .mass_blocks
@@ -281,7 +272,7 @@ pub fn contact_multipliers(
             len: batch.len(),
         });
     }
-    check(batch, 0.0, options)?;
+    check(0.0, options)?;
     if modes.len() != contacts.len() {
         return Err(Error::Dimension {
             what: "contact modes",
@@ -290,7 +281,7 @@ pub fn contact_multipliers(
         });
     }
     let (mut machine, y) = machine_at(batch, i, contacts, options)?;
-    let at = machine.contacts_at(&y)?;
+    let at = machine.contacts_at(machine.state.time, &y)?;
     let input: Vec<ModeContact> = at
         .space
         .contacts()
@@ -320,8 +311,7 @@ fn simulate(
     options: &EventOptions,
 ) -> Result<Ended> {
     let (mut machine, mut y) = machine_at(batch, i, contacts, options)?;
-    let nq = machine.nq;
-    let nu = y.len() - nq - contacts.len();
+    let layout = machine.layout;
     let mut run = EventRun {
         contacts: vec![
             ContactRecord {
@@ -349,7 +339,7 @@ fn simulate(
         // The previous step's end, when no event intervened, is this step's start.
         let a = match start.take() {
             Some(a) => a,
-            None => machine.contacts_at(&y)?,
+            None => machine.contacts_at(t, &y)?,
         };
         // A sliding contact whose slip has exceeded v_roll may stick again from now on.
         for ((rows, mode), armed) in a
@@ -383,8 +373,8 @@ fn simulate(
                 _ => None,
             })
             .collect();
-        let y_b = machine.rk4(&y, h, &modes, &frozen)?;
-        let (event, b) = machine.has_event(&a, &y_b, h, &modes, &frozen)?;
+        let y_b = machine.rk4(t, &y, h, &modes, &frozen)?;
+        let (event, b) = machine.has_event(&a, t + h, &y_b, h, &modes, &frozen)?;
         if !event {
             y = y_b;
             t += h;
@@ -399,8 +389,11 @@ fn simulate(
                 break;
             }
             let mid = 0.5 * (lo + hi);
-            let y_mid = machine.rk4(&y, mid, &modes, &frozen)?;
-            if machine.has_event(&a, &y_mid, mid, &modes, &frozen)?.0 {
+            let y_mid = machine.rk4(t, &y, mid, &modes, &frozen)?;
+            if machine
+                .has_event(&a, t + mid, &y_mid, mid, &modes, &frozen)?
+                .0
+            {
                 hi = mid;
                 y_hi = y_mid;
             } else {
@@ -427,14 +420,25 @@ fn simulate(
             });
         }
     }
-    for ((record, mode), loss) in run.contacts.iter_mut().zip(&modes).zip(&y[nq + nu..]) {
+    let losses = &y[layout.losses..layout.poses];
+    for ((record, mode), loss) in run.contacts.iter_mut().zip(&modes).zip(losses) {
         record.mode = *mode;
         record.friction_loss = *loss;
     }
     // The deepest penetration at the end: beyond p_tol the instance broke its contacts.
-    let end = machine.contacts_at(&y)?;
+    let end = machine.contacts_at(t, &y)?;
     run.penetration = end.separation.iter().fold(0.0f64, |m, s| m.max(-s));
     run.violated = run.penetration > machine.tol.p_tol;
-    y.truncate(nq + nu);
-    Ok((y, t, run))
+    // As `InstanceState::to_vec`: q, poses, u, prescribed velocities, work.
+    let state: Vec<f64> = [
+        0..layout.nq,
+        layout.poses..layout.velocities,
+        layout.nq..layout.losses,
+        layout.velocities..layout.work,
+        layout.work..layout.len,
+    ]
+    .into_iter()
+    .flat_map(|range| y[range].iter().copied())
+    .collect();
+    Ok((state, t, run))
 }

@@ -9,6 +9,7 @@
 mod env;
 mod impacts;
 mod modes;
+mod moving;
 mod stepping;
 mod study;
 

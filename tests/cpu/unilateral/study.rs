@@ -11,7 +11,7 @@ use simbatch::cli::{output, run_study};
 
 use super::close;
 
-fn scratch(name: &str) -> std::path::PathBuf {
+pub(super) fn scratch(name: &str) -> std::path::PathBuf {
     let dir =
         std::env::temp_dir().join(format!("simbatch-unilateral-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -19,11 +19,11 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
-fn results(dir: &Path, file: &str) -> (Vec<String>, Vec<(usize, Vec<f64>)>) {
+pub(super) fn results(dir: &Path, file: &str) -> (Vec<String>, Vec<(usize, Vec<f64>)>) {
     output::read_csv(&dir.join(file)).unwrap()
 }
 
-fn col(columns: &[String], name: &str) -> usize {
+pub(super) fn col(columns: &[String], name: &str) -> usize {
     columns
         .iter()
         .position(|c| c == name)
