@@ -119,7 +119,7 @@ impl<T: Pod> Broadcast<T> {
         self.volatile |= self.reshared;
         // In place: a volatile column shared again still has its room (no allocation then).
         self.data
-            .try_reserve_exact(total - self.data.len())
+            .try_reserve_exact(total.saturating_sub(self.data.len()))
             .map_err(|_| Error::OutOfMemory {
                 what: what.to_string(),
                 count: self.len.to_string(),
