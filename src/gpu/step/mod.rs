@@ -169,6 +169,7 @@ impl GpuStepper {
             batch,
             &gpu.chunks,
             &self.readback,
+            state_width,
             goal,
             &settings,
             step_sizes,

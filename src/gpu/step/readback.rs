@@ -78,19 +78,20 @@ pub(super) struct Stored {
 }
 
 /// Stores the chunks' read-back values (`values[k]`: chunk `k`'s carry columns, then its state
-/// columns in [`state_columns`] order) straight into the batch's columns, ORs each instance's
-/// flags into its status and makes the call's report; also updates each RKM instance's step
-/// size. Instances flagged before the call are left as they were. One state-sized scratch
-/// vector is the only allocation, whatever the batch size.
+/// columns in [`state_columns`] order, `state_width` values per instance) straight into the
+/// batch's columns, ORs each instance's flags into its status and makes the call's report;
+/// also updates each RKM instance's step size. Instances flagged before the call are left as
+/// they were. One state-sized scratch vector is the only allocation, whatever the batch size.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn store_states(
     batch: &mut Batch,
     chunks: &[Chunk],
     values: &[Vec<f64>],
+    state_width: usize,
     goal: Goal,
     settings: &KernelSettings,
     step_sizes: &mut [f64],
 ) -> Result<Stored> {
-    let state_width: usize = state_columns_width(batch);
     let mut y = vec![0.0; state_len(batch)];
     let mut every_instance_ended = true;
     let mut report = StepReport::default();
@@ -141,11 +142,6 @@ pub(super) fn store_states(
         report,
         every_instance_ended,
     })
-}
-
-/// Values per instance in [`state_columns`].
-fn state_columns_width(batch: &Batch) -> usize {
-    state_columns(batch).iter().map(|(_, w)| w).sum()
 }
 
 /// Values of an instance's flat state ([`InstanceState::to_vec`]).
