@@ -6,29 +6,52 @@ struct MassProperties {
     inertia: mat3x3<real>,
 }
 
-fn cross_matrix(a: vec3<real>) -> mat3x3<real> {
-    // Columns of [a]×.
-    return mat3x3<real>(vec3<real>(0.0, a.z, -a.y), vec3<real>(-a.z, 0.0, a.x), vec3<real>(a.y, -a.x, 0.0));
+// A free body's M⁻¹ in closed form, twin of `inverse_inertia` (src/cpu/lanes/solve.rs) and
+// `Chunk::inverse_mass` (src/cpu/lanes/dynamics.rs). About its COM the body's mass matrix is
+// block diagonal, so with c_G = R c: b = R I⁻¹ Rᵀ (τ − c_G × f), a_o = f / m − b × c_G, the
+// exact inverse of `mass_matrix` (src/cpu/dynamics.rs).
+struct InverseMass {
+    // m > 0 and I positive definite, all finite: the closed form holds (else SINGULAR_MASS).
+    ok: bool,
+    rotation: mat3x3<real>,
+    c_g: vec3<real>,
+    inverse_mass: real,
+    // I⁻¹ in the body frame, about the COM.
+    inverse_inertia: mat3x3<real>,
 }
 
-// M = [[I_G − m S S, m S], [−m S, m·1]], row-major 6×6.
-fn mass_matrix(props: MassProperties, rotation: mat3x3<real>) -> array<real, 36> {
-    let c_g = rotation * props.com;
-    let s = cross_matrix(c_g);
+// I⁻¹ by cofactors of I / s, s the mean of I's diagonal: the scaling keeps the determinant
+// within range (a small body's det I underflows f32), and I is positive definite when the
+// scaled leading minors are positive (Sylvester).
+fn inverse_mass_of(props: MassProperties, rotation: mat3x3<real>) -> InverseMass {
+    let i = props.inertia;
+    let s = (i[0][0] + i[1][1] + i[2][2]) / 3.0;
+    let a = i[0][0] / s;
+    let b = i[1][1] / s;
+    let c = i[2][2] / s;
+    let d = i[1][0] / s;
+    let e = i[2][0] / s;
+    let f = i[2][1] / s;
+    let c00 = b * c - f * f;
+    let c01 = e * f - d * c;
+    let c02 = d * f - b * e;
+    let c11 = a * c - e * e;
+    let c12 = d * e - a * f;
+    let c22 = a * b - d * d;
+    let det = a * c00 + d * c01 + e * c02;
     let m = props.mass;
-    let i_g = rotation * props.inertia * transpose(rotation);
-    let top_left = i_g - m * s * s;
-    let top_right = m * s;
-    var mm: array<real, 36>;
-    for (var r = 0u; r < 3u; r++) {
-        for (var c = 0u; c < 3u; c++) {
-            mm[r * 6u + c] = top_left[c][r];
-            mm[r * 6u + c + 3u] = top_right[c][r];
-            mm[(r + 3u) * 6u + c] = -top_right[c][r];
-        }
-        mm[(r + 3u) * 6u + r + 3u] = m;
-    }
-    return mm;
+    let ok = a > 0.0 && c22 > 0.0 && det > 0.0 && is_finite_real(det) && m > 0.0 && is_finite_real(m);
+    let k = 1.0 / (det * s);
+    let inverse_inertia = mat3x3<real>(vec3<real>(c00, c01, c02) * k, vec3<real>(c01, c11, c12) * k, vec3<real>(c02, c12, c22) * k);
+    return InverseMass(ok, rotation, rotation * props.com, 1.0 / m, inverse_inertia);
+}
+
+// M⁻¹ (τ, f) = (b, a_o).
+fn apply_inverse_mass(inv: InverseMass, tau: vec3<real>, f: vec3<real>) -> array<real, 6> {
+    let r = inv.rotation;
+    let b = r * (inv.inverse_inertia * (transpose(r) * (tau - cross(inv.c_g, f))));
+    let a_o = f * inv.inverse_mass - cross(b, inv.c_g);
+    return array<real, 6>(b.x, b.y, b.z, a_o.x, a_o.y, a_o.z);
 }
 
 // f − c(q, u): gravity and the applied force act through the COM, the torque is free.

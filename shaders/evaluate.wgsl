@@ -3,7 +3,7 @@
 // The host prepends, before the other files, a prelude (`real`, REAL_EPSILON, RANK_TOLERANCE,
 // is_finite_real) and the layout constants of the template (src/gpu/layout.rs):
 //   NB, NF, NC, NU, ROWS and array capacities NB_CAP, NF_CAP, NC_CAP, NU_CAP, ROWS_CAP,
-//   ROWS_NU_CAP, ROWS_ROWS_CAP, MASS_CAP (each ≥ 1);
+//   ROWS_NU_CAP, ROWS_ROWS_CAP (each ≥ 1);
 //   BODY_KIND (0 Ground, 1 free, 2 prescribed), BODY_SLOT, BODY_IN (input prefix), FREE_BODY;
 //   BODY_DRIVEN (1: a prescribed body that follows a motion law); GRAVITY_IN, TIME_IN, WORK_IN;
 //   the offsets of each body field from its body's prefix (FREE_Q_AT, PRESCRIBED_POSE_AT, …)
@@ -128,7 +128,7 @@ fn load_state(i: u32) -> State {
 struct Assembled {
     status: u32,
     kin: array<BodyKinematics, NB_CAP>,
-    mass_blocks: array<real, MASS_CAP>,
+    inverse: array<InverseMass, NF_CAP>,
     applied: array<real, NU_CAP>,
     jacobian: array<real, ROWS_NU_CAP>,
     bias_acceleration: array<real, ROWS_CAP>,
@@ -203,15 +203,12 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
         }
     }
 
-    // Mass matrices and f − c of the free bodies.
-    var mass_blocks: array<real, MASS_CAP>;
+    // M⁻¹ in closed form and f − c of the free bodies.
+    var inverse: array<InverseMass, NF_CAP>;
     var applied: array<real, NU_CAP>;
     for (var s = 0u; s < NF; s++) {
         let b = free_body[s];
-        let mm = mass_matrix(props[s], kin[b].rotation);
-        for (var k = 0u; k < 36u; k++) {
-            mass_blocks[36u * s + k] = mm[k];
-        }
+        inverse[s] = inverse_mass_of(props[s], kin[b].rotation);
         let f = applied_minus_coriolis(props[s], kin[b], gravity, force[s], torque[s]);
         for (var k = 0u; k < 6u; k++) {
             applied[6u * s + k] = f[k];
@@ -277,48 +274,39 @@ fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
         }
     }
 
-    return Assembled(status, kin, mass_blocks, applied, jacobian, bias_acceleration, bias, rows_all, enabled_row);
+    return Assembled(status, kin, inverse, applied, jacobian, bias_acceleration, bias, rows_all, enabled_row);
 }
 
-// M⁻¹ x and M⁻¹ Gᵀ from the block Cholesky factors of the free bodies' mass matrices.
+// M⁻¹ x and M⁻¹ Gᵀ, body by body, in closed form (`apply_inverse_mass`).
 struct MassSolved {
     ok: bool,
     minv_x: array<real, NU_CAP>,
     minv_gt: array<real, ROWS_NU_CAP>, // row r holds M⁻¹ G_rᵀ
 }
 
-// Twin of `MassFactor` (src/cpu/solver.rs), block by block. Arguments by value: naga 30's SPIR-V
-// writer panics on pointers to struct members passed to functions.
-fn mass_solve(mass: array<real, MASS_CAP>, rhs_x: array<real, NU_CAP>, g: array<real, ROWS_NU_CAP>) -> MassSolved {
-    var mass_blocks = mass;
+// Twin of the lane path's `u̇₀` and `Y = M⁻¹ Gᵀ` blocks (src/cpu/lanes/dynamics.rs). Arguments by
+// value: naga 30's SPIR-V writer panics on pointers to struct members passed to functions.
+fn mass_solve(inverse: array<InverseMass, NF_CAP>, rhs_x: array<real, NU_CAP>, g: array<real, ROWS_NU_CAP>) -> MassSolved {
     var x = rhs_x;
     var jacobian = g;
     var out: MassSolved;
     out.ok = true;
     for (var s = 0u; s < NF; s++) {
-        var l: array<real, 36>;
-        for (var k = 0u; k < 36u; k++) {
-            l[k] = mass_blocks[36u * s + k];
-        }
-        if !cholesky6(&l) {
+        let inv = inverse[s];
+        if !inv.ok {
             out.ok = false;
             continue;
         }
-        var rhs: array<real, 6>;
+        let c = 6u * s;
+        let y0 = apply_inverse_mass(inv, vec3<real>(x[c], x[c + 1u], x[c + 2u]), vec3<real>(x[c + 3u], x[c + 4u], x[c + 5u]));
         for (var k = 0u; k < 6u; k++) {
-            rhs[k] = x[6u * s + k];
-        }
-        let y0 = cholesky6_solve(&l, rhs);
-        for (var k = 0u; k < 6u; k++) {
-            out.minv_x[6u * s + k] = y0[k];
+            out.minv_x[c + k] = y0[k];
         }
         for (var r = 0u; r < ROWS; r++) {
+            let at = r * NU + c;
+            let y = apply_inverse_mass(inv, vec3<real>(jacobian[at], jacobian[at + 1u], jacobian[at + 2u]), vec3<real>(jacobian[at + 3u], jacobian[at + 4u], jacobian[at + 5u]));
             for (var k = 0u; k < 6u; k++) {
-                rhs[k] = jacobian[r * NU + 6u * s + k];
-            }
-            let y = cholesky6_solve(&l, rhs);
-            for (var k = 0u; k < 6u; k++) {
-                out.minv_gt[r * NU + 6u * s + k] = y[k];
+                out.minv_gt[at + k] = y[k];
             }
         }
     }
@@ -375,7 +363,7 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     var bias = sys.bias;
 
     // u̇₀ = M⁻¹ (f − c) and Y = M⁻¹ Gᵀ.
-    let mass = mass_solve(sys.mass_blocks, sys.applied, jacobian);
+    let mass = mass_solve(sys.inverse, sys.applied, jacobian);
     if !mass.ok {
         status |= SINGULAR_MASS;
     }
@@ -392,7 +380,7 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
         }
         rhs_rows[r] = g_udot - bias[r];
     }
-    let multipliers = solve_min_norm_spd(&a_mat, &rhs_rows);
+    let multipliers = solve_multipliers(&a_mat, &rhs_rows, sys.enabled);
     let correction = minv_gt_times(minv_gt, multipliers);
     var udot: array<real, NU_CAP>;
     for (var k = 0u; k < NU; k++) {

@@ -1,51 +1,11 @@
 // The multiplier solve of one instance (physics.md §1); twin of src/cpu/solver.rs:
 // u̇₀ = M⁻¹ (f − c), (G M⁻¹ Gᵀ) λ = G u̇₀ − b, u̇ = u̇₀ − M⁻¹ Gᵀ λ.
-// M⁻¹ is applied per 6×6 block by Cholesky; λ is the minimum-norm solution, from a cyclic Jacobi
-// eigen-decomposition of G M⁻¹ Gᵀ with eigenvalues below RANK_TOLERANCE · λmax treated as zero
-// (Jacobi: small, branch-light and accurate on tiny symmetric matrices, so it suits a GPU thread).
+// M⁻¹ is applied in closed form per body (dynamics.wgsl). λ comes from `solve_multipliers`, generated per
+// template (src/gpu/solve.rs): a certified straight-line Cholesky, and where the certificate
+// fails, the minimum-norm solution below, from a cyclic Jacobi eigen-decomposition of G M⁻¹ Gᵀ
+// with eigenvalues below RANK_TOLERANCE · λmax treated as zero (Jacobi: small, branch-light and
+// accurate on tiny symmetric matrices, so it suits a GPU thread).
 // Sizes come from the layout constants: ROWS rows, array capacities ROWS_CAP, ROWS_ROWS_CAP.
-
-// Cholesky factor of a row-major 6×6 SPD matrix: L in the lower triangle. False if not SPD.
-fn cholesky6(a: ptr<function, array<real, 36>>) -> bool {
-    for (var j = 0u; j < 6u; j++) {
-        var d = (*a)[j * 6u + j];
-        for (var k = 0u; k < j; k++) {
-            d -= (*a)[j * 6u + k] * (*a)[j * 6u + k];
-        }
-        if !(d > 0.0) || !is_finite_real(d) {
-            return false;
-        }
-        let l = sqrt(d);
-        (*a)[j * 6u + j] = l;
-        for (var i = j + 1u; i < 6u; i++) {
-            var s = (*a)[i * 6u + j];
-            for (var k = 0u; k < j; k++) {
-                s -= (*a)[i * 6u + k] * (*a)[j * 6u + k];
-            }
-            (*a)[i * 6u + j] = s / l;
-        }
-    }
-    return true;
-}
-
-// Solves L Lᵀ x = b with the factor from cholesky6.
-fn cholesky6_solve(l: ptr<function, array<real, 36>>, b: array<real, 6>) -> array<real, 6> {
-    var y = b;
-    for (var i = 0u; i < 6u; i++) {
-        for (var k = 0u; k < i; k++) {
-            y[i] -= (*l)[i * 6u + k] * y[k];
-        }
-        y[i] /= (*l)[i * 6u + i];
-    }
-    for (var ii = 0u; ii < 6u; ii++) {
-        let i = 5u - ii;
-        for (var k = i + 1u; k < 6u; k++) {
-            y[i] -= (*l)[k * 6u + i] * y[k];
-        }
-        y[i] /= (*l)[i * 6u + i];
-    }
-    return y;
-}
 
 // Minimum-norm solution of the symmetric positive semi-definite system a x = rhs (ROWS × ROWS,
 // row-major). `a` is destroyed.

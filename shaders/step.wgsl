@@ -308,6 +308,7 @@ fn projection_correction(i: u32, s: State, position: bool) -> Correction {
     out.error = 0.0;
     var g: array<real, ROWS_NU_CAP>;
     var e: array<real, ROWS_CAP>;
+    var used: array<u32, ROWS_CAP>;
     for (var r = 0u; r < ROWS; r++) {
         var wanted = row_level[r] != 2u;
         if position {
@@ -316,6 +317,7 @@ fn projection_correction(i: u32, s: State, position: bool) -> Correction {
         if sys.enabled[r] == 0u || !wanted {
             continue;
         }
+        used[r] = 1u;
         if position {
             e[r] = sys.rows[r].position_error;
         } else {
@@ -326,11 +328,11 @@ fn projection_correction(i: u32, s: State, position: bool) -> Correction {
             g[r * NU + k] = sys.jacobian[r * NU + k];
         }
     }
-    let mass = mass_solve(sys.mass_blocks, sys.applied, g);
+    let mass = mass_solve(sys.inverse, sys.applied, g);
     out.ok = out.ok && mass.ok;
     let minv_gt = mass.minv_gt;
     var a_mat = gram_matrix(g, minv_gt);
-    let x = solve_min_norm_spd(&a_mat, &e);
+    let x = solve_multipliers(&a_mat, &e, used);
     let du = minv_gt_times(minv_gt, x);
     for (var k = 0u; k < NU; k++) {
         out.du[k] = -du[k];

@@ -47,18 +47,30 @@ pub struct BenchArgs {
     pub json: Option<std::path::PathBuf>,
 }
 
-/// Median seconds per call of `f`.
-fn time(mut f: impl FnMut() -> Result<(), CliError>, budget: f64) -> Result<f64, CliError> {
+/// What [`time`] measured: the median seconds per call, and the first call's seconds (on the
+/// GPU: building or fetching the kernels and the buffers, then the call itself).
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    median: f64,
+    first: f64,
+}
+
+/// Median seconds per call of `f`, after a first (warm-up) call that is timed apart.
+fn time(mut f: impl FnMut() -> Result<(), CliError>, budget: f64) -> Result<Timing, CliError> {
     let mut samples = Vec::new();
     let start = Instant::now();
     f()?; // warm-up: pipelines, buffers
+    let first = start.elapsed().as_secs_f64();
     while samples.len() < 3 || (start.elapsed().as_secs_f64() < budget && samples.len() < 50) {
         let t = Instant::now();
         f()?;
         samples.push(t.elapsed().as_secs_f64());
     }
     samples.sort_by(f64::total_cmp);
-    Ok(samples[samples.len() / 2])
+    Ok(Timing {
+        median: samples[samples.len() / 2],
+        first,
+    })
 }
 
 type Build = fn(usize) -> crate::Result<Batch>;
@@ -208,12 +220,21 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     ];
     let mut rows = Vec::new();
     println!(
-        "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16} {:>26} {:>7}",
-        "system", "N", "backend", "integrator", "substeps", "per second", "what", "B/inst"
+        "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16} {:>26} {:>7} {:>8}",
+        "system",
+        "N",
+        "backend",
+        "integrator",
+        "substeps",
+        "per second",
+        "what",
+        "B/inst",
+        "first s"
     );
-    let mut report = |row: Row<'_>, rate: f64| {
+    let mut report = |row: Row<'_>, work: f64, timing: Timing| {
+        let rate = work / timing.median;
         println!(
-            "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16.0} {:>26} {:>7}",
+            "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16.0} {:>26} {:>7} {:>8.3}",
             row.system,
             row.n,
             row.backend,
@@ -221,7 +242,8 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             row.substeps,
             rate,
             row.what,
-            row.bytes_per_instance
+            row.bytes_per_instance,
+            timing.first
         );
         rows.push(json!({
             "system": row.system,
@@ -232,6 +254,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             "per_second": rate,
             "what": row.what,
             "bytes_per_instance": row.bytes_per_instance,
+            "first_call_s": timing.first,
         }));
     };
     let gpu_name = format!("gpu-{}", args.precision);
@@ -258,14 +281,14 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                     let mut e = Evaluator::cpu().with_outputs(outputs);
                     let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                     let bytes = host_bytes_per_instance(&batch, out.bytes() / n);
-                    report(row("cpu", what, bytes), n as f64 / s);
+                    report(row("cpu", what, bytes), n as f64, s);
                 }
             }
             if let Some(d) = &device {
                 let mut e = Evaluator::on_device(d.clone(), precision, GpuOptions::default())?;
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                 let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
-                report(row(&gpu_name, "evaluations", bytes), n as f64 / s);
+                report(row(&gpu_name, "evaluations", bytes), n as f64, s);
             }
         }
         for (system, build) in stepped {
@@ -296,7 +319,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                         )?;
                         let call = stepper.host_call_bytes(&batch).div_ceil(n);
                         let bytes = host_bytes_per_instance(&batch, call);
-                        report(row("cpu", bytes), (n * k) as f64 / s);
+                        report(row("cpu", bytes), (n * k) as f64, s);
                     }
                     if let Some(d) = &device {
                         let mut stepper = Stepper::on_gpu(options, d.clone(), precision)?;
@@ -305,7 +328,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                             args.seconds,
                         )?;
                         let bytes = gpu_bytes_per_instance(stepper.device_bytes(), n);
-                        report(row(&gpu_name, bytes), (n * k) as f64 / s);
+                        report(row(&gpu_name, bytes), (n * k) as f64, s);
                     }
                 }
             }

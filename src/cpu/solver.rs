@@ -14,12 +14,11 @@
 //! The bound is loose by at most a factor `n²`, so only matrices within that factor of the
 //! threshold (and the singular ones) take the eigen route.
 //!
-//! The kernels (`shaders/solver.wgsl`) keep the Jacobi eigen route for every instance: the same
-//! certified Cholesky spliced in front of it made lavapipe's shader compilation about ten times
-//! slower (`tests/gpu/evaluation.rs`: 45 s to 9 min). Written as loops rather than unrolled
-//! (2026-11-24), it still took the GPU suite from about 170 s to 826 s on lavapipe (its driver
-//! unrolls loops with constant bounds), so it stays out until it can be compiled lazily or
-//! with bounds the driver cannot see; its gain on a hardware GPU is not measured yet. Both routes give the same λ up to rounding where the certificate holds.
+//! The kernels take the same two routes: `gpu::solve` generates the certified Cholesky
+//! straight-line for the template's row count, and the Jacobi eigen route of
+//! `shaders/solver.wgsl` runs only where the certificate fails. (Written as loops over arrays and
+//! spliced in front of the Jacobi route, the same solve made lavapipe compile the kernels five
+//! to ten times slower; as named scalars it compiles within 10 % of the Jacobi route alone.)
 //!
 //! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every
 //! stage of every instance, reuse one scratch allocation per instance.
@@ -44,7 +43,8 @@ pub struct Solution {
 
 /// Cholesky factor, in place, of the row-major `n × n` symmetric matrix `a`: `L` in the lower
 /// triangle (the upper one is left as it was). False when a pivot is not positive and finite.
-/// Twin of `cholesky6` in `shaders/solver.wgsl`.
+/// The kernels apply `M⁻¹` in closed form instead (`inverse_mass_of` in `shaders/dynamics.wgsl`,
+/// the lane path's formula).
 fn cholesky(a: &mut [f64], n: usize) -> bool {
     for j in 0..n {
         let mut d = a[j * n + j];

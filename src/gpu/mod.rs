@@ -2,7 +2,8 @@
 //! columns as the CPU path and producing the same [`Evaluation`](crate::evaluation::Evaluation).
 //!
 //! Rooms: [`device`] opens an adapter with its own limits; [`layout`] places a template's
-//! columns in buffers and emits the kernel's constants; [`shader`] assembles the WGSL files;
+//! columns in buffers and emits the kernel's constants; [`solve`] generates the multiplier solve
+//! for the template's row count; [`shader`] assembles the WGSL files;
 //! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper;
 //! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback).
 
@@ -12,6 +13,7 @@ pub mod device;
 pub mod evaluate;
 pub mod layout;
 pub mod shader;
+pub mod solve;
 pub mod step;
 
 pub use device::GpuDevice;

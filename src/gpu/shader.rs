@@ -1,7 +1,8 @@
 //! WGSL sources in `shaders/` and how the kernel is assembled from them.
 //!
 //! The kernel is the precision prelude, then the template's layout constants, then the shader
-//! files in dependency order, with the constraints' own WGSL (built-in or user-defined, through
+//! files in dependency order, with the multiplier solve generated for the template's row count
+//! (`gpu::solve`) after `solver.wgsl`, the constraints' own WGSL (built-in or user-defined, through
 //! `Constraint::wgsl`) and the dispatch generated for the template spliced in before
 //! `evaluate.wgsl`. The same files serve f32 and f64: every scalar is `real`. Kernels are
 //! checked with naga before the driver sees them, and an error is reported against the piece
@@ -210,6 +211,10 @@ fn assemble(precision: Precision, layout: &Layout, stepping: Option<(u32, bool)>
     ] {
         k.push(name, text);
     }
+    k.push(
+        "the generated multiplier solve",
+        &crate::gpu::solve::solve_multipliers(layout.rows),
+    );
     for section in &layout.constraint_sections {
         k.push(&section.name, &section.text);
     }

@@ -8,6 +8,7 @@ use simbatch::gpu::layout::Layout;
 use simbatch::gpu::shader::{
     self, FILES, kernel_source, prelude, stepping_constants, stepping_source,
 };
+use simbatch::gpu::solve::{MAX_STRAIGHT_ROWS, solve_multipliers};
 use simbatch::model::Baumgarte;
 use simbatch::prelude::*;
 
@@ -83,13 +84,15 @@ fn every_shader_file_validates_on_its_own() {
     let (_, t) = &templates()[1];
     let layout = Layout::new(t).unwrap();
     let constants = layout.wgsl_constants.clone() + &stepping_constants(2, true);
-    // The generated dispatch, which evaluate.wgsl calls (it calls the constraint files).
+    // The generated dispatch and multiplier solve, which evaluate.wgsl calls (the dispatch
+    // calls the constraint files).
     let generated: String = layout
         .constraint_sections
         .iter()
         .filter(|s| !s.name.ends_with(".wgsl"))
         .map(|s| s.text.as_str())
-        .collect();
+        .collect::<String>()
+        + &solve_multipliers(layout.rows);
     for precision in [Precision::F32, Precision::F64] {
         for (k, (name, text)) in FILES.iter().enumerate() {
             // Each file may use the files before it (assembly order).
@@ -125,6 +128,32 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
                     );
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn the_generated_multiplier_solve_validates_for_every_row_count() {
+    for rows in 0..=MAX_STRAIGHT_ROWS + 1 {
+        let solve = solve_multipliers(rows);
+        // Straight-line up to the limit (no loop, no runtime index), the Jacobi route beyond.
+        let straight = (1..=MAX_STRAIGHT_ROWS).contains(&rows);
+        assert_eq!(solve.contains("let p0 = "), straight, "{rows} rows");
+        assert!(!solve.contains("for ("), "{rows} rows: {solve}");
+        for precision in [Precision::F32, Precision::F64] {
+            let cap = rows.max(1);
+            let source = prelude(precision)
+                + &format!(
+                    "const ROWS: u32 = {rows}u;\nconst ROWS_CAP: u32 = {cap}u;\n\
+                     const ROWS_ROWS_CAP: u32 = {}u;\n",
+                    cap * cap
+                )
+                + shader::SOLVER
+                + &solve;
+            validate(
+                &source,
+                &format!("solve_multipliers, {rows} rows ({precision:?})"),
+            );
         }
     }
 }

@@ -277,6 +277,11 @@ fn gpu_stepping_then_evaluation_uses_the_gpu_state() {
 /// run on either path) plus the f32 margin: rotations, positions and velocities within the first
 /// margin, the energy within the second (without drift control, f32 rounding of the state drifts
 /// the sphere off its plane by ~1e-4 m over 2 000 steps, which shows in the potential energy).
+/// An adaptive run (RKM) is bounded by twice the CPU's error plus the margin: each path chooses
+/// its own step sequence from its own error estimates, so each carries its own integrator error
+/// of the same size, not the same error (while the kernels' solve changed form, f32 rounding
+/// alone moved the GPU's angular-velocity error between 1.1× and 1.95× the CPU's 6.3e-4 on
+/// lavapipe).
 /// Measured worst values are in the README's precision table. The f64 kernels with fixed RK4
 /// steps meet Simbody to 1e-7 as the CPU does (the tilting plates' sines exercise
 /// `shaders/trig_f64.wgsl`); RKM's f64 run is not compared here, since its distance from
@@ -331,6 +336,8 @@ fn gpu_follows_simbody_trajectories_over_two_seconds() {
                 F32_GOLDEN_STATE_MARGIN
             };
             let reference = cpu.worst.get(quantity).map_or(0.0, |w| w.relative);
+            let adaptive = matches!(options.integrator, Integrator::RungeKuttaMerson { .. });
+            let reference = if adaptive { 2.0 * reference } else { reference };
             assert!(
                 worst.relative <= reference + margin,
                 "GPU f32 {name}: {quantity} {worst:?}, CPU f64 with the same options {reference:e}"

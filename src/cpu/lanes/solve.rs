@@ -10,16 +10,20 @@ use super::MAX_M;
 use crate::cpu::solver::RANK_TOLERANCE;
 use crate::math::lanes::{Lane, LaneMask, LaneMat3, is_finite, select, splat};
 
-/// `I⁻¹` of the packed inertias `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` per lane, by cofactors, and
-/// the lanes where it is positive definite (Sylvester's leading minors).
+/// `I⁻¹` of the packed inertias `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` per lane, by cofactors of
+/// `I / s` (`s` the mean of the diagonal, which keeps the determinant within range for small
+/// bodies), and the lanes where it is positive definite (Sylvester's leading minors of `I / s`).
+/// Twin of `inverse_mass_of` in `shaders/dynamics.wgsl`.
 pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
-    let [a, b, c, d, e, f] = *i;
+    let s = (i[0] + i[1] + i[2]) / splat(3.0);
+    let [a, b, c, d, e, f] = i.map(|x| x / s);
     let (c00, c01, c02) = (b * c - f * f, e * f - d * c, d * f - b * e);
     let (c11, c12, c22) = (a * c - e * e, d * e - a * f, a * b - d * d);
     let det = a * c00 + d * c01 + e * c02;
     let zero = splat(0.0);
     let ok = a.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero) & is_finite(det);
-    let inv = LaneMat3::new(c00, c01, c02, c01, c11, c12, c02, c12, c22) / det;
+    let k = splat(1.0) / (det * s);
+    let inv = LaneMat3::new(c00, c01, c02, c01, c11, c12, c02, c12, c22) * k;
     (inv, ok)
 }
 

@@ -438,7 +438,6 @@ impl Layout {
             "const ROWS_ROWS_CAP: u32 = {}u;",
             cap(rows_total * rows_total)
         );
-        let _ = writeln!(w, "const MASS_CAP: u32 = {}u;", cap(36 * nf));
         let kinds: Vec<usize> = bodies
             .iter()
             .map(|b| match b.kind {
