@@ -12,11 +12,12 @@
 //! others' arithmetic as without them.
 //!
 //! Why generated: with the row count known, every entry of `L`, `L⁻¹` and the solution is a
-//! named `let` value, with no array indexed at run time and no loop for a driver to unroll. The
-//! Cholesky written as loops over the same arrays as the Jacobi route, spliced in front of it,
-//! made lavapipe compile the kernels five to ten times slower; straight-line scalars are the
-//! form shader compilers digest fastest (`tests/cpu/shaders.rs` validates the generated text,
-//! `simbatch bench` reports each kernel's first-call time). Templates with more than
+//! named `let` value, with no array indexed at run time and no loop for a driver to unroll:
+//! the form shader compilers digest fastest. With it (and `M⁻¹` in closed form) lavapipe
+//! compiles the kernels faster than it did the Jacobi route alone (`simbatch bench` reports each
+//! kernel's first-call time; `tests/cpu/shaders.rs` validates the generated text). An earlier
+//! attempt, loops over arrays, was recorded as five to ten times slower to compile, but that
+//! comparison likely set kernels already in Mesa's disk cache against new ones. Templates with more than
 //! [`MAX_STRAIGHT_ROWS`] rows, where the straight-line code grows as m³, keep the Jacobi route
 //! alone.
 
