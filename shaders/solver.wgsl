@@ -1,8 +1,8 @@
 // The multiplier solve of one instance (physics.md §1); twin of src/cpu/solver.rs:
 // u̇₀ = M⁻¹ (f − c), (G M⁻¹ Gᵀ) λ = G u̇₀ − b, u̇ = u̇₀ − M⁻¹ Gᵀ λ.
-// M⁻¹ is applied in closed form per body (dynamics.wgsl). λ comes from `solve_multipliers`, generated per
-// template (src/gpu/solve.rs): a certified straight-line Cholesky, and where the certificate
-// fails, the minimum-norm solution below, from a cyclic Jacobi eigen-decomposition of G M⁻¹ Gᵀ
+// M⁻¹ is applied in closed form per body (dynamics.wgsl). λ comes from `solve_multipliers`,
+// generated per template (src/gpu/solve.rs): a certified straight-line Cholesky, and where the
+// certificate fails, the minimum-norm solution below, from a cyclic Jacobi eigen-decomposition of G M⁻¹ Gᵀ
 // with eigenvalues below RANK_TOLERANCE · λmax treated as zero (Jacobi: small, branch-light and
 // accurate on tiny symmetric matrices, so it suits a GPU thread).
 // Sizes come from the layout constants: ROWS rows, array capacities ROWS_CAP, ROWS_ROWS_CAP.
