@@ -472,7 +472,7 @@ fn evaluate_instance(i: u32) {
     store(OUT_STATUS, 1u, i, 0u, real(status));
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= launch.count {
         return;

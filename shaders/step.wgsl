@@ -470,7 +470,7 @@ fn step_factor(accuracy: real, error: real, lo: real, hi: real) -> real {
 // One thread per instance, at most `launch.steps` trial steps per dispatch: twin of
 // `advance_instance` (src/cpu/integrate.rs). An instance whose dynamics or state stops being finite
 // keeps its last finite state and is flagged; one that reached its goal does nothing more.
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP_SIZE)
 fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
     if i >= launch.count {

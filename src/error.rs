@@ -124,6 +124,16 @@ pub enum Error {
         /// The accepted values.
         accepted: &'static str,
     },
+    /// An option (not an instance's value) is out of its accepted range.
+    #[error("invalid {option}: got {value}; accepted: {accepted}")]
+    InvalidOption {
+        /// The option's name, e.g. `GpuOptions::workgroup_size`.
+        option: &'static str,
+        /// The given value.
+        value: String,
+        /// The accepted values, for this adapter where they depend on it.
+        accepted: String,
+    },
     /// A WGSL source spliced into a kernel (a constraint's, or code generated from its
     /// expressions) does not compile; `file`, `line` and `column` point into that source.
     #[error("{file}:{line}:{column}: {message}")]

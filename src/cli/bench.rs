@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// GPU precision: f32 or f64.
     #[arg(long, default_value = "f32")]
     pub precision: String,
+    /// GPU workgroup sizes to measure, comma-separated (each GPU row once per size); empty: the
+    /// adapter's default only. Results do not depend on the size; this finds the fastest.
+    #[arg(long, value_delimiter = ',')]
+    pub workgroup_sizes: Vec<u32>,
     /// Seconds of repeated calls per measurement.
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
@@ -84,6 +88,8 @@ struct Row<'a> {
     substeps: usize,
     what: &'a str,
     bytes_per_instance: usize,
+    /// GPU rows: invocations per workgroup.
+    workgroup_size: Option<u32>,
 }
 
 /// The stepping options a `--integrators` entry names, or `None`.
@@ -199,6 +205,16 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     } else {
         None
     };
+    // Each requested workgroup size, checked against the adapter before any work.
+    let mut workgroups: Vec<Option<u32>> = args.workgroup_sizes.iter().map(|s| Some(*s)).collect();
+    if workgroups.is_empty() {
+        workgroups.push(None);
+    }
+    if let Some(d) = &device {
+        for w in &workgroups {
+            d.workgroup_size(*w)?;
+        }
+    }
     println!("CPU: {} threads (rayon)", rayon::current_num_threads());
     let evaluated: [(&str, Build); 4] = [
         ("rolling sphere", |n| {
@@ -220,10 +236,11 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     ];
     let mut rows = Vec::new();
     println!(
-        "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16} {:>26} {:>7} {:>8}",
+        "{:<28} {:>8} {:<10} {:>5} {:<15} {:>9} {:>16} {:>26} {:>7} {:>8}",
         "system",
         "N",
         "backend",
+        "wg",
         "integrator",
         "substeps",
         "per second",
@@ -234,10 +251,12 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     let mut report = |row: Row<'_>, work: f64, timing: Timing| {
         let rate = work / timing.median;
         println!(
-            "{:<28} {:>8} {:<10} {:<15} {:>9} {:>16.0} {:>26} {:>7} {:>8.3}",
+            "{:<28} {:>8} {:<10} {:>5} {:<15} {:>9} {:>16.0} {:>26} {:>7} {:>8.3}",
             row.system,
             row.n,
             row.backend,
+            row.workgroup_size
+                .map_or("-".to_string(), |w| w.to_string()),
             row.integrator,
             row.substeps,
             rate,
@@ -255,6 +274,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             "what": row.what,
             "bytes_per_instance": row.bytes_per_instance,
             "first_call_s": timing.first,
+            "workgroup_size": row.workgroup_size,
         }));
     };
     let gpu_name = format!("gpu-{}", args.precision);
@@ -263,7 +283,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
         for (system, build) in evaluated {
             let batch = build(n)?;
             let mut out = Evaluation::default();
-            let row = |backend, what, bytes_per_instance| Row {
+            let row = |backend, what, bytes_per_instance, workgroup_size| Row {
                 system,
                 n,
                 backend,
@@ -271,6 +291,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 substeps: 1,
                 what,
                 bytes_per_instance,
+                workgroup_size,
             };
             if cpu {
                 // Every output, then u̇ and λ alone (what a study of the dynamics reads).
@@ -281,14 +302,22 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                     let mut e = Evaluator::cpu().with_outputs(outputs);
                     let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                     let bytes = host_bytes_per_instance(&batch, out.bytes() / n);
-                    report(row("cpu", what, bytes), n as f64, s);
+                    report(row("cpu", what, bytes, None), n as f64, s);
                 }
             }
-            if let Some(d) = &device {
-                let mut e = Evaluator::on_device(d.clone(), precision, GpuOptions::default())?;
+            for (d, workgroup) in device
+                .iter()
+                .flat_map(|d| workgroups.iter().map(move |w| (d, *w)))
+            {
+                let options = GpuOptions {
+                    workgroup_size: workgroup,
+                    ..GpuOptions::default()
+                };
+                let mut e = Evaluator::on_device(d.clone(), precision, options)?;
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                 let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
-                report(row(&gpu_name, "evaluations", bytes), n as f64, s);
+                let size = Some(d.workgroup_size(workgroup)?);
+                report(row(&gpu_name, "evaluations", bytes, size), n as f64, s);
             }
         }
         for (system, build) in stepped {
@@ -302,7 +331,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 })?;
                 let mut batch = build(n)?;
                 for &k in &args.substeps {
-                    let row = |backend, bytes_per_instance| Row {
+                    let row = |backend, bytes_per_instance, workgroup_size| Row {
                         system,
                         n,
                         backend,
@@ -310,6 +339,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                         substeps: k,
                         what: "steps",
                         bytes_per_instance,
+                        workgroup_size,
                     };
                     if cpu {
                         let mut stepper = Stepper::new(options)?;
@@ -319,16 +349,25 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                         )?;
                         let call = stepper.host_call_bytes(&batch).div_ceil(n);
                         let bytes = host_bytes_per_instance(&batch, call);
-                        report(row("cpu", bytes), (n * k) as f64, s);
+                        report(row("cpu", bytes, None), (n * k) as f64, s);
                     }
-                    if let Some(d) = &device {
-                        let mut stepper = Stepper::on_gpu(options, d.clone(), precision)?;
+                    let gpus = device
+                        .iter()
+                        .flat_map(|d| workgroups.iter().map(move |w| (d, *w)));
+                    for (d, workgroup) in gpus {
+                        let gpu_options = GpuOptions {
+                            workgroup_size: workgroup,
+                            ..GpuOptions::default()
+                        };
+                        let evaluator = Evaluator::on_device(d.clone(), precision, gpu_options)?;
+                        let mut stepper = Stepper::with_evaluator(options, evaluator)?;
                         let s = time(
                             || Ok(stepper.step(&mut batch, k).map(|_| ())?),
                             args.seconds,
                         )?;
                         let bytes = gpu_bytes_per_instance(stepper.device_bytes(), n);
-                        report(row(&gpu_name, bytes), (n * k) as f64, s);
+                        let size = Some(d.workgroup_size(workgroup)?);
+                        report(row(&gpu_name, bytes, size), (n * k) as f64, s);
                     }
                 }
             }

@@ -1,11 +1,9 @@
-//! Helpers every GPU kernel host shares: the workgroup size, mapped readback, bind-group
-//! layout entries, and the typed error for buffers the device cannot make.
+//! Helpers every GPU kernel host shares: mapped readback, bind-group layout entries, and the
+//! typed error for buffers the device cannot make.
 
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::device::GpuDevice;
-
-pub(crate) const WORKGROUP: usize = 64;
 
 /// The kernels' `Launch` uniform (twin of `shaders/evaluate.wgsl`).
 #[repr(C)]

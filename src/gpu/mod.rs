@@ -71,4 +71,8 @@ pub struct GpuOptions {
     /// Cap on bytes per storage binding below the adapter's limit (chunking tests use a small
     /// one; `None`: the adapter's limit).
     pub max_binding_bytes: Option<u64>,
+    /// Invocations per workgroup (one instance each); `None`: the adapter's default
+    /// ([`GpuDevice::default_workgroup_size`]). Results do not depend on it, bit for bit; it is
+    /// a tuning knob, swept by `simbatch bench --workgroup-sizes`.
+    pub workgroup_size: Option<u32>,
 }

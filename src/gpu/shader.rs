@@ -173,9 +173,10 @@ impl KernelSource {
 }
 
 /// The evaluation kernel for a template's layout (every file but `step.wgsl`: a smaller module
-/// compiles faster, which matters on CPU Vulkan drivers).
-pub fn kernel_source(precision: Precision, layout: &Layout) -> KernelSource {
-    assemble(precision, layout, None)
+/// compiles faster, which matters on CPU Vulkan drivers), with `workgroup_size` invocations per
+/// workgroup (`GpuDevice::workgroup_size`).
+pub fn kernel_source(precision: Precision, layout: &Layout, workgroup_size: u32) -> KernelSource {
+    assemble(precision, layout, workgroup_size, None)
 }
 
 /// The constants that choose a stepping variant: `INTEGRATOR` (0 semi-implicit Euler, 1 RK4,
@@ -185,19 +186,38 @@ pub fn stepping_constants(integrator: u32, projection: bool) -> String {
     format!("const INTEGRATOR: u32 = {integrator}u;\nconst PROJECTION: bool = {projection};\n")
 }
 
+/// The constants of how a kernel is launched: `WORKGROUP_SIZE`, the entry points'
+/// `@workgroup_size` (a plain constant: the kernel text, and so the pipeline cache's key,
+/// carries it).
+pub fn launch_constants(workgroup_size: u32) -> String {
+    format!("const WORKGROUP_SIZE: u32 = {workgroup_size}u;\n")
+}
+
 /// The stepping kernel for one variant: the evaluation kernel plus `step.wgsl`.
 pub fn stepping_source(
     precision: Precision,
     layout: &Layout,
+    workgroup_size: u32,
     integrator: u32,
     projection: bool,
 ) -> KernelSource {
-    assemble(precision, layout, Some((integrator, projection)))
+    assemble(
+        precision,
+        layout,
+        workgroup_size,
+        Some((integrator, projection)),
+    )
 }
 
-fn assemble(precision: Precision, layout: &Layout, stepping: Option<(u32, bool)>) -> KernelSource {
+fn assemble(
+    precision: Precision,
+    layout: &Layout,
+    workgroup_size: u32,
+    stepping: Option<(u32, bool)>,
+) -> KernelSource {
     let mut k = KernelSource::new(precision);
     k.push("the layout constants", &layout.wgsl_constants);
+    k.push("the launch constants", &launch_constants(workgroup_size));
     if let Some((integrator, projection)) = stepping {
         k.push(
             "the stepping constants",

@@ -49,6 +49,34 @@ pub fn from_fn(mut value: impl FnMut(usize) -> f64) -> Lane {
     lanes(std::array::from_fn(&mut value))
 }
 
+/// Values `0..N` of four rows, one row per lane, as `N` lane values: the transpose that gathers
+/// a chunk's per-instance columns. Written out (no closures) so that it inlines wherever it is
+/// used; one bounds check per row.
+#[inline(always)]
+pub fn transpose_rows<const N: usize>(rows: [&[f64]; LANES]) -> [Lane; N] {
+    let [a, b, c, d] = rows;
+    let (a, b, c, d) = (&a[..N], &b[..N], &c[..N], &d[..N]);
+    let mut out = [splat(0.0); N];
+    for j in 0..N {
+        out[j] = lanes([a[j], b[j], c[j], d[j]]);
+    }
+    out
+}
+
+/// Entry `i` of `column` for each instance `i` of `instances`, one per lane.
+#[inline(always)]
+pub fn gather_values(column: &[f64], instances: &[usize; LANES]) -> Lane {
+    let [a, b, c, d] = *instances;
+    lanes([column[a], column[b], column[c], column[d]])
+}
+
+/// Rows `instances` of a column of `N`-value rows, as `N` lane values.
+#[inline(always)]
+pub fn gather_rows<const N: usize>(column: &[[f64; N]], instances: &[usize; LANES]) -> [Lane; N] {
+    let [a, b, c, d] = *instances;
+    transpose_rows([&column[a], &column[b], &column[c], &column[d]])
+}
+
 /// The 3-vector `v(l)` in lane `l`.
 #[inline(always)]
 pub fn vec3_from_fn(mut v: impl FnMut(usize) -> [f64; 3]) -> LaneVec3 {

@@ -6,7 +6,7 @@
 use simbatch::gpu::Precision;
 use simbatch::gpu::layout::Layout;
 use simbatch::gpu::shader::{
-    self, FILES, kernel_source, prelude, stepping_constants, stepping_source,
+    self, FILES, kernel_source, launch_constants, prelude, stepping_constants, stepping_source,
 };
 use simbatch::gpu::solve::{MAX_STRAIGHT_ROWS, solve_multipliers};
 use simbatch::model::Baumgarte;
@@ -83,7 +83,8 @@ fn templates() -> Vec<(&'static str, SystemTemplate)> {
 fn every_shader_file_validates_on_its_own() {
     let (_, t) = &templates()[1];
     let layout = Layout::new(t).unwrap();
-    let constants = layout.wgsl_constants.clone() + &stepping_constants(2, true);
+    let constants =
+        layout.wgsl_constants.clone() + &launch_constants(64) + &stepping_constants(2, true);
     // The generated dispatch and multiplier solve, which evaluate.wgsl calls (the dispatch
     // calls the constraint files).
     let generated: String = layout
@@ -115,13 +116,13 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
     for (name, t) in templates() {
         let layout = Layout::new(&t).unwrap();
         for precision in [Precision::F32, Precision::F64] {
-            let kernel = kernel_source(precision, &layout);
+            let kernel = kernel_source(precision, &layout, 64);
             kernel.check().unwrap();
             validate(&kernel.text, &format!("{name} ({precision:?})"));
             for integrator in 0..3 {
                 for projection in [false, true] {
                     validate(
-                        &stepping_source(precision, &layout, integrator, projection).text,
+                        &stepping_source(precision, &layout, 64, integrator, projection).text,
                         &format!(
                             "{name}, stepping {integrator}, projection {projection} ({precision:?})"
                         ),
@@ -129,6 +130,17 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
                 }
             }
         }
+    }
+    // Any workgroup size the adapter allows: the size is the only thing that changes.
+    let layout = Layout::new(&templates()[0].1).unwrap();
+    for size in [1, 7, 256, 1024] {
+        let kernel = kernel_source(Precision::F32, &layout, size);
+        assert!(kernel.text.contains(&launch_constants(size)));
+        validate(&kernel.text, &format!("workgroup size {size}"));
+        validate(
+            &stepping_source(Precision::F32, &layout, size, 1, true).text,
+            &format!("stepping, workgroup size {size}"),
+        );
     }
 }
 
@@ -162,7 +174,7 @@ fn the_generated_multiplier_solve_validates_for_every_row_count() {
 fn a_broken_shader_is_reported_against_its_own_file_and_line() {
     let (_, t) = &templates()[0];
     let layout = Layout::new(t).unwrap();
-    let mut kernel = kernel_source(Precision::F32, &layout);
+    let mut kernel = kernel_source(Precision::F32, &layout, 64);
     let line = "    let o_b = ball.rotation * sphere_center;";
     assert!(kernel.text.contains(line));
     kernel.text = kernel

@@ -237,6 +237,7 @@ fn chunked_batches_give_the_same_results() {
     let per_instance = (layout.varying_width * 4) as u64;
     let small = GpuOptions {
         max_binding_bytes: Some(per_instance * 700 + layout.shared_width as u64 * 4),
+        ..GpuOptions::default()
     };
     let mut chunked = GpuEvaluator::new(device.clone(), &batch, Precision::F32, small).unwrap();
     let a = chunked.evaluate(&batch).unwrap();

@@ -614,3 +614,62 @@ fn a_shared_column_made_per_instance_rebuilds_the_kernel() {
     compare_states(&stepped, &cpu, F32_TRAJECTORY_TOL, &mut report);
     assert!(report.passed(), "{report}");
 }
+
+/// The workgroup size is a launch setting only: every instance is one invocation that reads
+/// and writes its own entries, so any size the adapter allows — one, an odd size that leaves
+/// a partial last workgroup, a large one — gives the default's bits, for evaluation and for
+/// stepping; a size the adapter does not allow is a typed error naming the option.
+#[test]
+fn workgroup_size_changes_no_bit_and_is_checked_against_the_adapter() {
+    let Some(device) = device() else { return };
+    let batch = assembled(ContactKind::RollingSphere, PlaneBody::Ground, 1000, 71);
+    let options = StepOptions {
+        integrator: Integrator::Rk4 { step: 1e-3 },
+        stabilization: Stabilization::Projection { tolerance: 1e-6 },
+    };
+    let run = |size: Option<u32>| {
+        let gpu_options = GpuOptions {
+            workgroup_size: size,
+            ..GpuOptions::default()
+        };
+        let evaluator = Evaluator::on_device(device.clone(), Precision::F32, gpu_options).unwrap();
+        let mut stepper = Stepper::with_evaluator(options, evaluator).unwrap();
+        let mut stepped = batch.clone();
+        stepper.step(&mut stepped, 5).unwrap();
+        let evaluation = stepper.evaluator_mut().evaluate(&stepped).unwrap();
+        (stepped, evaluation)
+    };
+    let (default_state, default_evaluation) = run(None);
+    let max = device.max_workgroup_size();
+    assert!(device.default_workgroup_size() <= max);
+    for size in [1, 7, 96, max] {
+        let (state, evaluation) = run(Some(size));
+        for i in 0..batch.len() {
+            assert_eq!(
+                state.instance_state(i).unwrap(),
+                default_state.instance_state(i).unwrap(),
+                "workgroup size {size}: stepped state of instance {i}"
+            );
+        }
+        assert_eq!(
+            evaluation, default_evaluation,
+            "workgroup size {size}: evaluation"
+        );
+    }
+    for bad in [0, max + 1] {
+        let options = GpuOptions {
+            workgroup_size: Some(bad),
+            ..GpuOptions::default()
+        };
+        let err = Evaluator::on_device(device.clone(), Precision::F32, options)
+            .and_then(|mut e| e.evaluate(&batch))
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, Error::InvalidOption { .. })
+                && text.contains("workgroup_size")
+                && text.contains(&format!("1 to {max}")),
+            "{text}"
+        );
+    }
+}

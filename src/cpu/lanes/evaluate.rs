@@ -18,7 +18,8 @@ use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{LANES, Lane, bits, is_finite, select, splat, values};
 
 /// Writes lanes `0..count` of the `W` values `x` into `column` at entries
-/// `(at + l) · width + offset + k`: one bounds check per instance, not per value.
+/// `(at + l) · width + offset + k`: one bounds check for the chunk's rows, one per row for its
+/// `W` values.
 #[inline(always)]
 fn put<const W: usize>(
     column: &mut [f64],
@@ -29,20 +30,28 @@ fn put<const W: usize>(
     x: &[Lane; W],
 ) {
     let x = x.map(values);
-    for l in 0..count {
-        let row = &mut column[(at + l) * width + offset..][..W];
-        for k in 0..W {
-            row[k] = x[k][l];
+    let rows = column[at * width..(at + count) * width].chunks_exact_mut(width);
+    for (l, row) in rows.enumerate() {
+        for (k, value) in row[offset..offset + W].iter_mut().enumerate() {
+            *value = x[k][l];
         }
     }
 }
 
-/// Writes lanes `0..count` of `x` into `column[at + l]`.
+/// Writes lanes `0..count` of `x` into `column[at + l]`. A full chunk (`count == LANES`, every
+/// chunk but a block's last) takes a loop of constant length, which the compiler unrolls.
 #[inline(always)]
 fn put_rows<const W: usize>(column: &mut [[f64; W]], at: usize, count: usize, x: &[Lane; W]) {
     let x = x.map(values);
-    for (l, row) in column[at..at + count].iter_mut().enumerate() {
-        *row = std::array::from_fn(|k| x[k][l]);
+    let mut write = |l: usize| column[at + l] = std::array::from_fn(|k| x[k][l]);
+    if count == LANES {
+        for l in 0..LANES {
+            write(l);
+        }
+    } else {
+        for l in 0..count {
+            write(l);
+        }
     }
 }
 
@@ -125,16 +134,24 @@ impl Chunk<'_> {
             }
         }
 
-        let template = self.batch.template();
+        // Each constraint's power −λ · verr must be finite whether it is selected or not (its
+        // finiteness is part of the status, which the reference path sets): their sum is
+        // finite exactly when each is (an overflowing sum of finite powers only sends the lane
+        // to the reference path).
         let zero = splat(0.0);
-        for (((c, slot), cols), (prepared, out)) in plan
-            .constraints
-            .iter()
-            .zip(template.constraints())
-            .zip(self.batch.all_constraint_columns())
-            .zip(self.prepared.iter().zip(block.constraints.iter_mut()))
-        {
-            let constraint = &slot.constraint;
+        let mut total_power = zero;
+        for r in 0..plan.m {
+            total_power -= lambda[r] * rows[r].velocity_error;
+        }
+        ok = ok & is_finite(total_power);
+
+        let template = self.batch.template();
+        let per_row = selected.position_errors
+            || selected.velocity_errors
+            || selected.acceleration_errors
+            || selected.multipliers;
+        for (k, c) in plan.constraints.iter().enumerate() {
+            let out = &mut block.constraints[k];
             let own = &rows[c.offset..c.offset + c.rows];
             let multipliers = &lambda[c.offset..c.offset + c.rows];
 
@@ -157,14 +174,11 @@ impl Chunk<'_> {
                     );
                 }
             }
-            // Power is computed whether selected or not: its finiteness is part of the status,
-            // which must not depend on the selection (the reference path flags it).
-            let mut power = zero;
-            for (row, multiplier) in own.iter().zip(multipliers) {
-                power -= *multiplier * row.velocity_error;
-            }
-            ok = ok & is_finite(power);
             if selected.power {
+                let mut power = zero;
+                for (row, multiplier) in own.iter().zip(multipliers) {
+                    power -= *multiplier * row.velocity_error;
+                }
                 put(out.power, 1, 0, at, count, &[power]);
             }
             if selected.body_forces {
@@ -185,28 +199,30 @@ impl Chunk<'_> {
                 }
             }
 
-            let w = out.width;
-            for (s, row) in constraint.report_slots().iter().enumerate() {
-                let (p, v, a, m) = match *row {
-                    Some(r) => (
-                        own[r].position_error,
-                        own[r].velocity_error,
-                        acceleration_errors[r],
-                        multipliers[r],
-                    ),
-                    None => (zero, zero, zero, zero),
-                };
-                if selected.position_errors {
-                    put(out.position_errors, w, s, at, count, &[p]);
-                }
-                if selected.velocity_errors {
-                    put(out.velocity_errors, w, s, at, count, &[v]);
-                }
-                if selected.acceleration_errors {
-                    put(out.acceleration_errors, w, s, at, count, &[a]);
-                }
-                if selected.multipliers {
-                    put(out.multipliers, w, s, at, count, &[m]);
+            if per_row {
+                let w = out.width;
+                for (s, row) in c.report_slots.iter().enumerate() {
+                    let (p, v, a, m) = match *row {
+                        Some(r) => (
+                            own[r].position_error,
+                            own[r].velocity_error,
+                            acceleration_errors[r],
+                            multipliers[r],
+                        ),
+                        None => (zero, zero, zero, zero),
+                    };
+                    if selected.position_errors {
+                        put(out.position_errors, w, s, at, count, &[p]);
+                    }
+                    if selected.velocity_errors {
+                        put(out.velocity_errors, w, s, at, count, &[v]);
+                    }
+                    if selected.acceleration_errors {
+                        put(out.acceleration_errors, w, s, at, count, &[a]);
+                    }
+                    if selected.multipliers {
+                        put(out.multipliers, w, s, at, count, &[m]);
+                    }
                 }
             }
 
@@ -214,9 +230,11 @@ impl Chunk<'_> {
                 || out.separation.is_some()
                 || out.contact_force.is_some()
             {
+                let constraint = &template.constraints()[k].constraint;
+                let cols = &self.batch.all_constraint_columns()[k];
                 let params = ParamLanes::new(&cols.params, self.instances);
                 let report = self.with_bodies(c, kin, |bodies| {
-                    constraint.report_lanes(&params, prepared, bodies, multipliers)
+                    constraint.report_lanes(&params, &self.prepared[k], bodies, multipliers)
                 });
                 if let Some(v) = out.contact_point.as_deref_mut() {
                     put_rows(v, at, count, &report.contact_point.into());
@@ -230,9 +248,7 @@ impl Chunk<'_> {
             }
         }
         let answered = bits(ok) & !self.reference_only;
-        for l in 0..count {
-            block.status[at + l] = status::OK;
-        }
+        block.status[at..at + count].fill(status::OK);
         answered
     }
 }

@@ -43,8 +43,8 @@ use crate::constraints::{
     BodyLanes, MAX_ROWS, PREPARED_LANES, ParamLanes, PreparedLanes, RowLanes, RowLevel,
 };
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, is_finite, lanes, rotation_from_quaternion,
-    select, splat,
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, gather_rows, gather_values, is_finite,
+    rotation_from_quaternion, select, splat,
 };
 use crate::model::Broadcast;
 use crate::model::{BodyKind, SystemTemplate};
@@ -120,6 +120,8 @@ struct ConstraintPlan {
     levels: [RowLevel; MAX_ROWS],
     /// Number of rows.
     rows: usize,
+    /// Its [`report_slots`](crate::model::Constraint::report_slots).
+    report_slots: Vec<Option<usize>>,
 }
 
 /// What the lane path needs to know about a template; built per call, it is cheap.
@@ -169,6 +171,7 @@ impl LanePlan {
                 offset: m,
                 levels: [RowLevel::Acceleration; MAX_ROWS],
                 rows: levels.len(),
+                report_slots: c.report_slots().to_vec(),
             };
             for (j, id) in ids.iter().enumerate() {
                 let body = bodies.get(id.index())?;
@@ -255,28 +258,33 @@ pub(crate) fn all_finite(values: &[Lane]) -> LaneMask {
     is_finite(values.iter().fold(splat(0.0), |sum, x| sum + *x))
 }
 
-/// The entries of `instances` in a width-1 broadcast column: one branch on its form and four
-/// bounds-checked loads, where `column[i]` per lane would branch and check per lane.
+/// The rows of `instances` in a broadcast column of `N`-value rows, one lane value each: one
+/// branch on its form, then one bounds check per lane.
 #[inline(always)]
-fn gather<T: bytemuck::Pod>(column: &Broadcast<T>, instances: &[usize; LANES]) -> [T; LANES] {
+fn gather<const N: usize>(column: &Broadcast<[f64; N]>, instances: &[usize; LANES]) -> [Lane; N] {
     let stored = column.stored();
     if column.is_shared() {
-        [stored[0]; LANES]
+        stored[0].map(splat)
     } else {
-        instances.map(|i| stored[i])
+        gather_rows(stored, instances)
     }
 }
 
-/// Rows of `W` values, one per lane, as `W` lane values (a transpose).
+/// The entries of `instances` in a broadcast column of single values, one per lane.
 #[inline(always)]
-fn transpose<const W: usize>(rows: &[[f64; W]; LANES]) -> [Lane; W] {
-    std::array::from_fn(|k| lanes(std::array::from_fn(|l| rows[l][k])))
+fn gather_one(column: &Broadcast<f64>, instances: &[usize; LANES]) -> Lane {
+    let stored = column.stored();
+    if column.is_shared() {
+        splat(stored[0])
+    } else {
+        gather_values(stored, instances)
+    }
 }
 
-/// A 3-vector per lane from rows of three.
+/// A 3-vector per lane from a column of 3-vectors.
 #[inline(always)]
-fn vec3_of(rows: &[[f64; 3]; LANES]) -> LaneVec3 {
-    let [x, y, z] = transpose(rows);
+fn gather_vec3(column: &Broadcast<[f64; 3]>, instances: &[usize; LANES]) -> LaneVec3 {
+    let [x, y, z] = gather(column, instances);
     LaneVec3::new(x, y, z)
 }
 
@@ -377,7 +385,7 @@ impl<'a> Chunk<'a> {
         let again = std::mem::replace(&mut self.loaded, true);
         self.instances = instances;
         if !(again && self.shared.gravity) {
-            self.gravity = vec3_of(&gather(batch.gravity_column(), &instances));
+            self.gravity = gather_vec3(batch.gravity_column(), &instances);
         }
         let mut reference_only = 0;
         for (k, (body, cols)) in self.bodies.iter_mut().zip(batch.free_columns()).enumerate() {
@@ -385,22 +393,21 @@ impl<'a> Chunk<'a> {
                 reference_only |= self.shared.body_reference_only[k];
                 continue;
             }
-            let mass = lanes(gather(&cols.mass, &instances));
-            let packed = transpose(&gather(&cols.inertia, &instances));
+            let mass = gather_one(&cols.mass, &instances);
+            let packed = gather(&cols.inertia, &instances);
             let (inverse_inertia, ok) = inverse_inertia(&packed);
             let [a, b, c, d, e, f] = packed;
             let refused = !bits(ok & mass.simd_gt(splat(0.0)) & is_finite(mass)) & ALL_LANES;
             self.shared.body_reference_only[k] = refused;
             reference_only |= refused;
-            *body = FreeBody {
-                mass,
-                inverse_mass: splat(1.0) / mass,
-                com: vec3_of(&gather(&cols.com, &instances)),
-                inertia: LaneMat3::new(a, d, e, d, b, f, e, f, c),
-                inverse_inertia,
-                force: vec3_of(&gather(&cols.applied_force, &instances)),
-                torque: vec3_of(&gather(&cols.applied_torque, &instances)),
-            };
+            // Field by field: the body is updated in place, not built and copied.
+            body.mass = mass;
+            body.inverse_mass = splat(1.0) / mass;
+            body.com = gather_vec3(&cols.com, &instances);
+            body.inertia = LaneMat3::new(a, d, e, d, b, f, e, f, c);
+            body.inverse_inertia = inverse_inertia;
+            body.force = gather_vec3(&cols.applied_force, &instances);
+            body.torque = gather_vec3(&cols.applied_torque, &instances);
         }
         for ((((c, cols), slot), prepared), shared) in plan
             .constraints
@@ -415,8 +422,14 @@ impl<'a> Chunk<'a> {
             }
             let params = ParamLanes::new(&cols.params, instances);
             slot.constraint.prepare_lanes(&params, prepared);
-            let on = LaneMask::from(gather(&cols.enabled, &instances).map(|e| e != 0));
-            let inv_t = lanes(gather(&cols.baumgarte_time_constant, &instances).map(|t| 1.0 / t));
+            let enabled = cols.enabled.stored();
+            let on = if cols.enabled.is_shared() {
+                LaneMask::splat(enabled[0] != 0)
+            } else {
+                let [a, b, c, d] = instances;
+                LaneMask::from([enabled[a], enabled[b], enabled[c], enabled[d]].map(|e| e != 0))
+            };
+            let inv_t = splat(1.0) / gather_one(&cols.baumgarte_time_constant, &instances);
             for r in c.offset..c.offset + c.rows {
                 self.enabled[r] = on;
                 self.inverse_time_constant[r] = inv_t;
@@ -438,16 +451,16 @@ impl<'a> Chunk<'a> {
         let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
         let nq = plan.nq();
         for (slot, cols) in batch.free_columns().iter().enumerate() {
-            let q = transpose(&inst.map(|i| cols.q[i]));
+            let q: [Lane; 7] = gather_rows(&cols.q, inst);
             y[7 * slot..7 * slot + 7].copy_from_slice(&q);
-            let u = transpose(&inst.map(|i| cols.u[i]));
+            let u: [Lane; 6] = gather_rows(&cols.u, inst);
             y[nq + 6 * slot..nq + 6 * slot + 6].copy_from_slice(&u);
         }
         let ny = plan.ny();
-        let [w0, w1] = transpose(&inst.map(|i| batch.work()[i]));
+        let [w0, w1] = gather_rows(batch.work(), inst);
         y[ny - 2] = w0;
         y[ny - 1] = w1;
-        lanes(inst.map(|i| batch.time()[i]))
+        gather_values(batch.time(), inst)
     }
 
     /// Lane `l` of a lane state as an [`InstanceState`], for the reference path.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::batch::{Batch, ColumnData};
 use crate::error::{Error, Result};
 use crate::evaluation::Evaluation;
-use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, layout_entry, write_reals};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, layout_entry, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
@@ -78,6 +78,8 @@ pub struct GpuEvaluator {
     capacity: usize,
     max_binding_bytes: u64,
     options: GpuOptions,
+    /// Invocations per workgroup of its kernels (the evaluation and the stepping ones).
+    pub(crate) workgroup_size: u32,
     /// The batch the kernel was built for and its input columns' versions then.
     built_for: Option<(u64, Vec<u64>)>,
     batch_uid: Option<u64>,
@@ -180,7 +182,8 @@ impl GpuEvaluator {
                 device.info.name
             )));
         }
-        let source = kernel_source(precision, &layout);
+        let workgroup_size = device.workgroup_size(options.workgroup_size)?;
+        let source = kernel_source(precision, &layout, workgroup_size);
         source.check()?;
         let d = &device.device;
         let kernel_layout = device.kernels.layout(
@@ -216,7 +219,8 @@ impl GpuEvaluator {
                 "one instance's outputs need {output_bytes} bytes, more than the {max_binding_bytes}-byte binding limit"
             )));
         }
-        let by_dispatch = limits.max_compute_workgroups_per_dimension as usize * WORKGROUP;
+        let by_dispatch =
+            limits.max_compute_workgroups_per_dimension as usize * workgroup_size as usize;
         let capacity = by_binding.min(by_dispatch).max(1);
         if by_binding == 0 {
             return Err(Error::Gpu(format!(
@@ -232,6 +236,7 @@ impl GpuEvaluator {
             capacity,
             max_binding_bytes,
             options,
+            workgroup_size,
             built_for: None,
             batch_uid: None,
             chunks: Vec::new(),

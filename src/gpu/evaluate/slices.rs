@@ -6,7 +6,7 @@ use super::{GpuEvaluator, Outputs, RawRef, SLICE_BYTES, Slice};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, map_read};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, map_read};
 
 impl GpuEvaluator {
     /// Makes the evaluation's output and staging buffers (at most [`SLICE_BYTES`] each) and
@@ -109,7 +109,11 @@ impl GpuEvaluator {
         });
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &slice.bind_group, &[]);
-        pass.dispatch_workgroups(slice.count.div_ceil(WORKGROUP) as u32, 1, 1);
+        pass.dispatch_workgroups(
+            slice.count.div_ceil(self.workgroup_size as usize) as u32,
+            1,
+            1,
+        );
     }
 
     /// Runs the kernel on each slice of each chunk in turn, copies `width` output values per

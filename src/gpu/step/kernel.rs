@@ -152,13 +152,15 @@ impl StepPipeline {
         device: &GpuDevice,
         precision: Precision,
         layout: &Layout,
+        workgroup_size: u32,
         settings: &KernelSettings,
     ) -> Result<&wgpu::ComputePipeline> {
         let key = (settings.integrator, settings.projection);
         if let Some(k) = self.pipelines.iter().position(|(k, _)| *k == key) {
             return Ok(&self.pipelines[k].1);
         }
-        let source = crate::gpu::shader::stepping_source(precision, layout, key.0, key.1);
+        let source =
+            crate::gpu::shader::stepping_source(precision, layout, workgroup_size, key.0, key.1);
         source.check()?;
         let pipeline = device
             .kernels

@@ -22,7 +22,7 @@ use readback::{extend_f64, mark_resident, state_columns, store_states};
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, WORKGROUP, gpu_allocation_error, read_back_into, write_reals};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, read_back_into, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
@@ -141,7 +141,13 @@ impl GpuStepper {
         let sp = self
             .pipeline
             .get_or_insert_with(|| StepPipeline::new(&device));
-        sp.variant(&device, precision, &gpu.layout, &settings)?;
+        sp.variant(
+            &device,
+            precision,
+            &gpu.layout,
+            gpu.workgroup_size,
+            &settings,
+        )?;
         // The host's minimum RKM step at the latest time of the batch (the kernel knows only
         // elapsed times), and the violation tolerance no finer than the precision resolves
         // (projection stops at 16 ε: `projection_target`).
@@ -286,6 +292,7 @@ impl GpuStepper {
             .as_ref()
             .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
         let pipeline = sp.built(settings)?;
+        let workgroup = gpu.workgroup_size as usize;
         let inputs = columns
             .iter()
             .map(|(column, _)| {
@@ -325,7 +332,7 @@ impl GpuStepper {
                     pass.set_pipeline(pipeline);
                     pass.set_bind_group(0, &step.bind_group, &[]);
                     for _ in 0..dispatches {
-                        pass.dispatch_workgroups(chunk.count.div_ceil(WORKGROUP) as u32, 1, 1);
+                        pass.dispatch_workgroups(chunk.count.div_ceil(workgroup) as u32, 1, 1);
                     }
                 }
             }

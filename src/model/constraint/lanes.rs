@@ -7,8 +7,7 @@ use simba::simd::SimdValue;
 
 use super::{BodyKinematics, ContactReport, Params, Row};
 use crate::math::lanes::{
-    LANES, Lane, LaneMat3, LaneVec3, from_fn, mat3_lane, set_mat3_lane, set_vec3_lane, splat,
-    vec3_lane,
+    LANES, Lane, LaneMat3, LaneVec3, mat3_lane, set_mat3_lane, set_vec3_lane, splat, vec3_lane,
 };
 use crate::model::Broadcast;
 
@@ -49,7 +48,8 @@ impl<'a> ParamLanes<'a> {
         if column.is_shared() {
             splat(stored[j])
         } else {
-            from_fn(|l| stored[self.instances[l] * w + j])
+            let [a, b, c, d] = self.instances.map(|i| i * w + j);
+            crate::math::lanes::lanes([stored[a], stored[b], stored[c], stored[d]])
         }
     }
 
@@ -70,8 +70,13 @@ impl<'a> ParamLanes<'a> {
             return std::array::from_fn(|j| splat(stored[j]));
         }
         // One bounds check per lane, then a transpose.
-        let rows = self.instances.map(|i| &stored[i * w..][..N]);
-        std::array::from_fn(|j| crate::math::lanes::lanes(std::array::from_fn(|l| rows[l][j])))
+        let [a, b, c, d] = self.instances;
+        crate::math::lanes::transpose_rows([
+            &stored[a * w..],
+            &stored[b * w..],
+            &stored[c * w..],
+            &stored[d * w..],
+        ])
     }
 }
 
