@@ -212,7 +212,16 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     }
     if let Some(d) = &device {
         for w in &workgroups {
-            d.workgroup_size(*w)?;
+            if let Err(crate::Error::InvalidOption {
+                value, accepted, ..
+            }) = d.workgroup_size(*w)
+            {
+                return Err(CliError::Engine(crate::Error::InvalidOption {
+                    option: "--workgroup-sizes entry",
+                    value,
+                    accepted,
+                }));
+            }
         }
     }
     println!("CPU: {} threads (rayon)", rayon::current_num_threads());

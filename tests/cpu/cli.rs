@@ -1740,6 +1740,8 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
         // The first call (kernels, buffers, the call) is timed apart.
         let first = row["first_call_s"].as_f64().unwrap();
         assert!(first > 0.0 && first.is_finite(), "{row}");
+        // Workgroups are a GPU setting.
+        assert!(row["workgroup_size"].is_null(), "{row}");
     }
     let evaluation = rows
         .iter()

@@ -673,3 +673,50 @@ fn workgroup_size_changes_no_bit_and_is_checked_against_the_adapter() {
         );
     }
 }
+
+/// `simbatch bench --workgroup-sizes`: every GPU row once per size, each carrying its size; a
+/// size the adapter does not allow is refused before any work, naming the flag and the range.
+#[test]
+fn bench_measures_each_workgroup_size_and_refuses_what_the_adapter_cannot_run() {
+    let Some(device) = device() else { return };
+    let json = std::env::temp_dir().join(format!("simbatch-wg-{}.json", std::process::id()));
+    let bench = |sizes: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_simbatch"))
+            .args([
+                "bench",
+                "--backends",
+                "gpu",
+                "--n",
+                "100",
+                "--substeps",
+                "1",
+            ])
+            .args(["--integrators", "euler", "--seconds", "0.01"])
+            .args(["--workgroup-sizes", sizes, "--json"])
+            .arg(&json)
+            .output()
+            .unwrap()
+    };
+    let o = bench("7,64");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let rows = doc["rows"].as_array().unwrap();
+    for system in ["rolling sphere", "rolling ball"] {
+        let sizes: Vec<_> = rows
+            .iter()
+            .filter(|r| r["system"] == system)
+            .map(|r| r["workgroup_size"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, [7, 64], "{system}: {rows:?}");
+    }
+    let too_big = device.max_workgroup_size() + 1;
+    let o = bench(&too_big.to_string());
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("--workgroup-sizes") && stderr.contains(&format!("1 to {}", too_big - 1)),
+        "{stderr}"
+    );
+}
