@@ -212,16 +212,17 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     }
     if let Some(d) = &device {
         for w in &workgroups {
-            if let Err(crate::Error::InvalidOption {
-                value, accepted, ..
-            }) = d.workgroup_size(*w)
-            {
-                return Err(CliError::Engine(crate::Error::InvalidOption {
+            // The device's check, reported against the flag the user typed.
+            d.workgroup_size(*w).map_err(|e| match e {
+                crate::Error::InvalidOption {
+                    value, accepted, ..
+                } => crate::Error::InvalidOption {
                     option: "--workgroup-sizes entry",
                     value,
                     accepted,
-                }));
-            }
+                },
+                other => other,
+            })?;
         }
     }
     println!("CPU: {} threads (rayon)", rayon::current_num_threads());
