@@ -1,23 +1,20 @@
 // Entry point of the evaluation kernel; twin of src/cpu/evaluate.rs. One thread per instance.
 //
 // The host prepends, before the other files, a prelude (`real`, REAL_EPSILON, RANK_TOLERANCE,
-// is_finite_real) and the layout constants of the template (src/gpu/layout.rs):
-//   NB, NF, NC, NU, ROWS and array capacities NB_CAP, NF_CAP, NC_CAP, NU_CAP, ROWS_CAP,
-//   ROWS_NU_CAP, ROWS_ROWS_CAP (each ≥ 1);
-//   BODY_KIND (0 Ground, 1 free, 2 prescribed), BODY_SLOT, BODY_IN (input prefix), FREE_BODY;
-//   BODY_DRIVEN (1: a prescribed body that follows a motion law); GRAVITY_IN, TIME_IN, WORK_IN;
-//   the offsets of each body field from its body's prefix (FREE_Q_AT, PRESCRIBED_POSE_AT, …)
-//   and of a constraint's columns from its prefix (CONSTRAINT_ENABLED_AT, …), generated from
-//   the host's field order so host and kernel cannot disagree;
-//   MOTION_PARAMS_CAP; C_FLAGS (bit 1: Baumgarte), C_BODY_A, C_BODY_B, C_ROWS, C_ROW_OFFSET, C_IN,
-//   C_OUT, C_JAC; ROW_LEVEL (per row: 0 position, 1 velocity, 2 acceleration, as `RowLevel`);
-//   OUT_STATUS, OUT_UDOT, OUT_UDOT0; PARAMS_CAP.
-// and, generated per template from each constraint's `Constraint::wgsl` (src/gpu/layout.rs):
-//   evaluate_constraint(c, i, a, b) -> array<Row, 3> and report_constraint(c, i, a, b,
-//   multipliers) -> ContactReport, which load constraint c's parameters of instance i and call
-//   its WGSL. The solver below knows no constraint kind.
-// and, from each driven body's `MotionLaw::wgsl`, prescribed_motion(b, i, t) -> BodyKinematics
-// (shaders/motion.wgsl holds the laws' shared helpers).
+// is_finite_real) and the layout constants of the template (src/gpu/layout/mod.rs):
+//   NB, NF, NU, ROWS and array capacities NB_CAP, NF_CAP, NU_CAP, ROWS_CAP, ROWS_NU_CAP,
+//   ROWS_ROWS_CAP (each ≥ 1); GRAVITY_IN, TIME_IN, WORK_IN; the offsets of each body field from
+//   its body's prefix (FREE_Q_AT, PRESCRIBED_POSE_AT, …) and of a constraint's columns from its
+//   prefix (CONSTRAINT_ENABLED_AT, …), generated from the host's field order so host and kernel
+//   cannot disagree; MOTION_PARAMS_CAP; ROW_LEVEL (per row: 0 position, 1 velocity,
+//   2 acceleration, as `RowLevel`); OUT_STATUS, OUT_UDOT, OUT_UDOT0; PARAMS_CAP.
+// and, generated per template (src/gpu/codegen.rs), straight-line code with every body index,
+// mobility column and input prefix a literal: load_state(i), assemble_bodies(i, state,
+// gravity), assemble_rows(i, kin, baumgarte) and store_constraint_outputs(i, solved), which call
+// the one-body and one-constraint functions below once per body or constraint of the template,
+// and per constraint c constraint_rows_c / constraint_report_c, per driven body b
+// prescribed_motion_b, which call the constraint's or law's own WGSL (`Constraint::wgsl`,
+// `MotionLaw::wgsl`). No code here walks the template or knows a constraint kind.
 // and input_at(prefix, width, i), the index of instance i's first value of the input column of
 // logical prefix `prefix` (the prefixes above): a per-instance column is a segment of
 // `capacity × width` values (value k of instance i at at · capacity + i · width + k), a shared
@@ -96,31 +93,116 @@ const BAUMGARTE_TEMPLATE: u32 = 0u;
 const BAUMGARTE_ALL: u32 = 1u;
 const BAUMGARTE_OFF: u32 = 2u;
 
-// The state as held in the input columns: free bodies' q and u, prescribed poses and velocities.
-fn load_state(i: u32) -> State {
-    var body_kind = BODY_KIND;
-    var body_in = BODY_IN;
+// Time and work, the state every template has (`load_state` adds the bodies').
+fn load_clock(i: u32) -> State {
     var s: State;
     s.time = load(TIME_IN, 1u, i, 0u);
     s.work = vec2<real>(load(WORK_IN, 2u, i, 0u), load(WORK_IN, 2u, i, 1u));
-    for (var b = 0u; b < NB; b++) {
-        let p = body_in[b];
-        if body_kind[b] == 1u {
-            s.quaternion[b] = load4(p + FREE_Q_AT, 7u, i, 0u);
-            s.origin[b] = load3(p + FREE_Q_AT, 7u, i, 4u);
-            s.ang_vel[b] = load3(p + FREE_U_AT, 6u, i, 0u);
-            s.lin_vel[b] = load3(p + FREE_U_AT, 6u, i, 3u);
-        } else if body_kind[b] == 2u && BODY_DRIVEN[b] != 0u {
-            // Driven: its law gives its motion at every stage; the state's entries are unused.
-            s.quaternion[b] = vec4<real>(1.0, 0.0, 0.0, 0.0);
-        } else if body_kind[b] == 2u {
-            s.quaternion[b] = load4(p + PRESCRIBED_POSE_AT, 7u, i, 0u);
-            s.origin[b] = load3(p + PRESCRIBED_POSE_AT, 7u, i, 4u);
-            s.ang_vel[b] = load3(p + PRESCRIBED_VELOCITY_AT, 6u, i, 0u);
-            s.lin_vel[b] = load3(p + PRESCRIBED_VELOCITY_AT, 6u, i, 3u);
+    return s;
+}
+
+// Body b's pose from the column at `pose` (q and origin, 7 wide) and velocity from the column at
+// `velocity` (w and v, 6 wide): a free body's q and u, a prescribed body's pose and velocity.
+fn load_body_state(s: ptr<function, State>, b: u32, pose: u32, velocity: u32, i: u32) {
+    (*s).quaternion[b] = load4(pose, 7u, i, 0u);
+    (*s).origin[b] = load3(pose, 7u, i, 4u);
+    (*s).ang_vel[b] = load3(velocity, 6u, i, 0u);
+    (*s).lin_vel[b] = load3(velocity, 6u, i, 3u);
+}
+
+// The bodies' half of an assembly (`assemble_bodies`, generated).
+struct AssembledBodies {
+    status: u32,
+    kin: array<BodyKinematics, NB_CAP>,
+    inverse: array<InverseMass, NF_CAP>,
+    applied: array<real, NU_CAP>,
+}
+
+// Free body b (slot `slot`, input columns from prefix p) at pose (q, origin) and velocity
+// (w, v): its kinematics, with accelerations 0 (the bias is aerr at u̇ = 0), M⁻¹ in closed form
+// and f − c. Columns: mass, com, inertia, applied_force, applied_torque, q, u.
+fn add_free_body(out: ptr<function, AssembledBodies>, i: u32, gravity: vec3<real>, b: u32, slot: u32, p: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>) {
+    if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v)) {
+        (*out).status |= NONFINITE_STATE;
+    }
+    let zero = vec3<real>(0.0, 0.0, 0.0);
+    let kin = BodyKinematics(rotation_from_quaternion(q), origin, w, v, zero, zero);
+    (*out).kin[b] = kin;
+    let props = MassProperties(load(p + FREE_MASS_AT, 1u, i, 0u), load3(p + FREE_COM_AT, 3u, i, 0u), inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u)));
+    (*out).inverse[slot] = inverse_mass_of(props, kin.rotation);
+    let f = applied_minus_coriolis(props, kin, gravity, load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u));
+    for (var k = 0u; k < 6u; k++) {
+        (*out).applied[6u * slot + k] = f[k];
+    }
+}
+
+// Prescribed body b (input columns from prefix p: pose, velocity, acceleration) at pose
+// (q, origin) and velocity (w, v), at its given acceleration.
+fn add_prescribed_body(out: ptr<function, AssembledBodies>, i: u32, b: u32, p: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>) {
+    let bb = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 0u);
+    let a = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 3u);
+    if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v) && finite3(bb) && finite3(a)) {
+        (*out).status |= NONFINITE_STATE;
+    }
+    (*out).kin[b] = BodyKinematics(rotation_from_quaternion(q), origin, w, v, bb, a);
+}
+
+// Driven body b at the motion its law gives at the state's time (every stage time when
+// stepping); twin of the law branch of `kinematics_into` (src/cpu/evaluate.rs).
+fn add_driven_body(out: ptr<function, AssembledBodies>, b: u32, k: BodyKinematics) {
+    if !(finite3(k.rotation[0]) && finite3(k.rotation[1]) && finite3(k.rotation[2]) && finite3(k.origin) && finite3(k.ang_vel) && finite3(k.lin_vel) && finite3(k.ang_acc) && finite3(k.lin_acc)) {
+        (*out).status |= NONFINITE_STATE;
+    }
+    (*out).kin[b] = k;
+}
+
+// The rows' half of an assembly (`assemble_rows`, generated).
+struct AssembledRows {
+    jacobian: array<real, ROWS_NU_CAP>,
+    bias_acceleration: array<real, ROWS_CAP>,
+    bias: array<real, ROWS_CAP>,
+    rows: array<Row, ROWS_CAP>,
+    enabled: array<u32, ROWS_CAP>,
+}
+
+// The mobility column of a body without mobilities (Ground, prescribed): no block in G.
+const NO_COLUMN: u32 = 0xffffffffu;
+
+// A constraint's `n` rows, the template's rows first … first + n − 1, between bodies whose
+// blocks of G start at columns `column_a` and `column_b` (NO_COLUMN: none); its enabled flag and
+// Baumgarte time constant from its input prefix p, Baumgarte terms when `baumgarte` asks for
+// them (BAUMGARTE_TEMPLATE: when the template's `stabilized` says so). Disabled constraints keep
+// zero rows in G and b: in a minimum-norm solve a zero row gets λ = 0 and changes nothing else,
+// exactly as dropping it does on the CPU.
+fn add_constraint_rows(out: ptr<function, AssembledRows>, i: u32, rows: array<Row, 3>, n: u32, first: u32, p: u32, column_a: u32, column_b: u32, stabilized: bool, baumgarte: u32) {
+    let enabled = load(p + CONSTRAINT_ENABLED_AT, 1u, i, 0u) != 0.0;
+    var inv_t: real = 0.0;
+    if baumgarte == BAUMGARTE_ALL || (baumgarte == BAUMGARTE_TEMPLATE && stabilized) {
+        inv_t = 1.0 / load(p + CONSTRAINT_BAUMGARTE_AT, 1u, i, 0u);
+    }
+    for (var r = 0u; r < n; r++) {
+        let at = first + r;
+        let row = rows[r];
+        (*out).rows[at] = row;
+        (*out).enabled[at] = u32(enabled);
+        if enabled {
+            if column_a != NO_COLUMN {
+                for (var k = 0u; k < 3u; k++) {
+                    (*out).jacobian[at * NU + column_a + k] += row.jac_a_ang[k];
+                    (*out).jacobian[at * NU + column_a + 3u + k] += row.jac_a_lin[k];
+                }
+            }
+            if column_b != NO_COLUMN {
+                for (var k = 0u; k < 3u; k++) {
+                    (*out).jacobian[at * NU + column_b + k] += row.jac_b_ang[k];
+                    (*out).jacobian[at * NU + column_b + 3u + k] += row.jac_b_lin[k];
+                }
+            }
+            (*out).bias_acceleration[at] = row.acceleration_error;
+            // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
+            (*out).bias[at] = -row.acceleration_error - 2.0 * inv_t * row.velocity_error - inv_t * inv_t * row.position_error;
         }
     }
-    return s;
 }
 
 // Instance i assembled at `state` (parameters from the input columns): twin of
@@ -139,142 +221,30 @@ struct Assembled {
 
 // Twin of `assemble_with` (src/cpu/evaluate.rs).
 fn assemble_instance(i: u32, state: State, baumgarte: u32) -> Assembled {
-    var body_kind = BODY_KIND;
-    var body_slot = BODY_SLOT;
-    var body_in = BODY_IN;
-    var body_driven = BODY_DRIVEN;
-    var free_body = FREE_BODY;
-    var c_flags = C_FLAGS;
-    var c_body_a = C_BODY_A;
-    var c_body_b = C_BODY_B;
-    var c_rows = C_ROWS;
-    var c_row_offset = C_ROW_OFFSET;
-    var c_in = C_IN;
-    var status = 0u;
-
-    // Kinematics of every body; free bodies' accelerations are 0 (the bias is aerr at u̇ = 0).
     let gravity = load3(GRAVITY_IN, 3u, i, 0u);
+    let bodies = assemble_bodies(i, state, gravity);
+    var status = bodies.status;
     if !finite3(gravity) {
         status |= NONFINITE_STATE;
     }
-    let zero = vec3<real>(0.0, 0.0, 0.0);
-    var kin: array<BodyKinematics, NB_CAP>;
-    var props: array<MassProperties, NF_CAP>;
-    var force: array<vec3<real>, NF_CAP>;
-    var torque: array<vec3<real>, NF_CAP>;
-    for (var b = 0u; b < NB; b++) {
-        let p = body_in[b];
-        if body_kind[b] == 0u {
-            kin[b] = ground_kinematics();
-        } else if body_kind[b] == 1u {
-            // Free body columns: mass, com, inertia, applied_force, applied_torque, q, u.
-            let q = state.quaternion[b];
-            let origin = state.origin[b];
-            let w = state.ang_vel[b];
-            let v = state.lin_vel[b];
-            if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v)) {
-                status |= NONFINITE_STATE;
-            }
-            kin[b] = BodyKinematics(rotation_from_quaternion(q), origin, w, v, zero, zero);
-            let s = body_slot[b];
-            props[s] = MassProperties(load(p + FREE_MASS_AT, 1u, i, 0u), load3(p + FREE_COM_AT, 3u, i, 0u), inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u)));
-            force[s] = load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u);
-            torque[s] = load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u);
-        } else if body_driven[b] != 0u {
-            // A driven body follows its law at the state's time (every stage time when
-            // stepping); twin of the law branch of `kinematics_into` (src/cpu/evaluate.rs).
-            let k = prescribed_motion(b, i, state.time);
-            if !(finite3(k.rotation[0]) && finite3(k.rotation[1]) && finite3(k.rotation[2]) && finite3(k.origin) && finite3(k.ang_vel) && finite3(k.lin_vel) && finite3(k.ang_acc) && finite3(k.lin_acc)) {
-                status |= NONFINITE_STATE;
-            }
-            kin[b] = k;
-        } else {
-            // Prescribed body columns: pose, velocity, acceleration.
-            let q = state.quaternion[b];
-            let origin = state.origin[b];
-            let w = state.ang_vel[b];
-            let v = state.lin_vel[b];
-            let bb = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 0u);
-            let a = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 3u);
-            if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v) && finite3(bb) && finite3(a)) {
-                status |= NONFINITE_STATE;
-            }
-            kin[b] = BodyKinematics(rotation_from_quaternion(q), origin, w, v, bb, a);
-        }
-    }
-
-    // M⁻¹ in closed form and f − c of the free bodies.
-    var inverse: array<InverseMass, NF_CAP>;
-    var applied: array<real, NU_CAP>;
-    for (var s = 0u; s < NF; s++) {
-        let b = free_body[s];
-        inverse[s] = inverse_mass_of(props[s], kin[b].rotation);
-        let f = applied_minus_coriolis(props[s], kin[b], gravity, force[s], torque[s]);
-        for (var k = 0u; k < 6u; k++) {
-            applied[6u * s + k] = f[k];
-        }
-    }
-
-    // Rows. Disabled constraints keep zero rows in G and b: in a minimum-norm solve a zero row
-    // gets λ = 0 and changes nothing else, exactly as dropping it does on the CPU.
-    var jacobian: array<real, ROWS_NU_CAP>;
-    var bias_acceleration: array<real, ROWS_CAP>;
-    var bias: array<real, ROWS_CAP>;
-    var rows_all: array<Row, ROWS_CAP>;
-    var enabled_row: array<u32, ROWS_CAP>;
-    for (var c = 0u; c < NC; c++) {
-        let a = c_body_a[c];
-        let bb = c_body_b[c];
-        let n_rows = c_rows[c];
-        let rows = evaluate_constraint(c, i, kin[a], kin[bb]);
-        let enabled = load(c_in[c] + CONSTRAINT_ENABLED_AT, 1u, i, 0u) != 0.0;
-        var inv_t: real = 0.0;
-        if baumgarte == BAUMGARTE_ALL || (baumgarte == BAUMGARTE_TEMPLATE && (c_flags[c] & 2u) != 0u) {
-            inv_t = 1.0 / load(c_in[c] + CONSTRAINT_BAUMGARTE_AT, 1u, i, 0u);
-        }
-        for (var r = 0u; r < n_rows; r++) {
-            let at = c_row_offset[c] + r;
-            let row = rows[r];
-            rows_all[at] = row;
-            enabled_row[at] = u32(enabled);
-            if enabled {
-                if body_kind[a] == 1u {
-                    let col = 6u * body_slot[a];
-                    for (var k = 0u; k < 3u; k++) {
-                        jacobian[at * NU + col + k] += row.jac_a_ang[k];
-                        jacobian[at * NU + col + 3u + k] += row.jac_a_lin[k];
-                    }
-                }
-                if bb != a && body_kind[bb] == 1u {
-                    let col = 6u * body_slot[bb];
-                    for (var k = 0u; k < 3u; k++) {
-                        jacobian[at * NU + col + k] += row.jac_b_ang[k];
-                        jacobian[at * NU + col + 3u + k] += row.jac_b_lin[k];
-                    }
-                }
-                bias_acceleration[at] = row.acceleration_error;
-                // α = β = 1/T: b ← b − 2α ė − β² e (physics.md §4).
-                bias[at] = -row.acceleration_error - 2.0 * inv_t * row.velocity_error - inv_t * inv_t * row.position_error;
-            }
-        }
-    }
+    let rows = assemble_rows(i, bodies.kin, baumgarte);
     for (var k = 0u; k < ROWS * NU; k++) {
-        if !is_finite_real(jacobian[k]) {
+        if !is_finite_real(rows.jacobian[k]) {
             status |= NONFINITE_STATE;
         }
     }
     for (var k = 0u; k < ROWS; k++) {
-        if !is_finite_real(bias[k]) {
+        if !is_finite_real(rows.bias[k]) {
             status |= NONFINITE_STATE;
         }
     }
     for (var k = 0u; k < NU; k++) {
-        if !is_finite_real(applied[k]) {
+        if !is_finite_real(bodies.applied[k]) {
             status |= NONFINITE_STATE;
         }
     }
 
-    return Assembled(status, kin, inverse, applied, jacobian, bias_acceleration, bias, rows_all, enabled_row);
+    return Assembled(status, bodies.kin, bodies.inverse, bodies.applied, rows.jacobian, rows.bias_acceleration, rows.bias, rows.rows, rows.enabled);
 }
 
 // M⁻¹ x and M⁻¹ Gᵀ, body by body, in closed form (`apply_inverse_mass`).
@@ -393,82 +363,67 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     return Solved(status, sys.kin, udot, udot_unconstrained, multipliers, jacobian, sys.bias_acceleration, sys.rows, sys.enabled);
 }
 
-fn evaluate_instance(i: u32) {
-    let solved = solve_instance(i, load_state(i), BAUMGARTE_TEMPLATE);
-    var status = solved.status;
-    var kin = solved.kin;
-    var udot = solved.udot;
-    var udot_unconstrained = solved.udot_unconstrained;
-    var multipliers = solved.multipliers;
-    var jacobian = solved.jacobian;
-    var bias_acceleration = solved.bias_acceleration;
-    var rows_all = solved.rows;
-    var enabled_row = solved.enabled;
-    var c_flags = C_FLAGS;
-    var c_body_a = C_BODY_A;
-    var c_body_b = C_BODY_B;
-    var c_rows = C_ROWS;
-    var c_row_offset = C_ROW_OFFSET;
-    var c_in = C_IN;
-    var c_out = C_OUT;
-    var c_jac = C_JAC;
+// A constraint's row outputs: its `n` rows, the template's rows first … first + n − 1, output
+// columns from prefix o (position, velocity and acceleration errors, multipliers, body forces,
+// power) and Jacobian rows and bias k from prefix jac. Returns its multipliers in internal row
+// order.
+fn store_constraint_rows(i: u32, solved: ptr<function, Solved>, n: u32, first: u32, o: u32, jac: u32) -> vec3<real> {
     let zero = vec3<real>(0.0, 0.0, 0.0);
-
-    // Outputs.
-    for (var k = 0u; k < NU; k++) {
-        store(OUT_UDOT, NU, i, k, udot[k]);
-        store(OUT_UDOT0, NU, i, k, udot_unconstrained[k]);
-    }
-    for (var c = 0u; c < NC; c++) {
-        let n = c_rows[c];
-        let o = c_out[c];
-        let a = c_body_a[c];
-        let bb = c_body_b[c];
-        var lambda = vec3<real>(0.0, 0.0, 0.0);
-        var force_a_ang = zero;
-        var force_a_lin = zero;
-        var force_b_ang = zero;
-        var force_b_lin = zero;
-        var power: real = 0.0;
-        for (var r = 0u; r < n; r++) {
-            let at = c_row_offset[c] + r;
-            let row = rows_all[at];
-            var aerr: real = 0.0;
-            if enabled_row[at] != 0u {
-                lambda[r] = multipliers[at];
-                aerr = bias_acceleration[at];
-                for (var k = 0u; k < NU; k++) {
-                    aerr += jacobian[at * NU + k] * udot[k];
-                }
-            }
-            if !is_finite_real(lambda[r]) {
-                status |= NONFINITE_RESULT;
-            }
-            store(o, n, i, r, row.position_error);
-            store(o + n, n, i, r, row.velocity_error);
-            store(o + 2u * n, n, i, r, aerr);
-            store(o + 3u * n, n, i, r, lambda[r]);
-            power -= lambda[r] * row.velocity_error;
-            force_a_ang += lambda[r] * row.jac_a_ang;
-            force_a_lin += lambda[r] * row.jac_a_lin;
-            force_b_ang += lambda[r] * row.jac_b_ang;
-            force_b_lin += lambda[r] * row.jac_b_lin;
-            // G rows and k, for the readback that asks for them.
+    var lambda = zero;
+    var force_a_ang = zero;
+    var force_a_lin = zero;
+    var force_b_ang = zero;
+    var force_b_lin = zero;
+    var power: real = 0.0;
+    for (var r = 0u; r < n; r++) {
+        let at = first + r;
+        let row = (*solved).rows[at];
+        var aerr: real = 0.0;
+        if (*solved).enabled[at] != 0u {
+            lambda[r] = (*solved).multipliers[at];
+            aerr = (*solved).bias_acceleration[at];
             for (var k = 0u; k < NU; k++) {
-                store(c_jac[c], n * NU, i, r * NU + k, jacobian[at * NU + k]);
+                aerr += (*solved).jacobian[at * NU + k] * (*solved).udot[k];
             }
-            store(c_jac[c] + n * NU, n, i, r, bias_acceleration[at]);
         }
-        store3(o + 4u * n, 12u, i, 0u, force_a_ang);
-        store3(o + 4u * n, 12u, i, 3u, force_a_lin);
-        store3(o + 4u * n, 12u, i, 6u, force_b_ang);
-        store3(o + 4u * n, 12u, i, 9u, force_b_lin);
-        store(o + 4u * n + 12u, 1u, i, 0u, power);
-        let report = report_constraint(c, i, kin[a], kin[bb], lambda);
-        store3(o + 4u * n + 13u, 3u, i, 0u, report.contact_point);
-        store(o + 4u * n + 16u, 1u, i, 0u, report.separation);
-        store3(o + 4u * n + 17u, 3u, i, 0u, report.contact_force);
+        store(o, n, i, r, row.position_error);
+        store(o + n, n, i, r, row.velocity_error);
+        store(o + 2u * n, n, i, r, aerr);
+        store(o + 3u * n, n, i, r, lambda[r]);
+        power -= lambda[r] * row.velocity_error;
+        force_a_ang += lambda[r] * row.jac_a_ang;
+        force_a_lin += lambda[r] * row.jac_a_lin;
+        force_b_ang += lambda[r] * row.jac_b_ang;
+        force_b_lin += lambda[r] * row.jac_b_lin;
+        // G rows and k, for the readback that asks for them.
+        for (var k = 0u; k < NU; k++) {
+            store(jac, n * NU, i, r * NU + k, (*solved).jacobian[at * NU + k]);
+        }
+        store(jac + n * NU, n, i, r, (*solved).bias_acceleration[at]);
     }
+    store3(o + 4u * n, 12u, i, 0u, force_a_ang);
+    store3(o + 4u * n, 12u, i, 3u, force_a_lin);
+    store3(o + 4u * n, 12u, i, 6u, force_b_ang);
+    store3(o + 4u * n, 12u, i, 9u, force_b_lin);
+    store(o + 4u * n + 12u, 1u, i, 0u, power);
+    return lambda;
+}
+
+// A constraint's report (contact point, separation, contact force) into its output columns
+// (prefix o, n rows).
+fn store_contact_report(i: u32, o: u32, n: u32, report: ContactReport) {
+    store3(o + 4u * n + 13u, 3u, i, 0u, report.contact_point);
+    store(o + 4u * n + 16u, 1u, i, 0u, report.separation);
+    store3(o + 4u * n + 17u, 3u, i, 0u, report.contact_force);
+}
+
+fn evaluate_instance(i: u32) {
+    var solved = solve_instance(i, load_state(i), BAUMGARTE_TEMPLATE);
+    for (var k = 0u; k < NU; k++) {
+        store(OUT_UDOT, NU, i, k, solved.udot[k]);
+        store(OUT_UDOT0, NU, i, k, solved.udot_unconstrained[k]);
+    }
+    let status = solved.status | store_constraint_outputs(i, &solved);
     store(OUT_STATUS, 1u, i, 0u, real(status));
 }
 

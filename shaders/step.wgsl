@@ -52,59 +52,60 @@ struct Derivative {
     lin_vel: array<vec3<real>, NB_CAP>,
 }
 
-// Twin of `derivative` (src/cpu/integrate.rs): free bodies follow the constrained dynamics,
-// constant-law prescribed bodies their own velocity at their given acceleration; driven bodies
-// are not integrated (their law gives their motion at every stage time).
-fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
-    var body_kind = BODY_KIND;
-    var body_slot = BODY_SLOT;
-    var body_in = BODY_IN;
-    var body_driven = BODY_DRIVEN;
-    let solved = solve_instance(i, s, baumgarte);
-    var udot = solved.udot;
-    var d: Derivative;
-    d.ok = solved.status == 0u;
-    for (var b = 0u; b < NB; b++) {
-        if body_kind[b] == 0u || body_driven[b] != 0u {
-            continue;
-        }
-        d.quaternion[b] = quaternion_rate(s.quaternion[b], s.ang_vel[b]);
-        d.origin[b] = s.lin_vel[b];
-        if body_kind[b] == 1u {
-            let k = 6u * body_slot[b];
-            d.ang_vel[b] = vec3<real>(udot[k], udot[k + 1u], udot[k + 2u]);
-            d.lin_vel[b] = vec3<real>(udot[k + 3u], udot[k + 4u], udot[k + 5u]);
-        } else {
-            d.ang_vel[b] = load3(body_in[b] + PRESCRIBED_ACCELERATION_AT, 6u, i, 0u);
-            d.lin_vel[b] = load3(body_in[b] + PRESCRIBED_ACCELERATION_AT, 6u, i, 3u);
-        }
-        d.ok = d.ok && finite3(d.ang_vel[b]) && finite3(d.lin_vel[b]);
+// Free body b's rates at (q, w, v): q̇ from w, ṗ = v, (ẇ, v̇) from its block of u̇ (from `column`).
+fn free_body_rates(d: ptr<function, Derivative>, b: u32, column: u32, q: vec4<real>, w: vec3<real>, v: vec3<real>, udot: array<real, NU_CAP>) {
+    (*d).quaternion[b] = quaternion_rate(q, w);
+    (*d).origin[b] = v;
+    (*d).ang_vel[b] = vec3<real>(udot[column], udot[column + 1u], udot[column + 2u]);
+    (*d).lin_vel[b] = vec3<real>(udot[column + 3u], udot[column + 4u], udot[column + 5u]);
+    (*d).ok = (*d).ok && finite3((*d).ang_vel[b]) && finite3((*d).lin_vel[b]);
+}
+
+// A constant-law prescribed body's rates (input columns from prefix p): its own velocity, at its
+// given acceleration.
+fn prescribed_body_rates(d: ptr<function, Derivative>, i: u32, b: u32, p: u32, q: vec4<real>, w: vec3<real>, v: vec3<real>) {
+    (*d).quaternion[b] = quaternion_rate(q, w);
+    (*d).origin[b] = v;
+    (*d).ang_vel[b] = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 0u);
+    (*d).lin_vel[b] = load3(p + PRESCRIBED_ACCELERATION_AT, 6u, i, 3u);
+    (*d).ok = (*d).ok && finite3((*d).ang_vel[b]) && finite3((*d).lin_vel[b]);
+}
+
+// A free body's u (w, v) into u from `column`.
+fn put_mobilities(u: ptr<function, array<real, NU_CAP>>, column: u32, w: vec3<real>, v: vec3<real>) {
+    for (var k = 0u; k < 3u; k++) {
+        (*u)[column + k] = w[k];
+        (*u)[column + 3u + k] = v[k];
     }
+}
+
+// F · v_com + T · w of the applied loads on a free body (input columns from prefix p) with
+// rotation R, at (w, v).
+fn free_applied_power(i: u32, p: u32, rotation: mat3x3<real>, w: vec3<real>, v: vec3<real>) -> real {
+    let v_com = v + cross(w, rotation * load3(p + FREE_COM_AT, 3u, i, 0u));
+    return dot(load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), v_com) + dot(load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u), w);
+}
+
+// Twin of `derivative` (src/cpu/integrate.rs): free bodies follow the constrained dynamics,
+// constant-law prescribed bodies their own velocity at their given acceleration (`body_rates`,
+// generated); driven bodies are not integrated (their law gives their motion at every stage
+// time).
+fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative {
+    let solved = solve_instance(i, s, baumgarte);
+    var d = body_rates(i, s, solved.udot);
+    d.ok = d.ok && solved.status == 0u;
     // Twin of the power terms of `derivative` and `applied_power` (src/cpu/integrate.rs):
     // −λ · (G u) of the constraint forces, Σ F · v_com + T · w of the applied loads.
+    let u = mobilities(s);
     var driven: real = 0.0;
     for (var r = 0u; r < ROWS; r++) {
         var gu: real = 0.0;
-        for (var b = 0u; b < NB; b++) {
-            if body_kind[b] == 1u {
-                let k = 6u * body_slot[b];
-                for (var j = 0u; j < 3u; j++) {
-                    gu += solved.jacobian[r * NU + k + j] * s.ang_vel[b][j];
-                    gu += solved.jacobian[r * NU + k + 3u + j] * s.lin_vel[b][j];
-                }
-            }
+        for (var k = 0u; k < NU; k++) {
+            gu += solved.jacobian[r * NU + k] * u[k];
         }
         driven -= solved.multipliers[r] * gu;
     }
-    var applied: real = 0.0;
-    for (var b = 0u; b < NB; b++) {
-        if body_kind[b] == 1u {
-            let p = body_in[b];
-            let w = s.ang_vel[b];
-            let v_com = s.lin_vel[b] + cross(w, solved.kin[b].rotation * load3(p + FREE_COM_AT, 3u, i, 0u));
-            applied += dot(load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), v_com) + dot(load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u), w);
-        }
-    }
+    let applied = applied_power(i, s, solved.kin);
     d.power = vec2<real>(driven, applied);
     d.ok = d.ok && is_finite_real(driven) && is_finite_real(applied);
     return d;
@@ -121,12 +122,7 @@ fn at_time(s: State, t: real) -> State {
 fn advance_state(s: State, h: real, d: Derivative) -> State {
     var out = s;
     out.work += h * d.power;
-    for (var b = 0u; b < NB; b++) {
-        out.quaternion[b] += h * d.quaternion[b];
-        out.origin[b] += h * d.origin[b];
-        out.ang_vel[b] += h * d.ang_vel[b];
-        out.lin_vel[b] += h * d.lin_vel[b];
-    }
+    advance_bodies(&out, h, d);
     return out;
 }
 
@@ -134,48 +130,63 @@ fn advance_state(s: State, h: real, d: Derivative) -> State {
 fn combine_state(s: State, h: real, wa: real, a: Derivative, wb: real, b: Derivative, wc: real, c: Derivative) -> State {
     var out = s;
     out.work += h * (wa * a.power + wb * b.power + wc * c.power);
-    for (var k = 0u; k < NB; k++) {
-        out.quaternion[k] += h * (wa * a.quaternion[k] + wb * b.quaternion[k] + wc * c.quaternion[k]);
-        out.origin[k] += h * (wa * a.origin[k] + wb * b.origin[k] + wc * c.origin[k]);
-        out.ang_vel[k] += h * (wa * a.ang_vel[k] + wb * b.ang_vel[k] + wc * c.ang_vel[k]);
-        out.lin_vel[k] += h * (wa * a.lin_vel[k] + wb * b.lin_vel[k] + wc * c.lin_vel[k]);
-    }
+    combine_bodies(&out, h, wa, a, wb, b, wc, c);
     return out;
 }
 
-// Renormalises the quaternions; false when a value is not finite or a quaternion is zero.
-fn normalize_state(s: ptr<function, State>) -> bool {
-    var body_kind = BODY_KIND;
-    var ok = true;
-    for (var b = 0u; b < NB; b++) {
-        if body_kind[b] == 0u {
-            continue;
-        }
-        let q = (*s).quaternion[b];
-        ok = ok && finite_quaternion(q) && finite3((*s).origin[b]) && finite3((*s).ang_vel[b]) && finite3((*s).lin_vel[b]);
-        (*s).quaternion[b] = q / length(q);
-    }
+// Body k's part of `advance_state` (`advance_bodies`, generated, calls it per integrated body).
+fn advance_body(s: ptr<function, State>, k: u32, h: real, d: Derivative) {
+    (*s).quaternion[k] += h * d.quaternion[k];
+    (*s).origin[k] += h * d.origin[k];
+    (*s).ang_vel[k] += h * d.ang_vel[k];
+    (*s).lin_vel[k] += h * d.lin_vel[k];
+}
+
+// Body k's part of `combine_state` (`combine_bodies`, generated).
+fn combine_body(s: ptr<function, State>, k: u32, h: real, wa: real, a: Derivative, wb: real, b: Derivative, wc: real, c: Derivative) {
+    (*s).quaternion[k] += h * (wa * a.quaternion[k] + wb * b.quaternion[k] + wc * c.quaternion[k]);
+    (*s).origin[k] += h * (wa * a.origin[k] + wb * b.origin[k] + wc * c.origin[k]);
+    (*s).ang_vel[k] += h * (wa * a.ang_vel[k] + wb * b.ang_vel[k] + wc * c.ang_vel[k]);
+    (*s).lin_vel[k] += h * (wa * a.lin_vel[k] + wb * b.lin_vel[k] + wc * c.lin_vel[k]);
+}
+
+// Body k's part of the classic RK4 update, y + h/6 (k1 + 2 k2 + 2 k3 + k4) (`rk4_bodies`,
+// generated).
+fn rk4_body(s: ptr<function, State>, k: u32, h: real, k1: Derivative, k2: Derivative, k3: Derivative, k4: Derivative) {
+    (*s).quaternion[k] += h / 6.0 * (k1.quaternion[k] + 2.0 * k2.quaternion[k] + 2.0 * k3.quaternion[k] + k4.quaternion[k]);
+    (*s).origin[k] += h / 6.0 * (k1.origin[k] + 2.0 * k2.origin[k] + 2.0 * k3.origin[k] + k4.origin[k]);
+    (*s).ang_vel[k] += h / 6.0 * (k1.ang_vel[k] + 2.0 * k2.ang_vel[k] + 2.0 * k3.ang_vel[k] + k4.ang_vel[k]);
+    (*s).lin_vel[k] += h / 6.0 * (k1.lin_vel[k] + 2.0 * k2.lin_vel[k] + 2.0 * k3.lin_vel[k] + k4.lin_vel[k]);
+}
+
+// Renormalises body b's quaternion; false when a value of its state is not finite or the
+// quaternion is zero (`normalize_state`, generated, calls it per integrated body).
+fn normalize_body(s: ptr<function, State>, b: u32) -> bool {
+    let q = (*s).quaternion[b];
+    let ok = finite_quaternion(q) && finite3((*s).origin[b]) && finite3((*s).ang_vel[b]) && finite3((*s).lin_vel[b]);
+    (*s).quaternion[b] = q / length(q);
     return ok;
 }
 
-// |a − b| / max(1, |a|) over every value of the moving bodies, divided by 5: Simbody's RKM
-// error estimate between the 4th-order y₁ (a) and the 3rd-order ŷ (b).
-fn merson_error(a: State, b: State) -> real {
-    var body_kind = BODY_KIND;
-    var e: real = 0.0;
-    for (var k = 0u; k < NB; k++) {
-        if body_kind[k] == 0u {
-            continue;
-        }
-        let dq = abs(a.quaternion[k] - b.quaternion[k]) / 5.0 / max(abs(a.quaternion[k]), vec4<real>(1.0));
-        let dp = abs(a.origin[k] - b.origin[k]) / 5.0 / max(abs(a.origin[k]), vec3<real>(1.0));
-        let dw = abs(a.ang_vel[k] - b.ang_vel[k]) / 5.0 / max(abs(a.ang_vel[k]), vec3<real>(1.0));
-        let dv = abs(a.lin_vel[k] - b.lin_vel[k]) / 5.0 / max(abs(a.lin_vel[k]), vec3<real>(1.0));
-        e = max(e, max(max(dq.x, dq.y), max(dq.z, dq.w)));
-        e = max(e, max(max(dp.x, dp.y), max(max(dp.z, dw.x), max(dw.y, dw.z))));
-        e = max(e, max(dv.x, max(dv.y, dv.z)));
-    }
-    return e;
+// max |a − b| / max(1, |a|) / 5 over body b's values: its part of Simbody's RKM error estimate
+// between the 4th-order y₁ (a) and the 3rd-order ŷ (b) (`merson_error`, generated).
+fn merson_body_error(a: State, b: State, k: u32) -> real {
+    let dq = abs(a.quaternion[k] - b.quaternion[k]) / 5.0 / max(abs(a.quaternion[k]), vec4<real>(1.0));
+    let dp = abs(a.origin[k] - b.origin[k]) / 5.0 / max(abs(a.origin[k]), vec3<real>(1.0));
+    let dw = abs(a.ang_vel[k] - b.ang_vel[k]) / 5.0 / max(abs(a.ang_vel[k]), vec3<real>(1.0));
+    let dv = abs(a.lin_vel[k] - b.lin_vel[k]) / 5.0 / max(abs(a.lin_vel[k]), vec3<real>(1.0));
+    var e = max(max(dq.x, dq.y), max(dq.z, dq.w));
+    e = max(e, max(max(dp.x, dp.y), max(max(dp.z, dw.x), max(dw.y, dw.z))));
+    return max(e, max(dv.x, max(dv.y, dv.z)));
+}
+
+// Semi-implicit Euler on body b from quaternion q with accelerations (ang_acc, lin_acc): u first,
+// then q with the new u (`euler_bodies`, generated).
+fn euler_body(next: ptr<function, State>, b: u32, h: real, q: vec4<real>, ang_acc: vec3<real>, lin_acc: vec3<real>) {
+    (*next).ang_vel[b] += h * ang_acc;
+    (*next).lin_vel[b] += h * lin_acc;
+    (*next).quaternion[b] += h * quaternion_rate(q, (*next).ang_vel[b]);
+    (*next).origin[b] += h * (*next).lin_vel[b];
 }
 
 // One step of size h from `s`: the new state and, for RKM, the error estimate.
@@ -255,36 +266,18 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
             k5 = k;
         }
     }
+    var next = state;
     if INTEGRATOR == INTEGRATOR_EULER {
-        // u first, then q with the new u (semi-implicit).
-        out.next = state;
-        out.next.work += h * k1.power;
-        for (var b = 0u; b < NB; b++) {
-            if BODY_DRIVEN[b] != 0u {
-                continue;
-            }
-            out.next.ang_vel[b] += h * k1.ang_vel[b];
-            out.next.lin_vel[b] += h * k1.lin_vel[b];
-            out.next.quaternion[b] += h * quaternion_rate(state.quaternion[b], out.next.ang_vel[b]);
-            out.next.origin[b] += h * out.next.lin_vel[b];
-        }
+        next.work += h * k1.power;
+        euler_bodies(&next, state, h, k1);
     } else if INTEGRATOR == INTEGRATOR_RK4 {
-        out.next = state;
-        out.next.work += h / 6.0 * (k1.power + 2.0 * k2.power + 2.0 * k3.power + k4.power);
-        for (var b = 0u; b < NB; b++) {
-            out.next.quaternion[b] += h / 6.0 * (k1.quaternion[b] + 2.0 * k2.quaternion[b] + 2.0 * k3.quaternion[b] + k4.quaternion[b]);
-            out.next.origin[b] += h / 6.0 * (k1.origin[b] + 2.0 * k2.origin[b] + 2.0 * k3.origin[b] + k4.origin[b]);
-            out.next.ang_vel[b] += h / 6.0 * (k1.ang_vel[b] + 2.0 * k2.ang_vel[b] + 2.0 * k3.ang_vel[b] + k4.ang_vel[b]);
-            out.next.lin_vel[b] += h / 6.0 * (k1.lin_vel[b] + 2.0 * k2.lin_vel[b] + 2.0 * k3.lin_vel[b] + k4.lin_vel[b]);
-        }
+        next.work += h / 6.0 * (k1.power + 2.0 * k2.power + 2.0 * k3.power + k4.power);
+        rk4_bodies(&next, h, k1, k2, k3, k4);
     } else {
-        out.next = combine_state(state, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
-        out.error = merson_error(out.next, y5);
+        next = combine_state(state, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
+        out.error = merson_error(next, y5);
     }
-    out.next.time = t + h;
-    // A whole local, not `&out.next`: naga 30's SPIR-V writer panics on pointers to struct
-    // members passed to functions.
-    var next = out.next;
+    next.time = t + h;
     out.ok = normalize_state(&next) && is_finite_real(out.error);
     out.next = next;
     return out;
@@ -369,8 +362,6 @@ const POSITION_ITERATIONS: u32 = 20u;
 const VELOCITY_ITERATIONS: u32 = 7u;
 
 fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
-    var body_kind = BODY_KIND;
-    var body_slot = BODY_SLOT;
     let goal = projection_target(tolerance);
     var applied = 0u;
     var velocity = 0u;
@@ -394,22 +385,10 @@ fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
             continue;
         }
         it += 1u;
-        for (var b = 0u; b < NB; b++) {
-            if body_kind[b] != 1u {
-                continue;
-            }
-            let k = 6u * body_slot[b];
-            if position {
-                // Twin of `displace`: q moved by the velocity-space displacement δu (first
-                // order).
-                let dw = vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
-                (*s).quaternion[b] += quaternion_rate((*s).quaternion[b], dw);
-                (*s).origin[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
-                (*s).quaternion[b] = normalize((*s).quaternion[b]);
-            } else {
-                (*s).ang_vel[b] += vec3<real>(c.du[k], c.du[k + 1u], c.du[k + 2u]);
-                (*s).lin_vel[b] += vec3<real>(c.du[k + 3u], c.du[k + 4u], c.du[k + 5u]);
-            }
+        if position {
+            displace(s, c.du);
+        } else {
+            correct_velocity(s, c.du);
         }
         if position {
             applied = 1u;
@@ -420,42 +399,47 @@ fn project(i: u32, s: ptr<function, State>, tolerance: real) -> u32 {
     return applied + velocity;
 }
 
-// Writes the state back to the input columns (q, u of free bodies; poses, velocities of
-// prescribed ones).
-fn store_state(i: u32, s: State) {
-    var body_kind = BODY_KIND;
-    var body_in = BODY_IN;
+// Projection updates of free body b (its block of du from `column`; `displace` and
+// `correct_velocity`, generated). Twin of `displace`: q moved by the velocity-space displacement
+// δu (first order).
+fn displace_body(s: ptr<function, State>, b: u32, column: u32, du: array<real, NU_CAP>) {
+    let dw = vec3<real>(du[column], du[column + 1u], du[column + 2u]);
+    (*s).quaternion[b] += quaternion_rate((*s).quaternion[b], dw);
+    (*s).origin[b] += vec3<real>(du[column + 3u], du[column + 4u], du[column + 5u]);
+    (*s).quaternion[b] = normalize((*s).quaternion[b]);
+}
+
+fn correct_body_velocity(s: ptr<function, State>, b: u32, column: u32, du: array<real, NU_CAP>) {
+    (*s).ang_vel[b] += vec3<real>(du[column], du[column + 1u], du[column + 2u]);
+    (*s).lin_vel[b] += vec3<real>(du[column + 3u], du[column + 4u], du[column + 5u]);
+}
+
+// The work (driven, applied) back to its input column.
+fn store_work(i: u32, work: vec2<real>) {
     let w = input_at(WORK_IN, 2u, i);
-    input[w] = s.work.x;
-    input[w + 1u] = s.work.y;
-    for (var b = 0u; b < NB; b++) {
-        let p = body_in[b];
-        var qp = p + FREE_Q_AT;
-        var up = p + FREE_U_AT;
-        if body_kind[b] == 0u || BODY_DRIVEN[b] != 0u {
-            // Driven bodies: the host writes the law's motion at the new time.
-            continue;
-        } else if body_kind[b] == 2u {
-            qp = p + PRESCRIBED_POSE_AT;
-            up = p + PRESCRIBED_VELOCITY_AT;
-        }
-        let o = input_at(qp, 7u, i);
-        let q = s.quaternion[b];
-        input[o] = q.x;
-        input[o + 1u] = q.y;
-        input[o + 2u] = q.z;
-        input[o + 3u] = q.w;
-        input[o + 4u] = s.origin[b].x;
-        input[o + 5u] = s.origin[b].y;
-        input[o + 6u] = s.origin[b].z;
-        let v = input_at(up, 6u, i);
-        input[v] = s.ang_vel[b].x;
-        input[v + 1u] = s.ang_vel[b].y;
-        input[v + 2u] = s.ang_vel[b].z;
-        input[v + 3u] = s.lin_vel[b].x;
-        input[v + 4u] = s.lin_vel[b].y;
-        input[v + 5u] = s.lin_vel[b].z;
-    }
+    input[w] = work.x;
+    input[w + 1u] = work.y;
+}
+
+// Three values to the input buffer from index `at`.
+fn store_input3(at: u32, x: vec3<real>) {
+    input[at] = x.x;
+    input[at + 1u] = x.y;
+    input[at + 2u] = x.z;
+}
+
+// A body's pose (q, origin) to the column at `pose` and velocity (w, v) to the column at
+// `velocity` (`store_state`, generated).
+fn store_body_state(i: u32, pose: u32, velocity: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>) {
+    let o = input_at(pose, 7u, i);
+    input[o] = q.x;
+    input[o + 1u] = q.y;
+    input[o + 2u] = q.z;
+    input[o + 3u] = q.w;
+    store_input3(o + 4u, origin);
+    let u = input_at(velocity, 6u, i);
+    store_input3(u, w);
+    store_input3(u + 3u, v);
 }
 
 // The step-size factor 0.9 (accuracy / error)^¼ clamped to [lo, hi] (Simbody's RKM control).

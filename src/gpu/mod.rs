@@ -3,12 +3,14 @@
 //!
 //! Rooms: [`device`] opens an adapter with its own limits; [`layout`] places a template's
 //! columns in buffers and emits the kernel's constants; [`solve`] generates the multiplier solve
-//! for the template's row count; [`shader`] assembles the WGSL files;
+//! for the template's row count; [`codegen`] unrolls the kernels' walks over the template's
+//! bodies and constraints into straight-line WGSL; [`shader`] assembles the WGSL files;
 //! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper;
 //! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback).
 
 pub mod buffers;
 pub mod cache;
+pub mod codegen;
 pub mod device;
 pub mod evaluate;
 pub mod layout;

@@ -3,8 +3,8 @@
 //! The kernel is the precision prelude, then the template's layout constants, then the shader
 //! files in dependency order, with the multiplier solve generated for the template's row count
 //! (`gpu::solve`) after `solver.wgsl`, the constraints' own WGSL (built-in or user-defined, through
-//! `Constraint::wgsl`) and the dispatch generated for the template spliced in before
-//! `evaluate.wgsl`. The same files serve f32 and f64: every scalar is `real`. Kernels are
+//! `Constraint::wgsl`) and the straight-line walks over the template's bodies and constraints
+//! (`gpu::codegen`) spliced in before `evaluate.wgsl` (and the stepping walks before `step.wgsl`). The same files serve f32 and f64: every scalar is `real`. Kernels are
 //! checked with naga before the driver sees them, and an error is reported against the piece
 //! it is in, with that piece's own line numbers.
 
@@ -238,8 +238,14 @@ fn assemble(
     for section in &layout.constraint_sections {
         k.push(&section.name, &section.text);
     }
+    for section in crate::gpu::codegen::evaluation_sections(layout) {
+        k.push(&section.name, &section.text);
+    }
     k.push("evaluate.wgsl", EVALUATE);
     if stepping.is_some() {
+        for section in crate::gpu::codegen::stepping_sections(layout) {
+            k.push(&section.name, &section.text);
+        }
         k.push("step.wgsl", STEP);
     }
     k

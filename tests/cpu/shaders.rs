@@ -4,12 +4,13 @@
 //! variant included; each is also written as SPIR-V.
 
 use simbatch::gpu::Precision;
+use simbatch::gpu::codegen;
 use simbatch::gpu::layout::Layout;
 use simbatch::gpu::shader::{
     self, FILES, kernel_source, launch_constants, prelude, stepping_constants, stepping_source,
 };
 use simbatch::gpu::solve::{MAX_STRAIGHT_ROWS, solve_multipliers};
-use simbatch::model::Baumgarte;
+use simbatch::model::{Baumgarte, BodyKind};
 use simbatch::prelude::*;
 
 fn validate(source: &str, what: &str) {
@@ -85,21 +86,30 @@ fn every_shader_file_validates_on_its_own() {
     let layout = Layout::new(t).unwrap();
     let constants =
         layout.wgsl_constants.clone() + &launch_constants(64) + &stepping_constants(2, true);
-    // The generated dispatch and multiplier solve, which evaluate.wgsl calls (the dispatch
-    // calls the constraint files).
+    // The generated walks, input addressing and multiplier solve, which evaluate.wgsl calls
+    // (the walks call the constraint files and evaluate.wgsl's one-body functions), and the
+    // stepping walks, which step.wgsl calls.
     let generated: String = layout
         .constraint_sections
         .iter()
         .filter(|s| !s.name.ends_with(".wgsl"))
+        .chain(&codegen::evaluation_sections(&layout))
         .map(|s| s.text.as_str())
         .collect::<String>()
         + &solve_multipliers(layout.rows);
+    let stepping: String = codegen::stepping_sections(&layout)
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect();
     for precision in [Precision::F32, Precision::F64] {
         for (k, (name, text)) in FILES.iter().enumerate() {
             // Each file may use the files before it (assembly order).
             let mut source = prelude(precision) + &constants;
             if *name == "evaluate.wgsl" || *name == "step.wgsl" {
                 source += &generated;
+            }
+            if *name == "step.wgsl" {
+                source += &stepping;
             }
             for (_, before) in &FILES[..k] {
                 source += before;
@@ -271,5 +281,70 @@ fn buffer_offsets_are_generated_never_written_in_wgsl() {
                 }
             }
         }
+    }
+}
+
+/// The kernels are generated per template: no table of the template, no loop or switch over its
+/// bodies or constraints; one call per body and constraint with its index, column and prefix as
+/// literals, and only the kinds the template has.
+#[test]
+fn kernels_walk_the_template_in_straight_line_code() {
+    for (name, t) in templates() {
+        let layout = Layout::new(&t).unwrap();
+        let kernel = stepping_source(Precision::F32, &layout, 64, 1, true).text;
+        for absent in [
+            "switch",
+            "< NB;",
+            "< NC;",
+            "BODY_KIND",
+            "C_BODY_A",
+            "C_ROWS",
+        ] {
+            assert!(!kernel.contains(absent), "{name}: {absent:?} in the kernel");
+        }
+        // Calls, not the definition.
+        let calls = |f: &str| {
+            kernel.matches(&format!("{f}(")).count() - kernel.matches(&format!("fn {f}(")).count()
+        };
+        let kinds = |k: BodyKind| t.bodies().iter().filter(|b| b.kind == k).count();
+        let driven = t.bodies().iter().filter(|b| b.motion.is_some()).count();
+        assert_eq!(calls("add_free_body"), kinds(BodyKind::Free), "{name}");
+        assert_eq!(
+            calls("add_prescribed_body"),
+            kinds(BodyKind::Prescribed) - driven,
+            "{name}"
+        );
+        assert_eq!(calls("add_driven_body"), driven, "{name}");
+        assert_eq!(
+            calls("add_constraint_rows"),
+            t.constraints().len(),
+            "{name}"
+        );
+        // Each integrated body once per update; Ground and driven bodies never.
+        let integrated = kinds(BodyKind::Free) + kinds(BodyKind::Prescribed) - driven;
+        for f in [
+            "load_body_state",
+            "store_body_state",
+            "rk4_body",
+            "normalize_body",
+        ] {
+            assert_eq!(calls(f), integrated, "{name}: {f}");
+        }
+    }
+    // The brick's four corner contacts, one-body constraints on the brick (body 1, mobilities
+    // from column 0): literal rows, prefixes and columns, the brick's block once.
+    let (_, t) = templates().remove(3);
+    assert_eq!(t.constraints().len(), 4);
+    let layout = Layout::new(&t).unwrap();
+    let text: String = codegen::evaluation_sections(&layout)
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect();
+    for (c, placement) in layout.placements.iter().enumerate() {
+        let call = format!(
+            "add_constraint_rows(&out, i, constraint_rows_{c}(i, kin[1u], kin[1u]), {}u, {}u, {}u, 0u, NO_COLUMN, true, baumgarte);",
+            placement.rows, placement.first_row, placement.prefix
+        );
+        assert!(text.contains(&call), "{call}\n{text}");
     }
 }

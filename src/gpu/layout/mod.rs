@@ -25,8 +25,8 @@ pub const MAX_ROWS: usize = 24;
 /// Length of the parameter array `p` every constraint's WGSL receives (`PARAMS_CAP`).
 pub const PARAMS_CAP: usize = 32;
 
-/// A named piece of WGSL spliced into the kernel: a constraint's source, or the generated
-/// dispatch of one constraint (errors are reported against these names and their own lines).
+/// A named piece of WGSL spliced into the kernel: a constraint's or a motion law's source, or a
+/// piece generated per template (errors are reported against these names and their own lines).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WgslSection {
     /// Name in error messages.
@@ -85,6 +85,59 @@ impl ConstraintOutput {
     }
 }
 
+/// How the kernels treat one body of the template, and where its input columns start: what
+/// `gpu::codegen` unrolls the kernels' walks over the bodies from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BodyPlacement {
+    /// Its name in the template (in the generated code's comments).
+    pub name: String,
+    /// Ground, free or prescribed.
+    pub kind: BodyKind,
+    /// Index among the bodies of its kind (a free body owns `u[6 slot .. 6 slot + 6]`).
+    pub slot: usize,
+    /// Prefix of its first input column (a free body's mass, a prescribed body's pose; 0 for
+    /// Ground and driven bodies).
+    pub prefix: usize,
+    /// A driven body's law of time (`None`: Ground, a free body, or a prescribed body whose
+    /// pose, velocity and acceleration are input columns).
+    pub motion: Option<MotionPlacement>,
+}
+
+/// A driven body's motion law on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MotionPlacement {
+    /// The law's kind name.
+    pub law: String,
+    /// `(prefix, width)` of each parameter column, in [`MotionLaw::params`](crate::motion::MotionLaw::params) order.
+    pub params: Vec<(usize, usize)>,
+    /// Its WGSL expression of type `BodyKinematics` in `p`, `t` and `i` (`MotionLaw::wgsl`).
+    pub evaluate: String,
+}
+
+/// How the kernels treat one constraint of the template, and where its input columns start:
+/// what `gpu::codegen` unrolls the kernels' walks over the constraints from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConstraintPlacement {
+    /// Its kind name.
+    pub kind: String,
+    /// Its bodies a and b (b repeats a for a one-body constraint).
+    pub bodies: [usize; 2],
+    /// Its rows.
+    pub rows: usize,
+    /// Its first row among the template's rows.
+    pub first_row: usize,
+    /// Prefix of its first input column (the enabled flag; `CONSTRAINT_*_AT` from there).
+    pub prefix: usize,
+    /// Whether the template asks for Baumgarte terms on its rows.
+    pub baumgarte: bool,
+    /// `(prefix, width)` of each parameter column, in `Constraint::params` order.
+    pub params: Vec<(usize, usize)>,
+    /// Its WGSL rows expression (`Constraint::wgsl`), of type `array<Row, 3>`.
+    pub evaluate: String,
+    /// Its WGSL report expression, of type `ContactReport` (`None`: zeros).
+    pub report: Option<String>,
+}
+
 /// Buffer layout of a template.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
@@ -110,13 +163,18 @@ pub struct Layout {
     pub udot: usize,
     /// Prefix of the unconstrained u̇.
     pub udot_unconstrained: usize,
-    /// Per constraint, in template order.
+    /// Per constraint, in template order: where its outputs go.
     pub constraints: Vec<ConstraintOutput>,
+    /// Per body, in template order: how the kernels treat it and where its inputs are.
+    pub bodies: Vec<BodyPlacement>,
+    /// Per constraint, in template order: its bodies, rows and inputs, and its WGSL.
+    pub placements: Vec<ConstraintPlacement>,
     /// WGSL constant declarations for the kernel.
     pub wgsl_constants: String,
-    /// The constraints' WGSL sources (each once) and, per constraint, the generated code that
-    /// loads its parameters and calls its expressions (`evaluate_constraint`,
-    /// `report_constraint`).
+    /// The constraints' and motion laws' WGSL sources (each once) and the generated input
+    /// addressing (`input_at`). The code walking the template's bodies and constraints is
+    /// generated from [`bodies`](Self::bodies) and [`placements`](Self::placements) by
+    /// `gpu::codegen`.
     pub constraint_sections: Vec<WgslSection>,
 }
 
@@ -234,8 +292,7 @@ impl Layout {
             name: "motion.wgsl".into(),
             text: crate::motion::MOTION_WGSL.into(),
         }];
-        let mut body_driven = vec![0; template.bodies().len()];
-        let mut motion_cases = String::new();
+        let mut motions = vec![None; template.bodies().len()];
         for (slot, body) in template.prescribed_bodies().iter().enumerate() {
             body_in[body.index()] = prefix;
             let b = &template.bodies()[body.index()];
@@ -273,14 +330,9 @@ impl Layout {
                     text: wgsl.source.clone(),
                 });
             }
-            body_driven[body.index()] = 1;
-            let mut loads = String::new();
-            let mut at = 0;
+            let mut params = Vec::new();
             for (k, w) in widths.iter().enumerate() {
-                for j in 0..*w {
-                    let _ = writeln!(loads, "    p[{at}] = load({prefix}u, {w}u, i, {j}u);");
-                    at += 1;
-                }
+                params.push((prefix, *w));
                 push(
                     Column::Motion { slot, param: k },
                     *w,
@@ -288,33 +340,13 @@ impl Layout {
                     &mut prefix,
                 );
             }
-            sections.push(WgslSection {
-                name: format!("generated parameters of the motion of body {:?} ({name})", b.name),
-                text: format!(
-                    "fn motion_params_{slot}(i: u32) -> array<real, MOTION_PARAMS_CAP> {{\n    var p: array<real, MOTION_PARAMS_CAP>;\n{loads}    return p;\n}}\n"
-                ),
+            motions[body.index()] = Some(MotionPlacement {
+                law: name.to_string(),
+                params,
+                evaluate: wgsl.evaluate.clone(),
             });
-            let _ = writeln!(
-                motion_cases,
-                "        case {}u: {{\n            let p = motion_params_{slot}(i);\n            return {};\n        }}",
-                body.index(),
-                wgsl.evaluate
-            );
         }
-        sections.push(WgslSection {
-            name: "generated motion dispatch (the `MotionLaw::wgsl` expressions)".into(),
-            text: format!(
-                "// Motion of driven body b of instance i at time t (generated per template).\n\
-                 fn prescribed_motion(b: u32, i: u32, t: real) -> BodyKinematics {{\n    switch b {{\n{motion_cases}        default: {{\n            return ground_kinematics();\n        }}\n    }}\n}}\n"
-            ),
-        });
-        let mut c_flags = Vec::new();
-        let mut dispatch: Vec<(String, String, String)> = Vec::new();
-        let mut c_body_a = Vec::new();
-        let mut c_body_b = Vec::new();
-        let mut c_rows = Vec::new();
-        let mut c_row_offset = Vec::new();
-        let mut c_in = Vec::new();
+        let mut placements = Vec::new();
         let mut row_level = Vec::new();
         let mut rows_total = 0;
         for (index, slot) in template.constraints().iter().enumerate() {
@@ -345,52 +377,38 @@ impl Layout {
                     text: wgsl.source.clone(),
                 });
             }
-            // Loads of the flattened parameters: column k starts at the parameters' offset plus
-            // the widths before it.
-            let mut loads = String::new();
-            let (mut q, mut at) = (prefix + CONSTRAINT_PARAMS_AT, 0);
-            for w in &widths {
-                for j in 0..*w {
-                    let _ = writeln!(loads, "    p[{at}] = load({q}u, {w}u, i, {j}u);");
-                    at += 1;
-                }
-                q += w;
-            }
-            dispatch.push((
-                loads,
-                wgsl.evaluate.clone(),
-                wgsl.report
-                    .clone()
-                    .unwrap_or_else(|| "ContactReport()".to_string()),
-            ));
-            // Bit 1: Baumgarte terms (bit 0 is no longer used).
-            let flags = if slot.baumgarte.is_some() { 2 } else { 0 };
             let bodies = c.bodies();
-            c_flags.push(flags);
-            c_body_a.push(bodies[0].index());
-            c_body_b.push(bodies.get(1).unwrap_or(&bodies[0]).index());
-            c_rows.push(rows);
             row_level.extend(levels.iter().map(|l| match l {
                 RowLevel::Position => 0,
                 RowLevel::Velocity => 1,
                 RowLevel::Acceleration => 2,
             }));
-            c_row_offset.push(rows_total);
-            c_in.push(prefix);
-            rows_total += rows;
+            let constraint_prefix = prefix;
             // In the order of the CONSTRAINT_*_AT offsets.
             debug_assert_eq!((CONSTRAINT_ENABLED_AT, CONSTRAINT_BAUMGARTE_AT), (0, 1));
             push(Column::Enabled(index), 1, &mut inputs, &mut prefix);
             push(Column::Baumgarte(index), 1, &mut inputs, &mut prefix);
-            debug_assert_eq!(prefix - c_in[c_in.len() - 1], CONSTRAINT_PARAMS_AT);
-            for (k, spec) in c.params().iter().enumerate() {
-                push(
-                    Column::Param(index, k),
-                    spec.default.len(),
-                    &mut inputs,
-                    &mut prefix,
-                );
+            debug_assert_eq!(prefix - constraint_prefix, CONSTRAINT_PARAMS_AT);
+            let mut params = Vec::new();
+            for (k, w) in widths.iter().enumerate() {
+                params.push((prefix, *w));
+                push(Column::Param(index, k), *w, &mut inputs, &mut prefix);
             }
+            placements.push(ConstraintPlacement {
+                kind: name.to_string(),
+                bodies: [
+                    bodies[0].index(),
+                    bodies.get(1).unwrap_or(&bodies[0]).index(),
+                ],
+                rows,
+                first_row: rows_total,
+                prefix: constraint_prefix,
+                baumgarte: slot.baumgarte.is_some(),
+                params,
+                evaluate: wgsl.evaluate.clone(),
+                report: wgsl.report.clone(),
+            });
+            rows_total += rows;
         }
         let input_width = prefix;
         if rows_total > MAX_ROWS {
@@ -402,13 +420,13 @@ impl Layout {
         let (status, udot, udot_unconstrained) = (0, 1, 1 + nu);
         let mut out = 1 + 2 * nu;
         let mut constraints = Vec::new();
-        for rows in &c_rows {
+        for c in &placements {
             constraints.push(ConstraintOutput {
-                rows: *rows,
+                rows: c.rows,
                 prefix: out,
                 jacobian_prefix: 0,
             });
-            out += 4 * rows + 20;
+            out += 4 * c.rows + 20;
         }
         let output_main_width = out;
         for c in &mut constraints {
@@ -417,18 +435,26 @@ impl Layout {
         }
         let output_width = out;
 
-        let bodies = template.bodies();
+        let bodies: Vec<BodyPlacement> = template
+            .bodies()
+            .iter()
+            .enumerate()
+            .map(|(index, b)| BodyPlacement {
+                name: b.name.clone(),
+                kind: b.kind,
+                slot: b.slot,
+                prefix: body_in[index],
+                motion: motions[index].take(),
+            })
+            .collect();
         let mut w = String::new();
         let cap = |n: usize| n.max(1);
         let _ = writeln!(w, "const NB: u32 = {}u;", bodies.len());
         let _ = writeln!(w, "const NF: u32 = {nf}u;");
-        let nc = template.constraints().len();
-        let _ = writeln!(w, "const NC: u32 = {nc}u;");
         let _ = writeln!(w, "const NU: u32 = {nu}u;");
         let _ = writeln!(w, "const ROWS: u32 = {rows_total}u;");
         let _ = writeln!(w, "const NB_CAP: u32 = {}u;", cap(bodies.len()));
         let _ = writeln!(w, "const NF_CAP: u32 = {}u;", cap(nf));
-        let _ = writeln!(w, "const NC_CAP: u32 = {}u;", cap(nc));
         let _ = writeln!(w, "const PARAMS_CAP: u32 = {PARAMS_CAP}u;");
         let _ = writeln!(w, "const NU_CAP: u32 = {}u;", cap(nu));
         let _ = writeln!(w, "const ROWS_CAP: u32 = {}u;", cap(rows_total));
@@ -438,22 +464,9 @@ impl Layout {
             "const ROWS_ROWS_CAP: u32 = {}u;",
             cap(rows_total * rows_total)
         );
-        let kinds: Vec<usize> = bodies
-            .iter()
-            .map(|b| match b.kind {
-                BodyKind::Ground => 0,
-                BodyKind::Free => 1,
-                BodyKind::Prescribed => 2,
-            })
-            .collect();
-        w += &wgsl_array("BODY_KIND", &kinds);
-        w += &wgsl_array(
-            "BODY_SLOT",
-            &bodies.iter().map(|b| b.slot).collect::<Vec<_>>(),
-        );
-        w += &wgsl_array("BODY_IN", &body_in);
-        w += &wgsl_array("BODY_DRIVEN", &body_driven);
+        let _ = writeln!(w, "const GRAVITY_IN: u32 = 0u;");
         let _ = writeln!(w, "const TIME_IN: u32 = {time_in}u;");
+        let _ = writeln!(w, "const WORK_IN: u32 = {work_in}u;");
         w += &body_field_offsets();
         let _ = writeln!(
             w,
@@ -463,78 +476,11 @@ impl Layout {
             w,
             "const CONSTRAINT_BAUMGARTE_AT: u32 = {CONSTRAINT_BAUMGARTE_AT}u;"
         );
-        let _ = writeln!(w, "const WORK_IN: u32 = {work_in}u;");
         let _ = writeln!(w, "const MOTION_PARAMS_CAP: u32 = {MOTION_PARAMS_CAP}u;");
-        w += &wgsl_array(
-            "FREE_BODY",
-            &template
-                .free_bodies()
-                .iter()
-                .map(|b| b.index())
-                .collect::<Vec<_>>(),
-        );
-        let _ = writeln!(w, "const GRAVITY_IN: u32 = 0u;");
-        w += &wgsl_array("C_FLAGS", &c_flags);
-        w += &wgsl_array("C_BODY_A", &c_body_a);
-        w += &wgsl_array("C_BODY_B", &c_body_b);
-        w += &wgsl_array("C_ROWS", &c_rows);
-        w += &wgsl_array("C_ROW_OFFSET", &c_row_offset);
-        w += &wgsl_array("C_IN", &c_in);
         w += &wgsl_array("ROW_LEVEL", &row_level);
-        w += &wgsl_array(
-            "C_OUT",
-            &constraints.iter().map(|c| c.prefix).collect::<Vec<_>>(),
-        );
-        w += &wgsl_array(
-            "C_JAC",
-            &constraints
-                .iter()
-                .map(|c| c.jacobian_prefix)
-                .collect::<Vec<_>>(),
-        );
         let _ = writeln!(w, "const OUT_STATUS: u32 = {status}u;");
         let _ = writeln!(w, "const OUT_UDOT: u32 = {udot}u;");
         let _ = writeln!(w, "const OUT_UDOT0: u32 = {udot_unconstrained}u;");
-
-        // Per constraint: its parameter loader and its cases of the two dispatch functions.
-        for (c, (loads, _, _)) in dispatch.iter().enumerate() {
-            let name = template.constraints()[c].constraint.kind_name();
-            sections.push(WgslSection {
-                name: format!("generated parameters of constraint {c} ({name})"),
-                text: format!(
-                    "fn constraint_params_{c}(i: u32) -> array<real, PARAMS_CAP> {{\n    var p: array<real, PARAMS_CAP>;\n{loads}    return p;\n}}\n"
-                ),
-            });
-        }
-        let mut evaluate = String::from(
-            "// Rows of constraint c of instance i (`Constraint::wgsl`, generated per template).\n\
-             fn evaluate_constraint(c: u32, i: u32, a: BodyKinematics, b: BodyKinematics) -> array<Row, 3> {\n    switch c {\n",
-        );
-        let mut report = String::from(
-            "// Report of constraint c of instance i given its multipliers (generated per template).\n\
-             fn report_constraint(c: u32, i: u32, a: BodyKinematics, b: BodyKinematics, multipliers: vec3<real>) -> ContactReport {\n    switch c {\n",
-        );
-        for (c, (_, eval, rep)) in dispatch.iter().enumerate() {
-            let _ = writeln!(
-                evaluate,
-                "        case {c}u: {{\n            let p = constraint_params_{c}(i);\n            return {eval};\n        }}"
-            );
-            let _ = writeln!(
-                report,
-                "        case {c}u: {{\n            let p = constraint_params_{c}(i);\n            return {rep};\n        }}"
-            );
-        }
-        evaluate +=
-            "        default: {\n            return array<Row, 3>();\n        }\n    }\n}\n";
-        report += "        default: {\n            return ContactReport();\n        }\n    }\n}\n";
-        sections.push(WgslSection {
-            name: "generated constraint dispatch (the `evaluate` expressions)".into(),
-            text: evaluate,
-        });
-        sections.push(WgslSection {
-            name: "generated constraint dispatch (the `report` expressions)".into(),
-            text: report,
-        });
 
         // (The state columns the stepping kernel writes are per-instance columns, never shared.)
         for c in &mut inputs {
@@ -553,6 +499,8 @@ impl Layout {
             udot,
             udot_unconstrained,
             constraints,
+            bodies,
+            placements,
             wgsl_constants: w,
             constraint_sections: sections,
         };
