@@ -97,7 +97,7 @@ pub fn evaluation_sections(layout: &Layout) -> Vec<WgslSection> {
 /// derivative, the state's renormalisation, error estimate, Euler update, projection updates
 /// and write-back.
 pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
-    let integrated: Vec<(usize, &BodyPlacement)> = layout
+    let moving: Vec<(usize, &BodyPlacement)> = layout
         .bodies
         .iter()
         .enumerate()
@@ -117,7 +117,7 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
          fn body_rates(i: u32, s: State, udot: array<real, NU_CAP>) -> Derivative {{\n    \
          var d: Derivative;\n    d.ok = true;"
     );
-    for (b, body) in &integrated {
+    for (b, body) in &moving {
         let _ = writeln!(w, "    // {}", describe(body, *b));
         if body.kind == BodyKind::Free {
             let _ = writeln!(
@@ -169,7 +169,7 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
         "// Renormalises the quaternions; false when a value is not finite or a quaternion is zero.\n\
          fn normalize_state(s: ptr<function, State>) -> bool {{\n    var ok = true;"
     );
-    for (b, _) in &integrated {
+    for (b, _) in &moving {
         let _ = writeln!(w, "    ok = normalize_body(s, {b}u) && ok;");
     }
     w += "    return ok;\n}\n\n";
@@ -179,7 +179,7 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
         "// Simbody's RKM error estimate between y₁ (a) and ŷ (b) over the integrated bodies.\n\
          fn merson_error(a: State, b: State) -> real {{\n    var e: real = 0.0;"
     );
-    for (b, _) in &integrated {
+    for (b, _) in &moving {
         let _ = writeln!(w, "    e = max(e, merson_body_error(a, b, {b}u));");
     }
     w += "    return e;\n}\n\n";
@@ -211,7 +211,7 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
             w,
             "// The integrated bodies' part of {what}.\nfn {signature} {{"
         );
-        for (b, _) in &integrated {
+        for (b, _) in &moving {
             let _ = writeln!(w, "    {};", call.replace("{b}", &b.to_string()));
         }
         w += "}\n\n";
@@ -242,7 +242,7 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
          // prescribed ones; a driven body's motion is the host's to write).\n\
          fn store_state(i: u32, s: State) {{\n    store_work(i, s.work);"
     );
-    for (b, body) in &integrated {
+    for (b, body) in &moving {
         let (pose, velocity) = state_columns(body);
         let _ = writeln!(
             w,
