@@ -188,20 +188,30 @@ impl MassFactor {
     /// `M⁻¹ x` for each column of `x` (nu rows).
     pub fn solve(&self, x: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = x.clone();
-        let nu = out.nrows();
+        self.solve_columns_in_place(&mut out);
+        out
+    }
+
+    /// `x ← M⁻¹ x` for each column of `x` (nu rows).
+    pub(crate) fn solve_columns_in_place(&self, x: &mut DMatrix<f64>) {
+        let nu = x.nrows();
         if nu > 0 {
-            for column in out.as_mut_slice().chunks_exact_mut(nu) {
+            for column in x.as_mut_slice().chunks_exact_mut(nu) {
                 self.solve_in_place(column);
             }
         }
-        out
     }
 
     /// `M⁻¹ x` for a vector.
     pub fn solve_vector(&self, x: &DVector<f64>) -> DVector<f64> {
         let mut out = x.clone();
-        self.solve_in_place(out.as_mut_slice());
+        self.solve_vector_in_place(&mut out);
         out
+    }
+
+    /// `x ← M⁻¹ x` for a vector.
+    pub(crate) fn solve_vector_in_place(&self, x: &mut DVector<f64>) {
+        self.solve_in_place(x.as_mut_slice());
     }
 }
 

@@ -65,6 +65,9 @@ pub(super) struct Machine<'a> {
     /// Per contact, whether its slip has exceeded `v_roll` since it last changed mode: only then
     /// can slip → stick fire (§2's hysteresis).
     pub(super) armed: Vec<bool>,
+    /// A contact space no longer used, whose buffers the next [`contacts_at`](Self::contacts_at)
+    /// builds in.
+    pub(super) spare: Option<InstanceContacts>,
 }
 
 impl Machine<'_> {
@@ -92,7 +95,11 @@ impl Machine<'_> {
             &mut self.system,
             &mut self.kinematics,
         );
-        InstanceContacts::new(&self.system, self.batch.template(), &self.ids)
+        let template = self.batch.template();
+        match self.spare.take() {
+            Some(spare) => spare.rebuild(&self.system, template, &self.ids),
+            None => InstanceContacts::new(&self.system, template, &self.ids),
+        }
     }
 
     /// `ẏ` at `y` with the contacts in `modes`; a sliding contact slides along its slip while
@@ -177,6 +184,7 @@ impl Machine<'_> {
         // contacts take λ · v (above); the prescribed bodies do λ · c. Applied loads do F · v.
         dy[l.work] = multipliers.dot(&self.motion_terms(&contacts));
         dy[l.work + 1] = applied_power(self.batch, self.instance, &self.state);
+        self.spare = Some(contacts);
         Ok(dy)
     }
 

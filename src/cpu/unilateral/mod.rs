@@ -206,7 +206,14 @@ impl ContactSpace {
                 accepted: "a finite symmetric matrix G M⁻¹ Gᵀ",
             });
         }
-        let mut seen = vec![false; n];
+        // On the stack for the usual few rows (this runs at every stage of the event path).
+        let (mut small, mut large) = ([false; 64], Vec::new());
+        let seen: &mut [bool] = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            large.resize(n, false);
+            &mut large
+        };
         for &r in contacts.iter().flatten().chain(bilateral.iter()) {
             if r >= n || seen[r] {
                 return Err(Error::BadHandle {
@@ -222,6 +229,11 @@ impl ContactSpace {
             contacts,
             bilateral,
         })
+    }
+
+    /// `W`, the contacts' rows and the bilateral rows, for their buffers to be reused.
+    pub(crate) fn into_parts(self) -> (DMatrix<f64>, Vec<[usize; 3]>, Vec<usize>) {
+        (self.w, self.contacts, self.bilateral)
     }
 
     /// `W`.

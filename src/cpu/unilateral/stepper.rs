@@ -235,6 +235,7 @@ fn machine_at<'a>(
         kinematics: Vec::new(),
         layout,
         armed: vec![false; contacts.len()],
+        spare: None,
     };
     let t = machine.state.time;
     machine.contacts_at(t, &y)?;
