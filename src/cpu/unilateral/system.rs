@@ -75,8 +75,9 @@ impl InstanceContacts {
 
     /// [`new`](Self::new), built in the buffers of `self` (the same instance's contacts at an
     /// earlier state): the event-driven stepper assembles the contact space at every RK4 stage
-    /// and event test, and allocating its matrices each time was a third of its run time. The
-    /// values are the same bits as `new`'s.
+    /// and event test, and perf put about a third of its run time in the allocator (reusing
+    /// these buffers saved 12 % of a unilateral study). The values are the same bits as
+    /// `new`'s.
     pub(crate) fn rebuild(
         self,
         system: &InstanceSystem,
