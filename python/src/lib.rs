@@ -54,7 +54,8 @@ fn py_err(e: Error) -> PyErr {
         | Error::BadHandle { .. }
         | Error::UnknownParameter { .. }
         | Error::UnknownMotionParameter { .. }
-        | Error::DrivenBody { .. } => PyValueError::new_err(message),
+        | Error::DrivenBody { .. }
+        | Error::InvalidOption { .. } => PyValueError::new_err(message),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
         _ => SimbatchError::new_err(message),
     }

@@ -181,6 +181,16 @@ def test_rollout_controls_act_as_applied_loads():
         simbatch.rollout(scenario, steps, instances=2, controls=np.zeros((2, steps, 1, 5)))
 
 
+def test_a_rollout_of_an_instance_the_study_lacks_names_the_argument_and_the_range():
+    scenario = drop_scenario()
+    count = scenario["instances"]
+    with pytest.raises(ValueError) as e:
+        simbatch.rollout(scenario, 5, instances=[0, count])
+    message = str(e.value)
+    assert f"invalid instances: got {count}; accepted: 0 … {count - 1}" in message
+    assert "--instances" not in message and "render" not in message
+
+
 def test_the_benchmark_harness_prints_simbatch_next_to_mujoco(tmp_path):
     out = tmp_path / "bench.json"
     run = subprocess.run(

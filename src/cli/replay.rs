@@ -41,21 +41,34 @@ pub fn frame_times(duration: f64, interval: f64) -> Result<Vec<f64>, CliError> {
     Ok(times)
 }
 
-/// Checks instance indices against the study's count.
-pub fn check_instances(sc: &Scenario, instances: &[usize]) -> Result<(), CliError> {
+/// The first of `instances` (global indices) the study `sc` does not have, as the value given
+/// and what is accepted; `None` when every index is in range and at least one is given.
+pub fn instances_out_of_range(sc: &Scenario, instances: &[usize]) -> Option<(String, String)> {
     if instances.is_empty() {
-        return Err(CliError::Render(
-            "--instances: none given; accepted: indices such as 3,4711".into(),
-        ));
+        return Some(("none".into(), "indices such as 3,4711".into()));
     }
-    if let Some(bad) = instances.iter().find(|i| **i >= sc.instances) {
-        return Err(CliError::Render(format!(
-            "--instances {bad}: accepted: 0 … {} (the study has {} instances)",
+    let bad = instances.iter().find(|i| **i >= sc.instances)?;
+    Some((
+        bad.to_string(),
+        format!(
+            "0 … {} (the study has {} instances)",
             sc.instances - 1,
             sc.instances
-        )));
+        ),
+    ))
+}
+
+/// Checks the `--instances` of `simbatch render` against the study's count.
+pub fn check_instances(sc: &Scenario, instances: &[usize]) -> Result<(), CliError> {
+    match instances_out_of_range(sc, instances) {
+        Some((value, accepted)) if instances.is_empty() => Err(CliError::Render(format!(
+            "--instances: {value} given; accepted: {accepted}"
+        ))),
+        Some((value, accepted)) => Err(CliError::Render(format!(
+            "--instances {value}: accepted: {accepted}"
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// How one instance moves on.

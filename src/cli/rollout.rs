@@ -8,7 +8,7 @@
 
 use super::CliError;
 use super::instances::{Sampled, sample};
-use super::replay::check_instances;
+use super::replay::instances_out_of_range;
 use super::scenario::Scenario;
 use super::study::{assemble, build, groups};
 use super::unilateral::{UnilateralSetup, contacts_of};
@@ -61,7 +61,15 @@ pub fn rollout(
     steps: usize,
     controls: Option<&[f64]>,
 ) -> Result<Rollout, CliError> {
-    check_instances(sc, instances)?;
+    // Named as the library and Python call it (`simbatch render`'s flag is `--instances`).
+    if let Some((value, accepted)) = instances_out_of_range(sc, instances) {
+        return Err(crate::Error::InvalidOption {
+            option: "instances",
+            value,
+            accepted,
+        }
+        .into());
+    }
     if steps == 0 || steps > 10_000_000 {
         return Err(CliError::TooLarge {
             field: "steps".into(),
