@@ -205,15 +205,18 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     } else {
         None
     };
-    // Each requested workgroup size, checked against the adapter before any work.
-    let mut workgroups: Vec<Option<u32>> = args.workgroup_sizes.iter().map(|s| Some(*s)).collect();
-    if workgroups.is_empty() {
-        workgroups.push(None);
-    }
+    // Each requested workgroup size (none: the adapter's default), resolved and checked
+    // against the adapter once, before any work; every GPU row runs at its resolved size.
+    let mut workgroups: Vec<u32> = Vec::new();
     if let Some(d) = &device {
-        for w in &workgroups {
+        let requested: Vec<Option<u32>> = if args.workgroup_sizes.is_empty() {
+            vec![None]
+        } else {
+            args.workgroup_sizes.iter().map(|s| Some(*s)).collect()
+        };
+        for w in requested {
             // The device's check, reported against the flag the user typed.
-            d.workgroup_size(*w).map_err(|e| match e {
+            let size = d.workgroup_size(w).map_err(|e| match e {
                 crate::Error::InvalidOption {
                     value, accepted, ..
                 } => crate::Error::InvalidOption {
@@ -223,6 +226,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 },
                 other => other,
             })?;
+            workgroups.push(size);
         }
     }
     println!("CPU: {} threads (rayon)", rayon::current_num_threads());
@@ -320,14 +324,17 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 .flat_map(|d| workgroups.iter().map(move |w| (d, *w)))
             {
                 let options = GpuOptions {
-                    workgroup_size: workgroup,
+                    workgroup_size: Some(workgroup),
                     ..GpuOptions::default()
                 };
                 let mut e = Evaluator::on_device(d.clone(), precision, options)?;
                 let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                 let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
-                let size = Some(d.workgroup_size(workgroup)?);
-                report(row(&gpu_name, "evaluations", bytes, size), n as f64, s);
+                report(
+                    row(&gpu_name, "evaluations", bytes, Some(workgroup)),
+                    n as f64,
+                    s,
+                );
             }
         }
         for (system, build) in stepped {
@@ -366,7 +373,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                         .flat_map(|d| workgroups.iter().map(move |w| (d, *w)));
                     for (d, workgroup) in gpus {
                         let gpu_options = GpuOptions {
-                            workgroup_size: workgroup,
+                            workgroup_size: Some(workgroup),
                             ..GpuOptions::default()
                         };
                         let evaluator = Evaluator::on_device(d.clone(), precision, gpu_options)?;
@@ -376,8 +383,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                             args.seconds,
                         )?;
                         let bytes = gpu_bytes_per_instance(stepper.device_bytes(), n);
-                        let size = Some(d.workgroup_size(workgroup)?);
-                        report(row(&gpu_name, bytes, size), (n * k) as f64, s);
+                        report(row(&gpu_name, bytes, Some(workgroup)), (n * k) as f64, s);
                     }
                 }
             }
