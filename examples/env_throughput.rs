@@ -3,7 +3,7 @@
 //! `python/examples/bench.py`.
 //!
 //! `cargo run --release --example env_throughput -- [--n 1000,10000,100000] [--steps 50]
-//! [--backend cpu|gpu]`
+//! [--backend cpu|gpu] [--tasks BallOnPlate-v0,BrickPush-v0]` (default: every task)
 
 use std::time::Instant;
 
@@ -26,13 +26,21 @@ fn main() -> simbatch::Result<()> {
         .map(|s| s.parse().expect("--n: integers separated by commas"))
         .collect();
     let steps: usize = arg("--steps", "50").parse().expect("--steps: an integer");
+    let tasks = arg("--tasks", &TASK_NAMES.join(","));
+    let tasks: Vec<&str> = tasks.split(',').collect();
+    if let Some(unknown) = tasks.iter().find(|t| !TASK_NAMES.contains(t)) {
+        panic!(
+            "--tasks: unknown task {unknown}; accepted: {}",
+            TASK_NAMES.join(", ")
+        );
+    }
     let backend = match arg("--backend", "cpu").as_str() {
         "gpu" => Backend::Gpu,
         _ => Backend::Cpu,
     };
     println!("| environment | N | backend | env-steps/s |");
     println!("|---|---|---|---|");
-    for name in TASK_NAMES {
+    for name in tasks {
         for &n in &sizes {
             let options = EnvOptions {
                 backend,

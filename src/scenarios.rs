@@ -35,6 +35,17 @@ pub enum PlaneBody {
     Polynomial,
 }
 
+impl PlaneBody {
+    /// Every plane body, in declaration order.
+    pub const ALL: [PlaneBody; 5] = [
+        PlaneBody::Ground,
+        PlaneBody::Free,
+        PlaneBody::Prescribed,
+        PlaneBody::Tilting,
+        PlaneBody::Polynomial,
+    ];
+}
+
 /// Random parameters of a [`TiltingMotion`] (a plate tilting by up to ~0.3 rad at up to
 /// ~4 rad/s, shaking by up to 5 cm), flat in the law's order.
 pub fn random_tilting(r: &mut Rng) -> Vec<f64> {

@@ -1,8 +1,9 @@
 //! The CPU lane path (four instances per SIMD value) against the scalar reference path it must
 //! reproduce: the same states to 1e-12 after many steps, the same flags and reports, on built-in
-//! kinds (lane kernels), custom constraints (the trait's per-lane default), two-body systems,
-//! disabled constraints, redundant rows (the reference's min-norm fallback), every drift control,
-//! batch sizes that are not a multiple of four, and bits identical across thread counts.
+//! kinds (lane kernels) on Ground, free, prescribed and driven planes, custom constraints (the
+//! trait's per-lane default), two-body systems, disabled constraints, redundant rows (the
+//! reference's min-norm fallback), every drift control, batch sizes that are not a multiple of
+//! four, and bits identical across thread counts.
 
 use simbatch::custom::{DistanceRod, KnifeEdge};
 use simbatch::prelude::*;
@@ -88,7 +89,7 @@ fn lanes_reproduce_the_reference_on_every_contact_kind_and_drift_control() {
         ContactKind::SlidingSphere,
         ContactKind::Point,
     ] {
-        for plane in [PlaneBody::Ground, PlaneBody::Free] {
+        for plane in PlaneBody::ALL {
             let (batch, _, _) = contact_batch(kind, plane, n, 11).unwrap();
             for integrator in [EULER, RK4] {
                 for stabilization in stabilizations() {

@@ -74,6 +74,7 @@ impl Chunk<'_> {
     pub(crate) fn dynamics(
         &self,
         y: &[Lane],
+        time: Lane,
         baumgarte: BaumgarteMode,
         scratch: &mut Scratch,
     ) -> LaneMask {
@@ -81,8 +82,8 @@ impl Chunk<'_> {
         macro_rules! sized {
             ($(($f:literal, $m:literal)),*) => {
                 match (free, m) {
-                    $(($f, $m) => self.dynamics_in(Fixed::<$f, $m>, y, baumgarte, scratch),)*
-                    _ => self.dynamics_in(Runtime { free, m }, y, baumgarte, scratch),
+                    $(($f, $m) => self.dynamics_in(Fixed::<$f, $m>, y, time, baumgarte, scratch),)*
+                    _ => self.dynamics_in(Runtime { free, m }, y, time, baumgarte, scratch),
                 }
             };
         }
@@ -106,6 +107,7 @@ impl Chunk<'_> {
         &self,
         shape: impl Shape,
         y: &[Lane],
+        time: Lane,
         baumgarte: BaumgarteMode,
         scratch: &mut Scratch,
     ) -> LaneMask {
@@ -125,7 +127,7 @@ impl Chunk<'_> {
             udot,
             lambda,
         } = dynamics;
-        let mut ok = self.kinematics(free, y, kin);
+        let mut ok = self.kinematics(free, y, time, kin);
 
         // f − c and u̇₀ = M⁻¹ (f − c), body by body (cpu::dynamics::applied_minus_coriolis).
         for slot in 0..free {
@@ -238,19 +240,22 @@ impl Chunk<'_> {
         ok
     }
 
-    /// `ẏ` at state `y` into `dy` (`(q̇, u̇, work rates)`, as `cpu::integrate::derivative`), and
-    /// the bit mask of the lanes the lane formulas answered; the others must be recomputed on
-    /// the reference path.
+    /// `ẏ` at state `y` and times `time` into `dy` (`(q̇, pose rates, u̇, prescribed
+    /// accelerations, work rates)`, as `cpu::integrate::derivative`: a body with the constant
+    /// law moves at its velocity, which changes at its acceleration; a driven body's entries do
+    /// not move, its law giving its motion at every stage time), and the bit mask of the lanes
+    /// the lane formulas answered; the others must be recomputed on the reference path.
     pub(crate) fn derivative(
         &self,
         y: &[Lane],
+        time: Lane,
         baumgarte: BaumgarteMode,
         dy: &mut [Lane],
         scratch: &mut Scratch,
     ) -> u32 {
         let plan = self.plan;
         let (nq, m) = (plan.nq(), plan.m);
-        let mut ok = self.dynamics(y, baumgarte, scratch);
+        let mut ok = self.dynamics(y, time, baumgarte, scratch);
         let (kin, g) = (&scratch.kin, &scratch.g);
         let Dynamics {
             c_g, udot, lambda, ..
@@ -279,6 +284,19 @@ impl Chunk<'_> {
             let body = &self.bodies[slot];
             let v_com = k.lin_vel + k.ang_vel.cross(&c_g[slot]);
             power += body.force.dot(&v_com) + body.torque.dot(&k.ang_vel);
+        }
+        for slot in 0..plan.prescribed {
+            let (p, v) = (plan.pose_at(slot), plan.velocity_at(slot));
+            if plan.driven[slot] {
+                dy[p..p + 7].fill(splat(0.0));
+                dy[v..v + 6].fill(splat(0.0));
+                continue;
+            }
+            let e = &y[p..p + 4];
+            let w = LaneVec3::new(y[v], y[v + 1], y[v + 2]);
+            dy[p..p + 4].copy_from_slice(&quaternion_rate(&[e[0], e[1], e[2], e[3]], &w));
+            dy[p + 4..p + 7].copy_from_slice(&y[v + 3..v + 6]);
+            dy[v..v + 6].copy_from_slice(&self.accelerations[slot]);
         }
         let ny = plan.ny();
         dy[ny - 2] = driven;

@@ -106,7 +106,7 @@ impl Chunk<'_> {
     ) -> u32 {
         let plan = self.plan;
         let time = self.gather_state_into(y);
-        let mut ok = self.dynamics(y, BaumgarteMode::Template, scratch);
+        let mut ok = self.dynamics(y, time, BaumgarteMode::Template, scratch);
         let (kin, rows, g) = (&scratch.kin, &scratch.rows, &scratch.g);
         let Dynamics {
             udot0,

@@ -25,40 +25,50 @@
 //! instance's result does not depend on the chunk it ran in, and stays bit-identical across
 //! thread counts.
 //!
-//! Templates with prescribed bodies, more than [`MAX_FREE`] free bodies or more than [`MAX_M`]
-//! rows use the reference path.
+//! Prescribed bodies (at most [`MAX_PRESCRIBED`]) take the reference's rules: a body with the
+//! constant law moves with the pose and velocity of its state and the acceleration of its
+//! column; a driven body follows its law at each lane's own time (every stage time), evaluated
+//! lane by lane through [`MotionLaw::evaluate`](crate::motion::MotionLaw), so built-in and
+//! user laws run alike. Templates with more prescribed or free bodies than that, or more than
+//! [`MAX_M`] rows, use the reference path.
 
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
 mod dynamics;
 pub(crate) mod evaluate;
+mod kinematics;
 mod solve;
 pub(crate) mod step;
 
-use simba::simd::{SimdComplexField, SimdPartialOrd, SimdValue};
+use std::cell::RefCell;
+
+use simba::simd::{SimdPartialOrd, SimdValue};
 
 use crate::batch::{Batch, InstanceState};
 use crate::constraints::{
     BodyLanes, MAX_ROWS, PREPARED_LANES, ParamLanes, PreparedLanes, RowLanes, RowLevel,
 };
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, gather_rows, gather_values, is_finite,
-    rotation_from_quaternion, select, splat,
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, gather_rows, gather_values, is_finite, splat,
 };
 use crate::model::Broadcast;
 use crate::model::{BodyKind, SystemTemplate};
 use dynamics::Dynamics;
+use kinematics::LawEntry;
 use solve::inverse_inertia;
 
 /// Most free bodies a template may have on the lane path.
 pub(crate) const MAX_FREE: usize = 4;
+/// Most prescribed bodies (constant law or driven) a template may have on the lane path.
+pub(crate) const MAX_PRESCRIBED: usize = 2;
 /// Most constraint rows (all constraints together) on the lane path.
 pub(crate) const MAX_M: usize = 12;
-/// Most bodies (Ground and the free bodies).
-const MAX_BODIES: usize = MAX_FREE + 1;
-/// Most state values per instance: q and u of every free body, and the two work integrals.
-pub(crate) const MAX_Y: usize = 13 * MAX_FREE + 2;
+/// Most bodies (Ground, the free and the prescribed bodies).
+const MAX_BODIES: usize = 1 + MAX_FREE + MAX_PRESCRIBED;
+/// Most state values per instance: q and u of every free body, pose and velocity of every
+/// prescribed body, and the two work integrals.
+pub(crate) const MAX_Y: usize = 13 * (MAX_FREE + MAX_PRESCRIBED) + 2;
 /// Every lane.
 pub(crate) const ALL_LANES: u32 = (1 << LANES) - 1;
 
@@ -131,6 +141,12 @@ pub(crate) struct LanePlan {
     m: usize,
     /// Template body index of each free slot.
     free_bodies: [usize; MAX_FREE],
+    /// Number of prescribed bodies.
+    prescribed: usize,
+    /// Template body index of each prescribed slot.
+    prescribed_bodies: [usize; MAX_PRESCRIBED],
+    /// Per prescribed slot: whether a motion law drives it (else the constant law).
+    driven: [bool; MAX_PRESCRIBED],
     constraints: Vec<ConstraintPlan>,
     /// Per row: the free slot of each of its constraint's bodies (`None`: Ground).
     row_slots: [[Option<usize>; 2]; MAX_M],
@@ -142,17 +158,21 @@ impl LanePlan {
     /// The plan of `template`, or `None` when the lane path cannot run it (module doc).
     pub(crate) fn new(template: &SystemTemplate) -> Option<Self> {
         let free = template.free_bodies().len();
+        let prescribed = template.prescribed_bodies().len();
         let bodies = template.bodies();
-        if !template.prescribed_bodies().is_empty()
-            || free == 0
-            || free > MAX_FREE
-            || bodies.len() > MAX_BODIES
+        if free == 0 || free > MAX_FREE || prescribed > MAX_PRESCRIBED || bodies.len() > MAX_BODIES
         {
             return None;
         }
         let mut free_bodies = [0; MAX_FREE];
         for (slot, body) in template.free_bodies().iter().enumerate() {
             free_bodies[slot] = body.index();
+        }
+        let mut prescribed_bodies = [0; MAX_PRESCRIBED];
+        let mut driven = [false; MAX_PRESCRIBED];
+        for (slot, body) in template.prescribed_bodies().iter().enumerate() {
+            prescribed_bodies[slot] = body.index();
+            driven[slot] = bodies.get(body.index())?.motion.is_some();
         }
         let mut m = 0;
         let mut row_slots = [[None; 2]; MAX_M];
@@ -191,20 +211,34 @@ impl LanePlan {
             free,
             m,
             free_bodies,
+            prescribed,
+            prescribed_bodies,
+            driven,
             constraints,
             row_slots,
             row_baumgarte,
         })
     }
 
-    /// State values per instance (`InstanceState::to_vec` without prescribed bodies).
+    /// State values per instance, laid out as `InstanceState::to_vec`: q of the free bodies,
+    /// poses of the prescribed bodies, u, prescribed velocities, work.
     pub(crate) fn ny(&self) -> usize {
-        13 * self.free + 2
+        13 * (self.free + self.prescribed) + 2
     }
 
-    /// Number of q values, where u starts in the state.
+    /// Number of q values (free bodies' q and prescribed poses), where u starts in the state.
     fn nq(&self) -> usize {
-        7 * self.free
+        7 * (self.free + self.prescribed)
+    }
+
+    /// Where prescribed slot `slot`'s pose starts in the state.
+    fn pose_at(&self, slot: usize) -> usize {
+        7 * (self.free + slot)
+    }
+
+    /// Where prescribed slot `slot`'s velocity starts in the state.
+    fn velocity_at(&self, slot: usize) -> usize {
+        self.nq() + 6 * (self.free + slot)
     }
 }
 
@@ -296,6 +330,11 @@ pub(crate) struct Chunk<'a> {
     pub(crate) instances: [usize; LANES],
     gravity: LaneVec3,
     bodies: [FreeBody; MAX_FREE],
+    /// Per prescribed slot with the constant law, its acceleration `[b, a_origin]` (constant
+    /// over a call, as on the reference path).
+    accelerations: [[Lane; 6]; MAX_PRESCRIBED],
+    /// Per driven prescribed slot, the kinematics its law gave last (see [`LawEntry`]).
+    laws: RefCell<[LawEntry; MAX_PRESCRIBED]>,
     /// Per row: whether its constraint is enabled.
     enabled: [LaneMask; MAX_M],
     /// Per row: `1 / T` of its constraint's Baumgarte time constant.
@@ -368,6 +407,8 @@ impl<'a> Chunk<'a> {
             instances: [0; LANES],
             gravity: LaneVec3::repeat(splat(0.0)),
             bodies: [free; MAX_FREE],
+            accelerations: [[splat(0.0); 6]; MAX_PRESCRIBED],
+            laws: RefCell::new([LawEntry::empty(); MAX_PRESCRIBED]),
             enabled: [LaneMask::splat(false); MAX_M],
             inverse_time_constant: [splat(0.0); MAX_M],
             prepared: vec![[splat(0.0); PREPARED_LANES]; plan.constraints.len()],
@@ -384,6 +425,9 @@ impl<'a> Chunk<'a> {
         let (batch, plan) = (self.batch, self.plan);
         let again = std::mem::replace(&mut self.loaded, true);
         self.instances = instances;
+        for law in self.laws.get_mut() {
+            *law = LawEntry::empty();
+        }
         if !(again && self.shared.gravity) {
             self.gravity = gather_vec3(batch.gravity_column(), &instances);
         }
@@ -408,6 +452,11 @@ impl<'a> Chunk<'a> {
             body.inverse_inertia = inverse_inertia;
             body.force = gather_vec3(&cols.applied_force, &instances);
             body.torque = gather_vec3(&cols.applied_torque, &instances);
+        }
+        for (slot, cols) in batch.prescribed_columns().iter().enumerate() {
+            if !plan.driven[slot] {
+                self.accelerations[slot] = gather_rows(&cols.acceleration, &instances);
+            }
         }
         for ((((c, cols), slot), prepared), shared) in plan
             .constraints
@@ -456,6 +505,13 @@ impl<'a> Chunk<'a> {
             let u: [Lane; 6] = gather_rows(&cols.u, inst);
             y[nq + 6 * slot..nq + 6 * slot + 6].copy_from_slice(&u);
         }
+        for (slot, cols) in batch.prescribed_columns().iter().enumerate() {
+            let (p, v) = (plan.pose_at(slot), plan.velocity_at(slot));
+            let pose: [Lane; 7] = gather_rows(&cols.pose, inst);
+            y[p..p + 7].copy_from_slice(&pose);
+            let velocity: [Lane; 6] = gather_rows(&cols.velocity, inst);
+            y[v..v + 6].copy_from_slice(&velocity);
+        }
         let ny = plan.ny();
         let [w0, w1] = gather_rows(batch.work(), inst);
         y[ny - 2] = w0;
@@ -465,19 +521,24 @@ impl<'a> Chunk<'a> {
 
     /// Lane `l` of a lane state as an [`InstanceState`], for the reference path.
     pub(crate) fn instance_state(&self, y: &[Lane], time: Lane, l: usize) -> InstanceState {
-        let nq = self.plan.nq();
+        let plan = self.plan;
+        let nq = plan.nq();
         let value = |j: usize| y[j].extract(l);
         InstanceState {
             time: time.extract(l),
-            q: (0..self.plan.free)
+            q: (0..plan.free)
                 .map(|s| std::array::from_fn(|k| value(7 * s + k)))
                 .collect(),
-            u: (0..self.plan.free)
+            u: (0..plan.free)
                 .map(|s| std::array::from_fn(|k| value(nq + 6 * s + k)))
                 .collect(),
-            pose: Vec::new(),
-            velocity: Vec::new(),
-            work: [value(self.plan.ny() - 2), value(self.plan.ny() - 1)],
+            pose: (0..plan.prescribed)
+                .map(|s| std::array::from_fn(|k| value(plan.pose_at(s) + k)))
+                .collect(),
+            velocity: (0..plan.prescribed)
+                .map(|s| std::array::from_fn(|k| value(plan.velocity_at(s) + k)))
+                .collect(),
+            work: [value(plan.ny() - 2), value(plan.ny() - 1)],
         }
     }
 
@@ -486,97 +547,6 @@ impl<'a> Chunk<'a> {
         for (j, value) in state.to_vec().into_iter().enumerate() {
             y[j].replace(l, value);
         }
-    }
-
-    /// Kinematics of every body at state `y` (free bodies' accelerations zero), indexed by
-    /// template body, and the lanes whose state is finite with a usable quaternion.
-    #[inline(always)]
-    fn kinematics(&self, free: usize, y: &[Lane], kin: &mut [BodyLanes; MAX_BODIES]) -> LaneMask {
-        let nq = 7 * free;
-        let zero = LaneVec3::repeat(splat(0.0));
-        let mut ok = all_finite(&y[..13 * free]);
-        for slot in 0..free {
-            let q = &y[7 * slot..7 * slot + 7];
-            let u = &y[nq + 6 * slot..nq + 6 * slot + 6];
-            let rotation = rotation_from_quaternion(&[q[0], q[1], q[2], q[3]]);
-            ok = ok & is_finite(rotation.m11);
-            kin[self.plan.free_bodies[slot]] = BodyLanes {
-                rotation,
-                origin: LaneVec3::new(q[4], q[5], q[6]),
-                ang_vel: LaneVec3::new(u[0], u[1], u[2]),
-                lin_vel: LaneVec3::new(u[3], u[4], u[5]),
-                ang_acc: zero,
-                lin_acc: zero,
-            };
-        }
-        ok
-    }
-
-    /// Calls `f` with the kinematics of constraint `c`'s bodies, in its order: a slice of `kin`
-    /// when they are consecutive there (no copy), else a copy.
-    #[inline(always)]
-    fn with_bodies<T>(
-        &self,
-        c: &ConstraintPlan,
-        kin: &[BodyLanes; MAX_BODIES],
-        f: impl FnOnce(&[BodyLanes]) -> T,
-    ) -> T {
-        let [a, b] = c.bodies;
-        if c.body_count == 1 {
-            f(std::slice::from_ref(&kin[a]))
-        } else if b == a + 1 {
-            f(&kin[a..=b])
-        } else {
-            f(&[kin[a], kin[b]])
-        }
-    }
-
-    /// Every constraint's rows at `kin`, with the generic row-level rules applied (no position
-    /// error on non-holonomic rows, no velocity error on acceleration-level rows), as
-    /// `cpu::evaluate`'s `constraint_rows_into`.
-    fn rows(&self, kin: &[BodyLanes; MAX_BODIES], rows: &mut [RowLanes; MAX_M]) {
-        let template = self.batch.template();
-        for (k, ((plan, slot), cols)) in self
-            .plan
-            .constraints
-            .iter()
-            .zip(template.constraints())
-            .zip(self.batch.all_constraint_columns())
-            .enumerate()
-        {
-            let params = ParamLanes::new(&cols.params, self.instances);
-            let prepared = &self.prepared[k];
-            let out = &mut rows[plan.offset..plan.offset + plan.rows];
-            let c = &slot.constraint;
-            self.with_bodies(plan, kin, |bodies| {
-                c.evaluate_lanes(&params, prepared, bodies, out)
-            });
-            for (row, level) in out.iter_mut().zip(&plan.levels) {
-                if *level != RowLevel::Position {
-                    row.position_error = splat(0.0);
-                }
-                if *level == RowLevel::Acceleration {
-                    row.velocity_error = splat(0.0);
-                }
-            }
-        }
-    }
-
-    /// Largest position error (enabled holonomic rows) and velocity error (enabled rows) at
-    /// state `y`, lane by lane: the twin of `cpu::integrate`'s `constraint_errors`.
-    pub(crate) fn constraint_errors(&self, y: &[Lane], scratch: &mut Scratch) -> (Lane, Lane) {
-        let Scratch { kin, rows, .. } = scratch;
-        self.kinematics(self.plan.free, y, kin);
-        self.rows(kin, rows);
-        let (mut perr, mut verr) = (splat(0.0), splat(0.0));
-        for (row, on) in rows[..self.plan.m].iter().zip(&self.enabled) {
-            // `fold(0, f64::max)`: a NaN error leaves the maximum as it was.
-            let p = select(*on, row.position_error.simd_abs(), splat(0.0));
-            let v = select(*on, row.velocity_error.simd_abs(), splat(0.0));
-            perr = select(p.simd_gt(perr), p, perr);
-            verr = select(v.simd_gt(verr), v, verr);
-        }
-        (perr, verr)
     }
 }
 

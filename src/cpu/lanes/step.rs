@@ -134,7 +134,7 @@ fn derivative_or_reference(
     work: &mut Workspace,
     scratch: &mut Scratch,
 ) -> u32 {
-    let mut good = chunk.derivative(y, baumgarte_mode(options), dy, scratch);
+    let mut good = chunk.derivative(y, time, baumgarte_mode(options), dy, scratch);
     for l in 0..LANES {
         if active & !good & (1 << l) == 0 {
             continue;
@@ -150,13 +150,15 @@ fn derivative_or_reference(
     good & active
 }
 
-/// Normalises every quaternion of `y`; the lanes where all could be and every value is finite
-/// (the reference's `normalize_quaternions() && is_finite()` after a step).
+/// Normalises every quaternion of `y` (free bodies' and prescribed poses'); the lanes where
+/// all could be and every value is finite (the reference's `normalize_quaternions() &&
+/// is_finite()` after a step).
 fn finish_step(chunk: &Chunk<'_>, y: &mut [Lane]) -> u32 {
     let plan = chunk.plan;
     let mut ok = all_finite(&y[..plan.ny()]);
-    for slot in 0..plan.free {
-        let q = &mut y[7 * slot..7 * slot + 4];
+    // The free bodies' q, then the prescribed bodies' poses: consecutive in the state.
+    for body in 0..plan.free + plan.prescribed {
+        let q = &mut y[7 * body..7 * body + 4];
         let mut e = [q[0], q[1], q[2], q[3]];
         ok = ok & normalize_quaternion(&mut e);
         q.copy_from_slice(&e);
@@ -218,16 +220,20 @@ fn try_step(
             for j in nq..ny {
                 next[j] = y[j] + hh * k[j];
             }
-            for slot in 0..plan.free {
-                let q = &y[7 * slot..7 * slot + 4];
-                let u: [Lane; 6] = std::array::from_fn(|k| next[nq + 6 * slot + k]);
+            // Every body's q (free bodies, then prescribed poses, consecutive in the state)
+            // with its new velocity (free bodies' u, then prescribed velocities, likewise
+            // consecutive), as the reference: a driven body's entries move too, unused, and its
+            // law gives its stored pose.
+            for body in 0..plan.free + plan.prescribed {
+                let q = &y[7 * body..7 * body + 4];
+                let u: [Lane; 6] = std::array::from_fn(|k| next[nq + 6 * body + k]);
                 let w = LaneVec3::new(u[0], u[1], u[2]);
                 let rate = quaternion_rate(&[q[0], q[1], q[2], q[3]], &w);
                 for k in 0..4 {
-                    next[7 * slot + k] = y[7 * slot + k] + hh * rate[k];
+                    next[7 * body + k] = y[7 * body + k] + hh * rate[k];
                 }
                 for k in 0..3 {
-                    next[7 * slot + 4 + k] = y[7 * slot + 4 + k] + hh * u[3 + k];
+                    next[7 * body + 4 + k] = y[7 * body + 4 + k] + hh * u[3 + k];
                 }
             }
         }
@@ -299,7 +305,7 @@ fn advance(
         if let Stabilization::Projection { tolerance } = options.stabilization
             && good != 0
         {
-            let (perr, verr) = chunk.constraint_errors(&next, scratch);
+            let (perr, verr) = chunk.constraint_errors(&next, next_time, scratch);
             let tol = splat(tolerance);
             let over = bits(perr.simd_gt(tol) | verr.simd_gt(tol)) & good;
             for l in 0..LANES {
@@ -343,7 +349,7 @@ fn advance(
     }
     // Off its constraints after the call: flagged, never reported as fine.
     if accepted > 0 && active != 0 {
-        let (perr, verr) = chunk.constraint_errors(&y, scratch);
+        let (perr, verr) = chunk.constraint_errors(&y, time, scratch);
         for l in 0..LANES {
             let worst = perr.extract(l).max(verr.extract(l));
             if active & (1 << l) != 0 && (worst.is_nan() || worst > violation) {

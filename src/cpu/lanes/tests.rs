@@ -17,7 +17,7 @@ fn lane_derivative_answers_and_matches_the_reference() {
         ContactKind::SlidingSphere,
         ContactKind::Point,
     ] {
-        for plane in [PlaneBody::Ground, PlaneBody::Free] {
+        for plane in PlaneBody::ALL {
             let (batch, _, _) = contact_batch(kind, plane, 64, 5).unwrap();
             let plan = LanePlan::new(batch.template()).unwrap();
             for (mode, stabilization) in [
@@ -36,7 +36,7 @@ fn lane_derivative_answers_and_matches_the_reference() {
                     let mut chunk = Chunk::new(&batch, &plan);
                     chunk.load(instances);
                     let (y, time) = chunk.gather_state();
-                    let good = chunk.derivative(&y, mode, &mut dy, &mut scratch);
+                    let good = chunk.derivative(&y, time, mode, &mut dy, &mut scratch);
                     // About one instance in 97 has its contact disabled: masked, not failed.
                     assert_eq!(good, ALL_LANES, "{kind:?} on {plane:?}, {instances:?}");
                     for (l, &i) in instances.iter().enumerate() {
@@ -67,7 +67,7 @@ fn lane_evaluation_answers_every_lane_of_the_built_in_kinds() {
         ContactKind::SlidingSphere,
         ContactKind::Point,
     ] {
-        for plane in [PlaneBody::Ground, PlaneBody::Free] {
+        for plane in PlaneBody::ALL {
             batches.push((
                 format!("{kind:?} on {plane:?}"),
                 contact_batch(kind, plane, 64, 9).unwrap().0,
@@ -100,10 +100,35 @@ fn lane_evaluation_answers_every_lane_of_the_built_in_kinds() {
 
 #[test]
 fn plans_refuse_what_the_lane_path_does_not_take() {
-    let (prescribed, _, _) =
-        contact_batch(ContactKind::Point, PlaneBody::Prescribed, 4, 1).unwrap();
-    assert!(LanePlan::new(prescribed.template()).is_none());
     let (free, _, _) = contact_batch(ContactKind::Point, PlaneBody::Free, 4, 1).unwrap();
     let plan = LanePlan::new(free.template()).unwrap();
     assert_eq!((plan.free, plan.m, plan.ny()), (2, 3, 28));
+    // A driven plane: its pose and velocity sit between the free q and u, as in
+    // `InstanceState::to_vec`.
+    let (tilting, _, _) = contact_batch(ContactKind::Point, PlaneBody::Tilting, 4, 1).unwrap();
+    let plan = LanePlan::new(tilting.template()).unwrap();
+    assert_eq!(
+        (plan.free, plan.prescribed, plan.m, plan.ny()),
+        (1, 1, 3, 28)
+    );
+    assert_eq!((plan.pose_at(0), plan.velocity_at(0)), (7, 20));
+    assert!(plan.driven[0]);
+    let state = tilting.instance_state(2).unwrap();
+    let chunk = {
+        let mut c = Chunk::new(&tilting, &plan);
+        c.load([0, 1, 2, 3]);
+        c
+    };
+    let (y, time) = chunk.gather_state();
+    assert_eq!(chunk.instance_state(&y, time, 2), state);
+
+    // More prescribed bodies than the lane path holds.
+    let mut t = SystemTemplate::new();
+    let b = t.add_free_body("ball");
+    for k in 0..=MAX_PRESCRIBED {
+        let p = t.add_prescribed_body(format!("plate {k}"));
+        t.add_constraint(crate::constraints::PointOnPlaneContact::new(p, b))
+            .unwrap();
+    }
+    assert!(LanePlan::new(&t).is_none());
 }
