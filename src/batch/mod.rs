@@ -20,6 +20,7 @@ pub use columns::{
     PrescribedBodyColumns, PrescribedField,
 };
 pub use state::InstanceState;
+pub(crate) use state::StateLayout;
 
 pub(crate) use checks::{checked_param, default_columns};
 use checks::{invalid, well_conditioned};
@@ -458,24 +459,16 @@ impl Batch {
     /// [`touch_state_columns`](Self::touch_state_columns) once after the last.
     pub(crate) fn store_values(&mut self, i: usize, time: f64, y: &[f64], flags: u32) {
         self.time[i] = time;
-        let mut k = 0;
-        for cols in &mut self.free {
-            cols.q[i].copy_from_slice(&y[k..k + 7]);
-            k += 7;
+        let l = self.state_layout();
+        for (slot, cols) in self.free.iter_mut().enumerate() {
+            cols.q[i].copy_from_slice(&y[l.q_at(slot)..][..7]);
+            cols.u[i].copy_from_slice(&y[l.u_at(slot)..][..6]);
         }
-        for cols in &mut self.prescribed {
-            cols.pose[i].copy_from_slice(&y[k..k + 7]);
-            k += 7;
+        for (slot, cols) in self.prescribed.iter_mut().enumerate() {
+            cols.pose[i].copy_from_slice(&y[l.pose_at(slot)..][..7]);
+            cols.velocity[i].copy_from_slice(&y[l.velocity_at(slot)..][..6]);
         }
-        for cols in &mut self.free {
-            cols.u[i].copy_from_slice(&y[k..k + 6]);
-            k += 6;
-        }
-        for cols in &mut self.prescribed {
-            cols.velocity[i].copy_from_slice(&y[k..k + 6]);
-            k += 6;
-        }
-        self.work[i].copy_from_slice(&y[k..k + 2]);
+        self.work[i].copy_from_slice(&y[l.work_at()..][..2]);
         self.status[i] |= flags;
         self.refresh_motion_of(i);
     }
@@ -521,6 +514,14 @@ impl Batch {
 
     pub(crate) fn free_columns(&self) -> &[FreeBodyColumns] {
         &self.free
+    }
+
+    /// Where each part of an instance's flat state lies ([`InstanceState::to_vec`]).
+    pub(crate) fn state_layout(&self) -> StateLayout {
+        StateLayout {
+            free: self.free.len(),
+            prescribed: self.prescribed.len(),
+        }
     }
 
     pub(crate) fn prescribed_columns(&self) -> &[PrescribedBodyColumns] {

@@ -5,6 +5,56 @@ use super::Batch;
 use crate::error::{Error, Result};
 use crate::math::all_finite;
 
+/// Where each part of an instance's flat state lies: the q (7 values) of every free body, the
+/// pose (7) of every prescribed body, the u (6) of every free body, the velocity (6) of every
+/// prescribed body, then the work `[driven, applied]` — the order of
+/// [`InstanceState::to_vec`], which the integrators, [`Batch::store_values`] and the CPU lane
+/// path all read through this one description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StateLayout {
+    /// Number of free bodies.
+    pub(crate) free: usize,
+    /// Number of prescribed bodies.
+    pub(crate) prescribed: usize,
+}
+
+impl StateLayout {
+    /// Where free slot `slot`'s q starts.
+    pub(crate) fn q_at(&self, slot: usize) -> usize {
+        7 * slot
+    }
+
+    /// Where prescribed slot `slot`'s pose starts.
+    pub(crate) fn pose_at(&self, slot: usize) -> usize {
+        7 * (self.free + slot)
+    }
+
+    /// Number of q values (free bodies' q and prescribed poses), where the u start.
+    pub(crate) fn nq(&self) -> usize {
+        7 * (self.free + self.prescribed)
+    }
+
+    /// Where free slot `slot`'s u starts.
+    pub(crate) fn u_at(&self, slot: usize) -> usize {
+        self.nq() + 6 * slot
+    }
+
+    /// Where prescribed slot `slot`'s velocity starts.
+    pub(crate) fn velocity_at(&self, slot: usize) -> usize {
+        self.nq() + 6 * (self.free + slot)
+    }
+
+    /// Where the work `[driven, applied]` starts.
+    pub(crate) fn work_at(&self) -> usize {
+        13 * (self.free + self.prescribed)
+    }
+
+    /// Number of values.
+    pub(crate) fn len(&self) -> usize {
+        self.work_at() + 2
+    }
+}
+
 /// The state of one instance, apart from the batch: what integrators advance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceState {
@@ -25,29 +75,42 @@ pub struct InstanceState {
 }
 
 impl InstanceState {
+    /// Where each part of [`to_vec`](Self::to_vec) lies.
+    pub(crate) fn layout(&self) -> StateLayout {
+        StateLayout {
+            free: self.q.len(),
+            prescribed: self.pose.len(),
+        }
+    }
+
     /// Every value flat: q of free bodies, poses, u, prescribed velocities, work.
     pub fn to_vec(&self) -> Vec<f64> {
-        let mut y = Vec::with_capacity(self.len());
-        self.q.iter().for_each(|x| y.extend_from_slice(x));
-        self.pose.iter().for_each(|x| y.extend_from_slice(x));
-        self.u.iter().for_each(|x| y.extend_from_slice(x));
-        self.velocity.iter().for_each(|x| y.extend_from_slice(x));
-        y.extend_from_slice(&self.work);
+        let mut y = vec![0.0; self.len()];
+        let l = self.layout();
+        for (slot, (q, u)) in self.q.iter().zip(&self.u).enumerate() {
+            y[l.q_at(slot)..][..7].copy_from_slice(q);
+            y[l.u_at(slot)..][..6].copy_from_slice(u);
+        }
+        for (slot, (pose, velocity)) in self.pose.iter().zip(&self.velocity).enumerate() {
+            y[l.pose_at(slot)..][..7].copy_from_slice(pose);
+            y[l.velocity_at(slot)..][..6].copy_from_slice(velocity);
+        }
+        y[l.work_at()..][..2].copy_from_slice(&self.work);
         y
     }
 
     /// Overwrites the values from a flat vector laid out as [`to_vec`](Self::to_vec).
     pub fn set_from(&mut self, y: &[f64]) {
-        let mut k = 0;
-        for x in self.q.iter_mut().chain(self.pose.iter_mut()) {
-            x.copy_from_slice(&y[k..k + 7]);
-            k += 7;
+        let l = self.layout();
+        for (slot, (q, u)) in self.q.iter_mut().zip(&mut self.u).enumerate() {
+            q.copy_from_slice(&y[l.q_at(slot)..][..7]);
+            u.copy_from_slice(&y[l.u_at(slot)..][..6]);
         }
-        for x in self.u.iter_mut().chain(self.velocity.iter_mut()) {
-            x.copy_from_slice(&y[k..k + 6]);
-            k += 6;
+        for (slot, (pose, velocity)) in self.pose.iter_mut().zip(&mut self.velocity).enumerate() {
+            pose.copy_from_slice(&y[l.pose_at(slot)..][..7]);
+            velocity.copy_from_slice(&y[l.velocity_at(slot)..][..6]);
         }
-        self.work.copy_from_slice(&y[k..k + 2]);
+        self.work.copy_from_slice(&y[l.work_at()..][..2]);
     }
 
     /// Normalises every quaternion; `false` when one is zero or not finite.
@@ -60,7 +123,7 @@ impl InstanceState {
 
     /// Number of values in [`to_vec`](Self::to_vec).
     pub fn len(&self) -> usize {
-        7 * (self.q.len() + self.pose.len()) + 6 * (self.u.len() + self.velocity.len()) + 2
+        self.layout().len()
     }
 
     /// True when the state holds no body.
@@ -119,5 +182,47 @@ impl Batch {
                 .collect(),
             work: self.work()[i],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two free bodies and one prescribed body, every value distinct.
+    fn numbered_state() -> InstanceState {
+        let mut next = 0.0;
+        let mut value = || {
+            next += 1.0;
+            next
+        };
+        InstanceState {
+            time: 0.5,
+            q: (0..2).map(|_| std::array::from_fn(|_| value())).collect(),
+            u: (0..2).map(|_| std::array::from_fn(|_| value())).collect(),
+            pose: vec![std::array::from_fn(|_| value())],
+            velocity: vec![std::array::from_fn(|_| value())],
+            work: [value(), value()],
+        }
+    }
+
+    #[test]
+    fn the_layout_places_each_part_where_to_vec_puts_it() {
+        let state = numbered_state();
+        let (y, l) = (state.to_vec(), state.layout());
+        assert_eq!((l.free, l.prescribed, l.len(), y.len()), (2, 1, 41, 41));
+        // q, poses, u, velocities, work: the documented order.
+        assert_eq!(&y[l.q_at(0)..][..7], &state.q[0]);
+        assert_eq!(&y[l.q_at(1)..][..7], &state.q[1]);
+        assert_eq!(l.pose_at(0), 14);
+        assert_eq!(&y[l.pose_at(0)..][..7], &state.pose[0]);
+        assert_eq!(l.u_at(0), l.nq());
+        assert_eq!(&y[l.u_at(1)..][..6], &state.u[1]);
+        assert_eq!(&y[l.velocity_at(0)..][..6], &state.velocity[0]);
+        assert_eq!(&y[l.work_at()..], &state.work);
+        let mut back = numbered_state();
+        back.set_from(&vec![0.0; y.len()]);
+        back.set_from(&y);
+        assert_eq!(back, state);
     }
 }

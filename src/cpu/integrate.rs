@@ -237,7 +237,7 @@ fn with_values(state: &InstanceState, y: &[f64], t: f64) -> InstanceState {
 
 /// Number of q values (free and prescribed bodies), the split point of `y`.
 fn nq(state: &InstanceState) -> usize {
-    7 * (state.q.len() + state.pose.len())
+    state.layout().nq()
 }
 
 /// One step of size `h` from `state`. Returns the new state and, for RKM, the error norm.

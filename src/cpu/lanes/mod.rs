@@ -45,7 +45,7 @@ use std::cell::RefCell;
 
 use simba::simd::{SimdPartialOrd, SimdValue};
 
-use crate::batch::{Batch, InstanceState};
+use crate::batch::{Batch, InstanceState, StateLayout};
 use crate::constraints::{
     BodyLanes, MAX_ROWS, PREPARED_LANES, ParamLanes, PreparedLanes, RowLanes, RowLevel,
 };
@@ -220,25 +220,32 @@ impl LanePlan {
         })
     }
 
-    /// State values per instance, laid out as `InstanceState::to_vec`: q of the free bodies,
-    /// poses of the prescribed bodies, u, prescribed velocities, work.
+    /// The lane state's layout: the batch's ([`StateLayout`], `InstanceState::to_vec`).
+    fn layout(&self) -> StateLayout {
+        StateLayout {
+            free: self.free,
+            prescribed: self.prescribed,
+        }
+    }
+
+    /// State values per instance.
     pub(crate) fn ny(&self) -> usize {
-        13 * (self.free + self.prescribed) + 2
+        self.layout().len()
     }
 
     /// Number of q values (free bodies' q and prescribed poses), where u starts in the state.
     fn nq(&self) -> usize {
-        7 * (self.free + self.prescribed)
+        self.layout().nq()
     }
 
     /// Where prescribed slot `slot`'s pose starts in the state.
     fn pose_at(&self, slot: usize) -> usize {
-        7 * (self.free + slot)
+        self.layout().pose_at(slot)
     }
 
     /// Where prescribed slot `slot`'s velocity starts in the state.
     fn velocity_at(&self, slot: usize) -> usize {
-        self.nq() + 6 * (self.free + slot)
+        self.layout().velocity_at(slot)
     }
 }
 
