@@ -243,7 +243,13 @@ fn solve_certified_full_rank(
 /// `n × n` (symmetrised here); returns the numerical rank. Cholesky when it certifies full rank,
 /// the eigen route otherwise (module doc). `work` is scratch of at least `n² + n` values.
 /// `solve_min_norm_spd` in `shaders/solver.wgsl` is the eigen route alone.
-fn solve_min_norm_rows(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64], work: &mut [f64]) -> usize {
+pub(crate) fn solve_min_norm_rows(
+    a: &[f64],
+    n: usize,
+    rhs: &[f64],
+    x: &mut [f64],
+    work: &mut [f64],
+) -> usize {
     if n == 0 {
         return 0;
     }

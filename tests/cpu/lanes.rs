@@ -2,7 +2,7 @@
 //! reproduce: the same states to 1e-12 after many steps, the same flags and reports, on built-in
 //! kinds (lane kernels) on Ground, free, prescribed and driven planes, custom constraints (the
 //! trait's per-lane default), two-body systems, disabled constraints, redundant rows (the
-//! reference's min-norm fallback), every drift control, batch sizes that are not a multiple of
+//! reference solver's min-norm multipliers), every drift control, batch sizes that are not a multiple of
 //! four, and bits identical across thread counts.
 
 use simbatch::custom::{DistanceRod, KnifeEdge};
@@ -168,8 +168,10 @@ fn custom_constraints_run_on_lanes_through_the_scalar_interface() {
 
 /// A box on four coplanar no-slip corners: 12 rows, `G M⁻¹ Gᵀ` of rank 6, the lane certificate fails, and the
 /// reference's minimum-norm solve answers for every stage.
+/// A box on four coplanar corners: `G M⁻¹ Gᵀ` is singular, the certificate fails on every lane,
+/// and the lanes take the reference solver's minimum-norm route for the multipliers alone.
 #[test]
-fn redundant_rows_take_the_reference_min_norm_route() {
+fn redundant_rows_keep_the_min_norm_multipliers_on_lanes() {
     let mut t = SystemTemplate::new();
     let body = t.add_free_body("box");
     for (x, y) in [(0.2, 0.1), (-0.2, 0.1), (-0.2, -0.1), (0.2, -0.1)] {
@@ -201,8 +203,10 @@ fn redundant_rows_take_the_reference_min_norm_route() {
                 s.step(b, 30).unwrap()
             });
         assert_same_reports(&a, &b, &what);
-        // Every stage's derivative is the reference's, and the stage arithmetic is the same.
-        assert_eq!(differing_instances(&lanes, &reference), 0, "{what}");
+        assert_same_states(&lanes, &reference, 1e-12, &what);
+        // The lanes assemble and integrate these instances themselves (their rounding differs
+        // from the reference's), handing over only the multiplier solve.
+        assert!(differing_instances(&lanes, &reference) > n / 2, "{what}");
     }
 }
 

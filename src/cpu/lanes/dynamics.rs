@@ -5,9 +5,13 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
+use simba::simd::SimdValue;
+
 use super::solve::solve_certified;
 use super::{ALL_LANES, Chunk, Fixed, MAX_FREE, MAX_M, Runtime, Scratch, Shape, all_finite};
 use crate::cpu::evaluate::BaumgarteMode;
+use crate::cpu::solver::solve_min_norm_rows;
+use crate::math::lanes::LANES;
 use crate::math::lanes::{
     Lane, LaneMask, LaneMat3, LaneVec3, bits, is_finite, quaternion_rate, select, splat,
 };
@@ -219,7 +223,14 @@ impl Chunk<'_> {
             }
             rhs[r] = select(self.enabled[r], g_udot - bias[r], splat(0.0));
         }
+        let before = bits(ok);
         solve_certified(l, m, &rhs, &self.enabled, &mut ok, lambda);
+        // Lanes whose only failure is the solve (redundant rows, or a pivot rounding to zero)
+        // take the reference's minimum-norm route for λ alone; the rest stays on lanes.
+        let redundant = before & !bits(ok);
+        if redundant != 0 {
+            ok = ok | self.min_norm_multipliers(redundant, g, y_blocks, &rhs, lambda);
+        }
 
         // u̇ = u̇₀ − M⁻¹ Gᵀ λ, each body's sum taken over the rows in order.
         let mut sums = [[splat(0.0); 6]; MAX_FREE];
@@ -238,6 +249,76 @@ impl Chunk<'_> {
             }
         }
         ok
+    }
+
+    /// The multipliers of lanes `lanes`, whose certified Cholesky failed, by the reference
+    /// solver's minimum-norm route (`solve_min_norm_rows`: its Cholesky, else the eigen route)
+    /// on their enabled rows, lane by lane, into `lambda` (0 on disabled rows); returns the
+    /// lanes answered with finite values. `A = G M⁻¹ Gᵀ` is rebuilt per lane from the masked
+    /// blocks in the lane formulas' order, so it has the bits the lanes had.
+    #[cold]
+    #[inline(never)]
+    fn min_norm_multipliers(
+        &self,
+        lanes: u32,
+        g: &[[[Lane; 6]; 2]; MAX_M],
+        y_blocks: &[[[Lane; 6]; 2]; MAX_M],
+        rhs: &[Lane; MAX_M],
+        lambda: &mut [Lane; MAX_M],
+    ) -> LaneMask {
+        let plan = self.plan;
+        let slots = &plan.row_slots;
+        let mut answered = [false; LANES];
+        for (l, answer) in answered.iter_mut().enumerate() {
+            if lanes & (1 << l) == 0 {
+                continue;
+            }
+            // The enabled rows, in order: the system the reference solves.
+            let mut rows = [0; MAX_M];
+            let mut n = 0;
+            for r in 0..plan.m {
+                if bits(self.enabled[r]) & (1 << l) != 0 {
+                    rows[n] = r;
+                    n += 1;
+                }
+            }
+            let entry = |r: usize, q: usize| {
+                let mut sum = 0.0;
+                for (j, slot) in slots[r].iter().enumerate() {
+                    for (jq, slot_q) in slots[q].iter().enumerate() {
+                        if slot.is_some() && slot == slot_q {
+                            let (a, b) = (&g[r][j], &y_blocks[q][jq]);
+                            let term = (0..6).fold(0.0, |t, k| {
+                                let p = a[k].extract(l) * b[k].extract(l);
+                                if k == 0 { p } else { t + p }
+                            });
+                            sum += term;
+                        }
+                    }
+                }
+                sum
+            };
+            let mut a = [0.0; MAX_M * MAX_M];
+            let mut b = [0.0; MAX_M];
+            for i in 0..n {
+                for k in 0..n {
+                    let (r, q) = (rows[i].min(rows[k]), rows[i].max(rows[k]));
+                    a[i * n + k] = entry(r, q);
+                }
+                b[i] = rhs[rows[i]].extract(l);
+            }
+            let mut x = [0.0; MAX_M];
+            let mut work = [0.0; MAX_M * MAX_M + MAX_M];
+            solve_min_norm_rows(&a[..n * n], n, &b[..n], &mut x[..n], &mut work);
+            *answer = x[..n].iter().all(|v| v.is_finite());
+            for r in 0..plan.m {
+                lambda[r].replace(l, 0.0);
+            }
+            for (i, &r) in rows[..n].iter().enumerate() {
+                lambda[r].replace(l, x[i]);
+            }
+        }
+        LaneMask::from(answered)
     }
 
     /// `ẏ` at state `y` and times `time` into `dy` (`(q̇, pose rates, u̇, prescribed

@@ -18,10 +18,11 @@
 //!   A disabled constraint's rows are masked out (zero row, unit pivot, zero right-hand side),
 //!   which leaves the other rows' arithmetic exactly as without them.
 //!
-//! A lane the fast formulas cannot answer — its state or result is not finite, its mass
-//! properties are not invertible, or the certificate fails because rows are redundant (the
-//! min-norm case) — is recomputed on the reference path, so every answer is the reference's
-//! answer to rounding (the tests hold the two to 1e-12). Lanes never look at each other, so an
+//! A lane whose certificate fails because rows are redundant gets its multipliers from the
+//! reference solver's minimum-norm route (`solve_min_norm_spd` on that lane's `A`) and stays on
+//! lanes for the rest. A lane the fast formulas cannot answer — its state or result is not
+//! finite, or its mass properties are not invertible — is recomputed on the reference path, so
+//! every answer is the reference's answer to rounding (the tests hold the two to 1e-12). Lanes never look at each other, so an
 //! instance's result does not depend on the chunk it ran in, and stays bit-identical across
 //! thread counts.
 //!
