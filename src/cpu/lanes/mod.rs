@@ -36,6 +36,7 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
+mod adaptive;
 mod dynamics;
 pub(crate) mod evaluate;
 mod kinematics;

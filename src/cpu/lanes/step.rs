@@ -1,7 +1,6 @@
-//! Fixed-step time stepping on lanes: semi-implicit Euler and RK4, with Simbody's projection or
-//! Baumgarte terms, four instances at a time — the twin of `cpu::integrate` for those
-//! integrators (its adaptive RKM stays on the reference path: per-instance step control does
-//! not share lanes).
+//! Time stepping on lanes: semi-implicit Euler and RK4 here, Simbody's adaptive RKM in
+//! [`adaptive`](super::adaptive) (each lane with its own step size), with Simbody's projection
+//! or Baumgarte terms, four instances at a time — the twin of `cpu::integrate`.
 //!
 //! The update formulas are the reference's, in the same order, on [`Lane`] values. A lane whose
 //! derivative the lane formulas cannot answer gets the reference derivative for that stage;
@@ -15,7 +14,7 @@
 use rayon::prelude::*;
 use simba::simd::{SimdPartialOrd, SimdValue};
 
-use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, all_finite};
+use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, adaptive, all_finite};
 use crate::batch::{Batch, status};
 use crate::cpu::integrate::{Workspace, baumgarte_mode, derivative, project};
 use crate::error::Result;
@@ -27,22 +26,19 @@ use crate::step::{
 };
 
 /// The lane plan for stepping `batch` with `options`, or `None` when the reference path must
-/// run it (RKM, or a template the lane path does not take).
-pub(crate) fn plan_for(batch: &Batch, options: &StepOptions) -> Option<LanePlan> {
-    match options.integrator {
-        Integrator::SemiImplicitEuler { .. } | Integrator::Rk4 { .. } => {
-            LanePlan::new(batch.template())
-        }
-        Integrator::RungeKuttaMerson { .. } => None,
-    }
+/// run it (a template the lane path does not take).
+pub(crate) fn plan_for(batch: &Batch, _options: &StepOptions) -> Option<LanePlan> {
+    LanePlan::new(batch.template())
 }
 
 /// What one chunk's call produced, lane by lane.
-struct Outcome {
-    y: [Lane; MAX_Y],
-    time: Lane,
-    flags: [u32; LANES],
-    report: [StepReport; LANES],
+pub(super) struct Outcome {
+    pub(super) y: [Lane; MAX_Y],
+    pub(super) time: Lane,
+    pub(super) flags: [u32; LANES],
+    pub(super) report: [StepReport; LANES],
+    /// Each lane's step size after the call (RKM's control; the fixed step otherwise).
+    pub(super) step_size: [f64; LANES],
 }
 
 /// Chunks per thread in a block of a stepping call.
@@ -73,10 +69,6 @@ pub(crate) fn run_goal(
     step_sizes: &mut [f64],
     violation: f64,
 ) -> Result<StepReport> {
-    let step = match options.integrator {
-        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
-        Integrator::RungeKuttaMerson { .. } => unreachable!("plan_for refuses RKM"),
-    };
     let ny = plan.ny();
     let mut report = StepReport::default();
     let mut values = [0.0; MAX_Y];
@@ -95,8 +87,17 @@ pub(crate) fn run_goal(
             .map_init(
                 || (Buffers::new(), Chunk::new(b, plan)),
                 |(buffers, chunk), group| {
-                    chunk.load(std::array::from_fn(|l| group[l.min(group.len() - 1)]));
-                    advance(chunk, options, goal, step, violation, buffers)
+                    let instances = std::array::from_fn(|l| group[l.min(group.len() - 1)]);
+                    chunk.load(instances);
+                    match options.integrator {
+                        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
+                            advance(chunk, options, goal, step, violation, buffers)
+                        }
+                        Integrator::RungeKuttaMerson { .. } => {
+                            let sizes = instances.map(|i| step_sizes[i]);
+                            adaptive::advance(chunk, options, goal, sizes, violation, buffers)
+                        }
+                    }
                 },
             )
             .collect_into_vec(&mut outcomes);
@@ -110,9 +111,12 @@ pub(crate) fn run_goal(
                 if outcome.flags[l] != 0 {
                     report.flagged += 1;
                 }
-                // Fixed steps: the step size only records the step (as on the reference path).
-                if step_sizes[i] <= 0.0 {
-                    step_sizes[i] = step;
+                // RKM's control carries over to the next call; a fixed step is only recorded
+                // (as on the reference path).
+                match options.integrator {
+                    Integrator::RungeKuttaMerson { .. } => step_sizes[i] = outcome.step_size[l],
+                    _ if step_sizes[i] <= 0.0 => step_sizes[i] = outcome.step_size[l],
+                    _ => {}
                 }
             }
         }
@@ -124,7 +128,7 @@ pub(crate) fn run_goal(
 /// `ẏ` at `y` for the lanes in `active`, the reference derivative where the lane formulas
 /// cannot answer; returns the lanes with a derivative.
 #[allow(clippy::too_many_arguments)]
-fn derivative_or_reference(
+pub(super) fn derivative_or_reference(
     chunk: &Chunk<'_>,
     y: &[Lane],
     time: Lane,
@@ -153,7 +157,7 @@ fn derivative_or_reference(
 /// Normalises every quaternion of `y` (free bodies' and prescribed poses'); the lanes where
 /// all could be and every value is finite (the reference's `normalize_quaternions() &&
 /// is_finite()` after a step).
-fn finish_step(chunk: &Chunk<'_>, y: &mut [Lane]) -> u32 {
+pub(super) fn finish_step(chunk: &Chunk<'_>, y: &mut [Lane]) -> u32 {
     let plan = chunk.plan;
     let mut ok = all_finite(&y[..plan.ny()]);
     // The free bodies' q, then the prescribed bodies' poses: consecutive in the state.
@@ -166,25 +170,28 @@ fn finish_step(chunk: &Chunk<'_>, y: &mut [Lane]) -> u32 {
     bits(ok)
 }
 
-/// The stage derivatives and the stage state of one step, kept across the steps of a call.
-struct Stages {
-    k: [[Lane; MAX_Y]; 4],
-    stage: [Lane; MAX_Y],
+/// The stage derivatives and stage states of one step, kept across the steps of a call (RKM
+/// uses five derivatives and keeps its third-order solution `ŷ` apart).
+pub(super) struct Stages {
+    pub(super) k: [[Lane; MAX_Y]; 5],
+    pub(super) stage: [Lane; MAX_Y],
+    pub(super) third_order: [Lane; MAX_Y],
 }
 
 /// Everything a chunk's call works in, reused from chunk to chunk.
-struct Buffers {
-    stages: Box<Stages>,
-    work: Workspace,
-    scratch: Box<Scratch>,
+pub(super) struct Buffers {
+    pub(super) stages: Box<Stages>,
+    pub(super) work: Workspace,
+    pub(super) scratch: Box<Scratch>,
 }
 
 impl Buffers {
     fn new() -> Self {
         Self {
             stages: Box::new(Stages {
-                k: [[splat(0.0); MAX_Y]; 4],
+                k: [[splat(0.0); MAX_Y]; 5],
                 stage: [splat(0.0); MAX_Y],
+                third_order: [splat(0.0); MAX_Y],
             }),
             work: Workspace::new(),
             scratch: Scratch::new(),
@@ -205,7 +212,7 @@ fn try_step(
     (stages, work, scratch): (&mut Stages, &mut Workspace, &mut Scratch),
 ) -> u32 {
     let plan = chunk.plan;
-    let Stages { k, stage } = stages;
+    let Stages { k, stage, .. } = stages;
     let (ny, nq) = (plan.ny(), plan.nq());
     let mut f = |yy: &[Lane], tt: Lane, out: &mut [Lane; MAX_Y], active: u32| {
         derivative_or_reference(chunk, yy, tt, options, active, out, work, scratch)
@@ -253,7 +260,7 @@ fn try_step(
                 next[j] = y[j] + sixth * (k[0][j] + two * k[1][j] + two * k[2][j] + k[3][j]);
             }
         }
-        Integrator::RungeKuttaMerson { .. } => unreachable!("plan_for refuses RKM"),
+        Integrator::RungeKuttaMerson { .. } => unreachable!("RKM steps in `adaptive::advance`"),
     }
     good & finish_step(chunk, next)
 }
@@ -362,5 +369,6 @@ fn advance(
         time,
         flags,
         report,
+        step_size: [step; LANES],
     }
 }
