@@ -74,10 +74,12 @@ impl Stepper {
         })
     }
 
-    /// Whether the CPU runs the fixed-step integrators on its lane path (four instances per SIMD
-    /// value, `cpu::lanes`) where the template allows it: on by default. Off, every instance
-    /// runs on the scalar reference path, the one the lane path is tested against; the answers
-    /// agree to rounding (1e-12), and each path is bit-identical across thread counts.
+    /// Whether the CPU runs its integrators on its lane path (four instances per SIMD value,
+    /// `cpu::lanes`) where the template allows it: on by default. Off, every instance runs on
+    /// the scalar reference path, the one the lane path is tested against; the answers agree to
+    /// rounding (1e-12 for the fixed-step integrators; 1e-10 after a duration with RKM, whose
+    /// step sizes follow an error estimate that cancels), and each path is bit-identical across
+    /// thread counts.
     pub fn with_cpu_lanes(mut self, on: bool) -> Self {
         self.cpu_lanes = on;
         self

@@ -33,7 +33,7 @@ use crate::step::{
 /// Instances already
 /// halted are left alone; the others' states, times, work and flags are stored in the batch.
 /// This is the reference path; `cpu::stepping::run_goal` (the backend's way in) sends the
-/// fixed-step integrators to the lane path when the template allows.
+/// integrators to the lane path when the template allows.
 pub(crate) fn run_goal(
     batch: &mut Batch,
     options: &StepOptions,

@@ -1,6 +1,6 @@
-//! The CPU half of a stepping call: the lane path (`cpu::lanes`) for the fixed-step integrators
-//! on the templates it takes, the reference path (`cpu::integrate`) for everything else. The
-//! backend's `Stepper` is the public way in.
+//! The CPU half of a stepping call: the lane path (`cpu::lanes`) for every integrator on the
+//! templates it takes, the reference path (`cpu::integrate`) for everything else. The backend's
+//! `Stepper` is the public way in.
 
 use crate::batch::{Batch, InstanceState};
 use crate::cpu::{integrate, lanes};

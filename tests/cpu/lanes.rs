@@ -1,5 +1,6 @@
 //! The CPU lane path (four instances per SIMD value) against the scalar reference path it must
-//! reproduce: the same states to 1e-12 after many steps, the same flags and reports, on built-in
+//! reproduce: the same states to 1e-12 after many steps (1e-10 after a duration with RKM, see
+//! `agreement`), the same flags and reports, on built-in
 //! kinds (lane kernels) on Ground, free, prescribed and driven planes, custom constraints (the
 //! trait's per-lane default), two-body systems, disabled constraints, redundant rows (the
 //! reference solver's min-norm multipliers), every drift control, batch sizes that are not a multiple of

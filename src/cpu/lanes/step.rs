@@ -60,7 +60,8 @@ pub(crate) fn call_bytes(len: usize) -> usize {
 
 /// Runs `goal` on every instance not halted, in chunks of [`LANES`] (rayon over chunks, one
 /// block of instances at a time), and stores the states: `cpu::integrate::run_goal` for the
-/// fixed-step integrators. An instance's result does not depend on its chunk or block.
+/// fixed-step integrators here, RKM in `adaptive`. An instance's result does not depend on its
+/// chunk or block.
 pub(crate) fn run_goal(
     batch: &mut Batch,
     plan: &LanePlan,
