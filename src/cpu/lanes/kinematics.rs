@@ -26,6 +26,11 @@ pub(super) struct LawEntry {
 }
 
 impl LawEntry {
+    /// Marks the entry as holding no answer (the chunk's instances changed).
+    pub(super) fn forget(&mut self) {
+        self.valid = false;
+    }
+
     /// No answer yet.
     pub(super) fn empty() -> Self {
         Self {

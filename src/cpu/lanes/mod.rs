@@ -434,8 +434,8 @@ impl<'a> Chunk<'a> {
         let (batch, plan) = (self.batch, self.plan);
         let again = std::mem::replace(&mut self.loaded, true);
         self.instances = instances;
-        for law in self.laws.get_mut() {
-            *law = LawEntry::empty();
+        for law in &mut self.laws.get_mut()[..plan.prescribed] {
+            law.forget();
         }
         if !(again && self.shared.gravity) {
             self.gravity = gather_vec3(batch.gravity_column(), &instances);
