@@ -90,8 +90,7 @@ impl Stepper {
     /// instances on the lane path, per instance on the reference path); per-thread scratch is
     /// not counted. What `simbatch bench` adds to the batch's bytes per instance.
     pub fn host_call_bytes(&self, batch: &Batch) -> usize {
-        batch.len() * std::mem::size_of::<f64>()
-            + stepping::call_bytes(batch, &self.options, self.cpu_lanes)
+        batch.len() * std::mem::size_of::<f64>() + stepping::call_bytes(batch, self.cpu_lanes)
     }
 
     /// Bytes of GPU memory the stepper's kernels hold (see [`Evaluator::device_bytes`]);

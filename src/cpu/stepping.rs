@@ -18,9 +18,7 @@ pub(crate) fn run_goal(
     violation: f64,
     use_lanes: bool,
 ) -> Result<StepReport> {
-    let plan = use_lanes
-        .then(|| lanes::step::plan_for(batch, options))
-        .flatten();
+    let plan = use_lanes.then(|| lanes::step::plan_for(batch)).flatten();
     match plan {
         Some(plan) => lanes::step::run_goal(batch, &plan, options, goal, step_sizes, violation),
         None => integrate::run_goal(batch, options, goal, step_sizes, violation),
@@ -30,8 +28,8 @@ pub(crate) fn run_goal(
 /// Bytes a stepping call on `batch` allocates besides the batch's columns (outcome buffers;
 /// per-thread scratch is not counted): per block on the lane path, per instance on the
 /// reference path.
-pub(crate) fn call_bytes(batch: &Batch, options: &StepOptions, use_lanes: bool) -> usize {
-    let lanes = use_lanes && lanes::step::plan_for(batch, options).is_some();
+pub(crate) fn call_bytes(batch: &Batch, use_lanes: bool) -> usize {
+    let lanes = use_lanes && lanes::step::plan_for(batch).is_some();
     if lanes {
         lanes::step::call_bytes(batch.len())
     } else {

@@ -25,9 +25,9 @@ use crate::step::{
     Goal, Integrator, Stabilization, StepOptions, StepReport, duration_left_negligible,
 };
 
-/// The lane plan for stepping `batch` with `options`, or `None` when the reference path must
-/// run it (a template the lane path does not take).
-pub(crate) fn plan_for(batch: &Batch, _options: &StepOptions) -> Option<LanePlan> {
+/// The lane plan for stepping `batch` (with any integrator), or `None` when the reference path
+/// must run it (a template the lane path does not take).
+pub(crate) fn plan_for(batch: &Batch) -> Option<LanePlan> {
     LanePlan::new(batch.template())
 }
 
