@@ -27,6 +27,10 @@ use nalgebra::{DMatrix, DVector, Matrix6, SymmetricEigen};
 /// Relative threshold under which an eigenvalue of `G M⁻¹ Gᵀ` counts as zero.
 pub const RANK_TOLERANCE: f64 = 1e-10;
 
+/// Bound on the eigen route's QR iterations, per row (the implicit QR of a symmetric
+/// tridiagonal matrix converges in about two per eigenvalue).
+const EIGEN_ITERATIONS_PER_ROW: usize = 1000;
+
 /// Result of the solve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Solution {
@@ -286,7 +290,20 @@ pub fn solve_min_norm_spd(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>
 /// `RANK_TOLERANCE · λmax`.
 fn solve_min_norm_eigen(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>, usize) {
     let n = a.nrows();
-    let eig = SymmetricEigen::new((a + a.transpose()) * 0.5);
+    // The eigen solver iterates until its off-diagonal vanishes, which a NaN or an infinity
+    // never does: a non-finite system has no answer (NaN, which every caller flags), and the
+    // iterations are bounded all the same.
+    let no_answer = || (DVector::from_element(n, f64::NAN), 0);
+    if !a.iter().chain(rhs.iter()).all(|x| x.is_finite()) {
+        return no_answer();
+    }
+    let Some(eig) = SymmetricEigen::try_new(
+        (a + a.transpose()) * 0.5,
+        f64::EPSILON,
+        EIGEN_ITERATIONS_PER_ROW * n.max(1),
+    ) else {
+        return no_answer();
+    };
     let largest = eig.eigenvalues.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let threshold = RANK_TOLERANCE * largest;
     let mut x = DVector::zeros(n);
@@ -388,6 +405,18 @@ pub fn solve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_finite_system_has_no_answer_and_ends() {
+        for bad in [f64::NAN, f64::INFINITY] {
+            let mut a =
+                DMatrix::from_row_slice(3, 3, &[2.0, 1.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
+            a[(1, 2)] = bad;
+            let (x, rank) = solve_min_norm_spd(&a, &DVector::from_vec(vec![1.0, 1.0, 0.0]));
+            assert!(x.iter().all(|v| v.is_nan()), "{bad}: {x}");
+            assert_eq!(rank, 0);
+        }
+    }
 
     #[test]
     fn min_norm_of_duplicated_row_splits_evenly() {

@@ -307,6 +307,11 @@ impl Chunk<'_> {
                 }
                 b[i] = rhs[rows[i]].extract(l);
             }
+            // The eigen route iterates on its input: a non-finite system (an overflowing
+            // `M⁻¹ Gᵀ`) has no answer here and goes to the reference path.
+            if !a[..n * n].iter().chain(&b[..n]).all(|v| v.is_finite()) {
+                continue;
+            }
             let mut x = [0.0; MAX_M];
             let mut work = [0.0; MAX_M * MAX_M + MAX_M];
             solve_min_norm_rows(&a[..n * n], n, &b[..n], &mut x[..n], &mut work);
