@@ -381,8 +381,11 @@ fn simulate(
             t += h;
             run.steps += 1;
             start = Some(b);
+            // The step start's buffers serve the next contact space (no allocation per step).
+            machine.spare = Some(a);
             continue;
         }
+        machine.spare = Some(b);
         // Bisection on real steps from the step start: the event lies in (lo, hi].
         let (mut lo, mut hi, mut y_hi) = (0.0, h, y_b);
         for _ in 0..MAX_BISECTIONS {
@@ -391,10 +394,9 @@ fn simulate(
             }
             let mid = 0.5 * (lo + hi);
             let y_mid = machine.rk4(t, &y, mid, &modes, &frozen)?;
-            if machine
-                .has_event(&a, t + mid, &y_mid, mid, &modes, &frozen)?
-                .0
-            {
+            let (event, at_mid) = machine.has_event(&a, t + mid, &y_mid, mid, &modes, &frozen)?;
+            machine.spare = Some(at_mid);
+            if event {
                 hi = mid;
                 y_hi = y_mid;
             } else {
@@ -404,6 +406,7 @@ fn simulate(
         y = y_hi;
         t += hi;
         run.steps += 1;
+        machine.spare = Some(a);
         settle(
             &mut machine,
             &mut y,
