@@ -6,18 +6,31 @@ struct MassProperties {
     inertia: mat3x3<real>,
 }
 
-// A free body's M⁻¹ in closed form, twin of `inverse_inertia` (src/cpu/lanes/solve.rs) and
-// `Chunk::inverse_mass` (src/cpu/lanes/dynamics.rs). About its COM the body's mass matrix is
-// block diagonal, so with c_G = R c: b = R I⁻¹ Rᵀ (τ − c_G × f), a_o = f / m − b × c_G, the
-// exact inverse of `mass_matrix` (src/cpu/dynamics.rs).
+// A free body's M⁻¹ in closed form, twin of `inverse_inertia` (src/cpu/lanes/solve.rs),
+// `world_inverse_inertia` and `Chunk::inverse_mass` (src/cpu/lanes/dynamics.rs). About its COM
+// the body's mass matrix is block diagonal, so with c_G = R c: b = R I⁻¹ Rᵀ (τ − c_G × f),
+// a_o = f / m − b × c_G, the exact inverse of `mass_matrix` (src/cpu/dynamics.rs). R I⁻¹ Rᵀ is
+// formed once per body and state, not at every use.
 struct InverseMass {
     // m > 0 and I positive definite, all finite: the closed form holds (else SINGULAR_MASS).
     ok: bool,
-    rotation: mat3x3<real>,
     c_g: vec3<real>,
     inverse_mass: real,
-    // I⁻¹ in the body frame, about the COM.
-    inverse_inertia: mat3x3<real>,
+    // I⁻¹ about the COM, in Ground: R I⁻¹ Rᵀ.
+    world_inverse_inertia: mat3x3<real>,
+}
+
+// R I⁻¹ Rᵀ, symmetric: its upper triangle from R I⁻¹ and R, mirrored.
+fn world_inverse_inertia(r: mat3x3<real>, inverse_inertia: mat3x3<real>) -> mat3x3<real> {
+    let ri = r * inverse_inertia;
+    // WGSL matrices are column-major: m[j][i] is row i, column j.
+    let w00 = ri[0][0] * r[0][0] + ri[1][0] * r[1][0] + ri[2][0] * r[2][0];
+    let w01 = ri[0][0] * r[0][1] + ri[1][0] * r[1][1] + ri[2][0] * r[2][1];
+    let w02 = ri[0][0] * r[0][2] + ri[1][0] * r[1][2] + ri[2][0] * r[2][2];
+    let w11 = ri[0][1] * r[0][1] + ri[1][1] * r[1][1] + ri[2][1] * r[2][1];
+    let w12 = ri[0][1] * r[0][2] + ri[1][1] * r[1][2] + ri[2][1] * r[2][2];
+    let w22 = ri[0][2] * r[0][2] + ri[1][2] * r[1][2] + ri[2][2] * r[2][2];
+    return mat3x3<real>(vec3<real>(w00, w01, w02), vec3<real>(w01, w11, w12), vec3<real>(w02, w12, w22));
 }
 
 // I⁻¹ by cofactors of I / s, s the mean of I's diagonal: the scaling keeps the determinant
@@ -43,13 +56,12 @@ fn inverse_mass_of(props: MassProperties, rotation: mat3x3<real>) -> InverseMass
     let ok = a > 0.0 && c22 > 0.0 && det > 0.0 && is_finite_real(det) && m > 0.0 && is_finite_real(m);
     let k = 1.0 / (det * s);
     let inverse_inertia = mat3x3<real>(vec3<real>(c00, c01, c02) * k, vec3<real>(c01, c11, c12) * k, vec3<real>(c02, c12, c22) * k);
-    return InverseMass(ok, rotation, rotation * props.com, 1.0 / m, inverse_inertia);
+    return InverseMass(ok, rotation * props.com, 1.0 / m, world_inverse_inertia(rotation, inverse_inertia));
 }
 
 // M⁻¹ (τ, f) = (b, a_o).
 fn apply_inverse_mass(inv: InverseMass, tau: vec3<real>, f: vec3<real>) -> array<real, 6> {
-    let r = inv.rotation;
-    let b = r * (inv.inverse_inertia * (transpose(r) * (tau - cross(inv.c_g, f))));
+    let b = inv.world_inverse_inertia * (tau - cross(inv.c_g, f));
     let a_o = f * inv.inverse_mass - cross(b, inv.c_g);
     return array<real, 6>(b.x, b.y, b.z, a_o.x, a_o.y, a_o.z);
 }

@@ -22,6 +22,8 @@ use crate::math::lanes::{
 pub(crate) struct Dynamics {
     /// `c_G = R c` per free slot.
     pub(crate) c_g: [LaneVec3; MAX_FREE],
+    /// `I_G⁻¹` in Ground per free slot ([`world_inverse_inertia`]).
+    pub(crate) w_inv: [LaneMat3; MAX_FREE],
     /// Unconstrained `u̇₀` per free slot, `[b, a_origin]`.
     pub(crate) udot0: [[Lane; 6]; MAX_FREE],
     /// Constrained `u̇` per free slot.
@@ -36,11 +38,26 @@ impl Dynamics {
         let zero = splat(0.0);
         Self {
             c_g: [LaneVec3::repeat(zero); MAX_FREE],
+            w_inv: [LaneMat3::repeat(zero); MAX_FREE],
             udot0: [[zero; 6]; MAX_FREE],
             udot: [[zero; 6]; MAX_FREE],
             lambda: [zero; MAX_M],
         }
     }
+}
+
+/// `R I⁻¹ Rᵀ`: a body's inverse inertia about its COM in Ground, once per derivative rather than
+/// two rotations at every use (`u̇₀` and each row's `M⁻¹ Gᵀ`). Symmetric, so its upper
+/// triangle is computed and mirrored.
+#[inline(always)]
+fn world_inverse_inertia(r: &LaneMat3, inverse_inertia: &LaneMat3) -> LaneMat3 {
+    let ri = r * inverse_inertia;
+    let entry = |i: usize, j: usize| {
+        ri[(i, 0)] * r[(j, 0)] + ri[(i, 1)] * r[(j, 1)] + ri[(i, 2)] * r[(j, 2)]
+    };
+    let (w00, w01, w02) = (entry(0, 0), entry(0, 1), entry(0, 2));
+    let (w11, w12, w22) = (entry(1, 1), entry(1, 2), entry(2, 2));
+    LaneMat3::new(w00, w01, w02, w01, w11, w12, w02, w12, w22)
 }
 
 /// `a · b` of two 6-vectors, in index order (the order `cpu::solver`'s products take).
@@ -50,19 +67,19 @@ pub(super) fn dot6(a: &[Lane; 6], b: &[Lane; 6]) -> Lane {
 }
 
 impl Chunk<'_> {
-    /// `M⁻¹ (τ, f)` of free slot `slot` at rotation `r`, `c_G = R c`: the closed form of the
-    /// module doc.
+    /// `M⁻¹ (τ, f)` of free slot `slot` with `I_G⁻¹` in Ground `w_inv` (see
+    /// [`world_inverse_inertia`]) and `c_G = R c`: the closed form of the module doc.
     #[inline(always)]
     fn inverse_mass(
         &self,
         slot: usize,
-        r: &LaneMat3,
+        w_inv: &LaneMat3,
         c_g: &LaneVec3,
         tau: LaneVec3,
         f: LaneVec3,
     ) -> (LaneVec3, LaneVec3) {
         let body = &self.bodies[slot];
-        let b = r * (body.inverse_inertia * r.tr_mul(&(tau - c_g.cross(&f))));
+        let b = w_inv * (tau - c_g.cross(&f));
         let a_o = f * body.inverse_mass - b.cross(c_g);
         (b, a_o)
     }
@@ -127,6 +144,7 @@ impl Chunk<'_> {
         } = scratch;
         let Dynamics {
             c_g,
+            w_inv,
             udot0,
             udot,
             lambda,
@@ -138,6 +156,7 @@ impl Chunk<'_> {
             let k = &kin[plan.free_bodies[slot]];
             let body = &self.bodies[slot];
             let (r, w) = (&k.rotation, k.ang_vel);
+            w_inv[slot] = world_inverse_inertia(r, &body.inverse_inertia);
             c_g[slot] = r * body.com;
             let m_ = body.mass;
             let i_g_w = r * (body.inertia * r.tr_mul(&w));
@@ -148,7 +167,7 @@ impl Chunk<'_> {
             let f_ang = c_g[slot].cross(&f_com) + body.torque;
             let (b, a) = self.inverse_mass(
                 slot,
-                r,
+                &w_inv[slot],
                 &c_g[slot],
                 f_ang - coriolis_ang,
                 f_com - coriolis_lin,
@@ -186,10 +205,9 @@ impl Chunk<'_> {
                 // The block is finite where its sum is (as `all_finite`).
                 ok = ok & all_finite(&block);
                 g[r][j] = block;
-                let k = &kin[plan.free_bodies[slot]];
                 let (b, a) = self.inverse_mass(
                     slot,
-                    &k.rotation,
+                    &w_inv[slot],
                     &c_g[slot],
                     LaneVec3::new(block[0], block[1], block[2]),
                     LaneVec3::new(block[3], block[4], block[5]),

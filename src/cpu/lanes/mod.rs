@@ -8,7 +8,8 @@
 //! * kinematics from q and u (`rotation_from_quaternion` per lane);
 //! * `f − c(q, u)` as `cpu::dynamics::applied_minus_coriolis`, and `M⁻¹` of each free body in
 //!   closed form about its COM (`b = I_G⁻¹ (τ − c_G × f)`, `a_o = f / m − b × c_G`, the exact
-//!   inverse of `physics.md` §1's `M`), with `I_c⁻¹` computed once per call;
+//!   inverse of `physics.md` §1's `M`), with `I_c⁻¹` computed once per call and `I_G⁻¹ = R
+//!   I_c⁻¹ Rᵀ` once per derivative;
 //! * each constraint's rows from [`Constraint::evaluate_lanes`](crate::model::Constraint) — the
 //!   built-in kinds run their formulas on lanes, any other constraint runs its scalar
 //!   `evaluate` lane by lane through the trait's default, so built-in and custom constraints go
