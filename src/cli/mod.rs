@@ -383,12 +383,11 @@ pub fn run_study(
     study::validate(scenario, range.clone())?;
     let (runner, backend_text) = Runner::resolve(backend, scenario.simulation.precision)?;
     // Unilateral contacts run on the event-driven CPU path whatever was asked: say so.
-    let (runner, backend_text) = if scenario
+    let unilateral = scenario
         .constraints
         .iter()
-        .any(|c| c.unilateral().is_some())
-        && matches!(runner, Runner::Gpu(_))
-    {
+        .any(|c| c.unilateral().is_some());
+    let (runner, backend_text) = if unilateral && matches!(runner, Runner::Gpu(_)) {
         (
             Runner::Cpu,
             format!("cpu (unilateral contacts run on the CPU; {backend_text} not used)"),
@@ -423,6 +422,18 @@ pub fn run_study(
     let write_start = Instant::now();
     let body = scenario.bodies.first().map(|b| b.name.as_str());
     let (summary, files) = output::write_results(dir.path(), &results, body)?;
+    // What stepped: with unilateral contacts, event-driven RK4 at the scenario's step whatever
+    // integrator it names.
+    let options = &scenario.simulation.options;
+    let integrator_text = if unilateral {
+        format!(
+            "event-driven RK4 between events, h = {} (unilateral contacts; {:?} asked)",
+            unilateral::event_step(options),
+            options.integrator
+        )
+    } else {
+        format!("{options:?}")
+    };
     let manifest = json!({
         "complete": true,
         "simbatch": env!("CARGO_PKG_VERSION"),
@@ -434,7 +445,7 @@ pub fn run_study(
         "shard": { "index": shard.map_or(0, |s| s.0), "count": shard.map_or(1, |s| s.1), "start": range.start, "end": range.end },
         "backend": backend_text,
         "precision": precision,
-        "integrator": format!("{:?}", scenario.simulation.options),
+        "integrator": integrator_text,
         "duration": scenario.simulation.duration,
         "bodies": scenario.bodies.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
         "timings": { "setup_s": setup, "simulate_s": simulate, "write_s": write_start.elapsed().as_secs_f64(), "total_s": started.elapsed().as_secs_f64() },
@@ -454,6 +465,9 @@ pub fn run_study(
             })
             .collect();
         print!("{}", output::summary_table(&shown));
+        if unilateral && !matches!(options.integrator, crate::step::Integrator::Rk4 { .. }) {
+            println!("stepped with {integrator_text}");
+        }
         println!(
             "simulated {} instances for {} s in {simulate:.2} s on {backend_text}",
             range.len(),

@@ -230,6 +230,15 @@ pub(super) fn run_group(
     Ok((rows, series))
 }
 
+/// The RK4 step a study with unilateral contacts takes between events: the `[simulation]` step
+/// (`step` of `euler` and `rk4`, `max_step` of `rkm`; the integrator's name chooses nothing else).
+pub(crate) fn event_step(options: &crate::step::StepOptions) -> f64 {
+    match options.integrator {
+        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
+        Integrator::RungeKuttaMerson { max_step, .. } => max_step,
+    }
+}
+
 /// What stepping a group of unilateral instances needs, prepared as a study prepares it (the
 /// render command replays instances through the same preparation).
 pub(super) struct UnilateralSetup {
@@ -276,12 +285,8 @@ impl UnilateralSetup {
             coefficients.push(per);
         }
         let options = &sc.simulation.options;
-        let step = match options.integrator {
-            Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
-            Integrator::RungeKuttaMerson { max_step, .. } => max_step,
-        };
         let events = EventOptions {
-            step,
+            step: event_step(options),
             // §8's tolerances derive from the constraint tolerance: projection's, else 1e-4.
             constraint_tolerance: match options.stabilization {
                 Stabilization::Projection { tolerance } => tolerance,

@@ -462,3 +462,36 @@ events = true
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Unilateral contacts step event-driven RK4 at the scenario's step whatever integrator it
+/// names: `rkm` with `max_step` equal to `rk4`'s `step` (and `accuracy` 1e-5, so that its
+/// default projection tolerance, `accuracy / 10`, is `rk4`'s 1e-6) gives the same results to
+/// the bit, and the manifest records what stepped.
+#[test]
+fn a_unilateral_study_steps_event_driven_rk4_at_the_scenarios_step() {
+    let dir = scratch("integrator");
+    let rk4 = Scenario::parse("drops.toml", DROPS).unwrap();
+    let rkm_text = DROPS.replace(
+        "integrator = \"rk4\"\nstep = 1e-3",
+        "integrator = \"rkm\"\naccuracy = 1e-5\nmax_step = 1e-3",
+    );
+    assert_ne!(rkm_text, DROPS);
+    let rkm = Scenario::parse("drops.toml", &rkm_text).unwrap();
+    let a = run_study(&rk4, None, Backend::Cpu, &dir.join("rk4"), false, true).unwrap();
+    let b = run_study(&rkm, None, Backend::Cpu, &dir.join("rkm"), false, true).unwrap();
+    for m in [&a, &b] {
+        let text = m["integrator"].as_str().unwrap();
+        assert!(
+            text.starts_with("event-driven RK4 between events, h = 0.001"),
+            "{text}"
+        );
+    }
+    assert!(
+        b["integrator"]
+            .as_str()
+            .unwrap()
+            .contains("RungeKuttaMerson")
+    );
+    let read = |d: &str| std::fs::read(dir.join(d).join("results.csv")).unwrap();
+    assert!(read("rk4") == read("rkm"), "results differ");
+}
