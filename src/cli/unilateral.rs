@@ -231,7 +231,8 @@ pub(super) fn run_group(
 }
 
 /// The RK4 step a study with unilateral contacts takes between events: the `[simulation]` step
-/// (`step` of `euler` and `rk4`, `max_step` of `rkm`; the integrator's name chooses nothing else).
+/// (`step` of `euler` and `rk4`, `max_step` of `rkm`). The integrator named chooses only this
+/// step and, through its default projection tolerance, the event tolerances.
 pub(crate) fn event_step(options: &crate::step::StepOptions) -> f64 {
     match options.integrator {
         Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
