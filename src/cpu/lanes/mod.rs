@@ -20,12 +20,13 @@
 //!   which leaves the other rows' arithmetic exactly as without them.
 //!
 //! A lane whose certificate fails because rows are redundant gets its multipliers from the
-//! reference solver's minimum-norm route (`solve_min_norm_spd` on that lane's `A`) and stays on
+//! reference solver's minimum-norm route (`solve_min_norm_rows` on that lane's `A`) and stays on
 //! lanes for the rest. A lane the fast formulas cannot answer — its state or result is not
 //! finite, or its mass properties are not invertible — is recomputed on the reference path, so
-//! every answer is the reference's answer to rounding (the tests hold the two to 1e-12). Lanes never look at each other, so an
-//! instance's result does not depend on the chunk it ran in, and stays bit-identical across
-//! thread counts.
+//! every answer is the reference's answer to rounding (the tests hold the two to 1e-12; with
+//! RKM to 1e-10 after a duration, since its step sizes follow an error estimate that cancels).
+//! Lanes never look at each other, so an instance's result does not depend on the chunk it ran
+//! in, and stays bit-identical across thread counts.
 //!
 //! Prescribed bodies (at most [`MAX_PRESCRIBED`]) take the reference's rules: a body with the
 //! constant law moves with the pose and velocity of its state and the acceleration of its
