@@ -14,7 +14,8 @@ use super::unilateral::{UnilateralSetup, contacts_of};
 use crate::backend::Stepper;
 use crate::batch::Batch;
 use crate::cpu::unilateral::{
-    ContactMode, EventOptions, UnilateralContact, contact_multipliers, run_batch,
+    ContactMode, ContactRecord, EventOptions, UnilateralContact, contact_multipliers,
+    run_batch_resuming,
 };
 use crate::render::{InstanceFrame, Scene, Track, capture, capture_with, contact_states};
 
@@ -78,6 +79,9 @@ enum Mover {
         contacts: Vec<UnilateralContact>,
         events: EventOptions,
         modes: Vec<ContactMode>,
+        /// What the last call left the contacts in (the next resumes from it, as a study's
+        /// calls do).
+        records: Option<Vec<ContactRecord>>,
     },
 }
 
@@ -92,10 +96,14 @@ impl Mover {
                 contacts,
                 events,
                 modes,
+                records,
             } => {
-                let runs = run_batch(batch, &|_| contacts.clone(), duration, events)?;
-                if let Some(Some(run)) = runs.first() {
+                let previous = [records.take()];
+                let runs =
+                    run_batch_resuming(batch, &|_| contacts.clone(), duration, events, &previous)?;
+                if let Some(Some(run)) = runs.into_iter().next() {
                     *modes = run.contacts.iter().map(|r| r.mode).collect();
+                    *records = Some(run.contacts);
                 }
             }
         }
@@ -110,10 +118,12 @@ impl Mover {
                 contacts,
                 events,
                 modes,
+                records,
             } => Mover::Unilateral {
                 contacts: contacts.clone(),
                 events: *events,
                 modes: modes.clone(),
+                records: records.clone(),
             },
         })
     }
@@ -126,6 +136,7 @@ impl Mover {
                 contacts,
                 events,
                 modes,
+                ..
             } => {
                 let (multipliers, found) = contact_multipliers(batch, 0, contacts, modes, events)
                     .unwrap_or_else(|_| (Vec::new(), modes.clone()));
@@ -165,6 +176,7 @@ pub fn replay(sc: &Scenario, instances: &[usize], times: &[f64]) -> Result<Scene
                 events: setup.events,
                 // Touching contacts are found at the first picture.
                 modes: vec![ContactMode::Stick; setup.ids.len()],
+                records: None,
             }
         } else {
             assemble(sc, &mut batch)?;

@@ -14,7 +14,7 @@ use super::study::{assemble, build, groups};
 use super::unilateral::{UnilateralSetup, contacts_of};
 use crate::backend::Stepper;
 use crate::batch::Batch;
-use crate::cpu::unilateral::{ContactMode, contact_multipliers, run_batch};
+use crate::cpu::unilateral::{ContactMode, ContactRecord, contact_multipliers, run_batch_resuming};
 use crate::evaluation::{Evaluation, Outputs};
 use crate::step::Integrator;
 
@@ -136,6 +136,8 @@ pub fn rollout(
             .as_ref()
             .map(|s| vec![vec![ContactMode::Stick; s.ids.len()]; members.len()])
             .unwrap_or_default();
+        // What each instance's last call left its contacts in (the next resumes from it).
+        let mut previous: Vec<Option<Vec<ContactRecord>>> = vec![None; members.len()];
         let mut evaluation = Evaluation::default();
         for k in 0..times {
             if k > 0 {
@@ -160,10 +162,17 @@ pub fn rollout(
                     }
                     Some(setup) => {
                         let contacts = |i: usize| contacts_of(&setup.ids, &setup.coefficients[i]);
-                        let runs = run_batch(&mut batch, &contacts, duration, &setup.events)?;
-                        for (m, run) in modes.iter_mut().zip(runs) {
+                        let runs = run_batch_resuming(
+                            &mut batch,
+                            &contacts,
+                            duration,
+                            &setup.events,
+                            &previous,
+                        )?;
+                        for ((m, last), run) in modes.iter_mut().zip(&mut previous).zip(runs) {
                             if let Some(run) = run {
                                 *m = run.contacts.iter().map(|r| r.mode).collect();
+                                *last = Some(run.contacts);
                             }
                         }
                     }

@@ -300,12 +300,32 @@ pub(super) fn build(
     for (local, k) in members.iter().enumerate() {
         apply(&mut batch, &bodies, &ids, local, &sampled[*k]).map_err(|e| CliError::Sample {
             instance: start + k,
-            message: e.to_string(),
+            message: in_scenario_terms(&e, batch.template()),
         })?;
     }
     // Inputs the scenario does not draw were written per instance with one value.
     batch.share_uniform_columns();
     Ok((batch, bodies))
+}
+
+/// An engine error about a drawn value in the scenario's terms: the engine's body index
+/// (`body[1]`, Ground being `body[0]`) becomes the scenario's body name (`body "brick"`), as the
+/// scenario's own list numbers its bodies differently, and the batch-local instance index is
+/// left out (the caller names the global one).
+fn in_scenario_terms(error: &crate::Error, template: &crate::model::SystemTemplate) -> String {
+    let mut message = match error {
+        crate::Error::InvalidValue {
+            field,
+            value,
+            accepted,
+            ..
+        } => format!("invalid {field}: got {value}; accepted: {accepted}"),
+        other => other.to_string(),
+    };
+    for (index, body) in template.bodies().iter().enumerate() {
+        message = message.replace(&format!("body[{index}]"), &format!("body {:?}", body.name));
+    }
+    message
 }
 
 /// Groups chunk-local instances by structural variant.

@@ -13,7 +13,7 @@ use crate::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocit
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::unilateral::{
     Coefficients, ContactMode, ContactRecord, EventOptions, InstanceContacts, UnilateralContact,
-    contact_multipliers, run_batch,
+    contact_multipliers, run_batch_resuming,
 };
 use crate::model::{BodyId, ConstraintId};
 use crate::step::{Integrator, Stabilization};
@@ -117,7 +117,12 @@ pub(super) fn run_group(
     let mut elapsed = 0.0;
     for k in 1..=count {
         let t = checkpoint(sc, k, count);
-        let runs = run_batch(&mut batch, &contacts, t - elapsed, &events)?;
+        // Each instance resumes in the modes its last call left it in.
+        let previous: Vec<Option<Vec<ContactRecord>>> = records
+            .iter()
+            .map(|per| per.iter().copied().collect())
+            .collect();
+        let runs = run_batch_resuming(&mut batch, &contacts, t - elapsed, &events, &previous)?;
         elapsed = t;
         for (per, run) in records.iter_mut().zip(runs) {
             let Some(run) = run else { continue };
@@ -415,6 +420,7 @@ pub(super) fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRe
         last_mode_change: new.last_mode_change.or(old.last_mode_change),
         impact_loss: old.impact_loss + new.impact_loss,
         friction_loss: old.friction_loss + new.friction_loss,
+        armed: new.armed,
     }
 }
 

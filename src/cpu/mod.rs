@@ -7,6 +7,7 @@
 //! through the backend's `Evaluator` and `Stepper`.
 
 pub mod assembly;
+mod cod;
 pub mod dynamics;
 pub mod evaluate;
 mod evaluating;

@@ -481,6 +481,37 @@ mod tests {
         }
     }
 
+    /// Rank-deficient `A = B Bᵀ` against the textbook `A⁺ = B (Bᵀ B)⁻² Bᵀ` (Cholesky solves,
+    /// no eigen decomposition): the eigen route keeps its answer where an iterative
+    /// decomposition could stop early on exact zero eigenvalues (as nalgebra's SVD does).
+    #[test]
+    fn the_eigen_route_gives_the_pseudo_inverse_answer_on_rank_deficient_matrices() {
+        for (n, r, seed) in [(4, 3, 1u64), (6, 4, 2), (12, 9, 3), (12, 3, 4), (3, 1, 5)] {
+            let b = with_eigenvalues(&vec![1.0; n], seed)
+                .columns(0, r)
+                .into_owned()
+                * DMatrix::from_fn(r, r, |i, j| {
+                    if i <= j {
+                        1.0 + (i + 2 * j) as f64 * 0.1
+                    } else {
+                        0.0
+                    }
+                });
+            let a = &b * b.transpose();
+            let rhs = DVector::from_fn(n, |k, _| (k as f64 * 1.3).cos());
+            let btb = (b.transpose() * &b)
+                .cholesky()
+                .expect("B has full column rank");
+            let expected = &b * btb.solve(&btb.solve(&(b.transpose() * &rhs)));
+            let (x, rank) = solve_min_norm_spd(&a, &rhs);
+            assert_eq!(rank, r, "n = {n}");
+            assert!(
+                (&x - &expected).norm() <= 1e-10 * expected.norm(),
+                "n = {n}, r = {r}"
+            );
+        }
+    }
+
     #[test]
     fn mass_factor_inverts_each_block() {
         let block = |s: f64| {

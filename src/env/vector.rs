@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::*;
 use crate::backend::{Backend, Stepper};
 use crate::batch::{Batch, status};
-use crate::cpu::unilateral::{EventOptions, run_batch};
+use crate::cpu::unilateral::{ContactRecord, EventOptions, run_batch_resuming};
 use crate::error::{Error, Result, try_filled};
 use crate::gpu::{GpuDevice, Precision};
 
@@ -68,6 +68,9 @@ pub struct VectorEnv {
     starting: Vec<bool>,
     task_values: Vec<f64>,
     actions: Vec<f32>,
+    /// Per environment with unilateral contacts, what its last step left them in (modes, slip
+    /// readiness): the next step resumes from it; `None` after a reset.
+    contact_records: Vec<Option<Vec<ContactRecord>>>,
 }
 
 impl std::fmt::Debug for VectorEnv {
@@ -161,6 +164,7 @@ impl VectorEnv {
             starting: try_filled(false, num_envs, "num_envs (step scratch)")?,
             task_values: try_filled(0.0, width * num_envs, "num_envs (task values)")?,
             actions: try_filled(0.0, num_envs * spec.action.dim(), "num_envs (actions)")?,
+            contact_records: try_filled(None, num_envs, "num_envs (contact records)")?,
             spec,
         };
         for i in 0..num_envs {
@@ -376,7 +380,16 @@ impl VectorEnv {
                 step: self.spec.control_dt / self.spec.substeps as f64,
                 ..EventOptions::default()
             };
-            run_batch(&mut self.batch, &contacts, self.spec.control_dt, &options)?;
+            let runs = run_batch_resuming(
+                &mut self.batch,
+                &contacts,
+                self.spec.control_dt,
+                &options,
+                &self.contact_records,
+            )?;
+            for (last, run) in self.contact_records.iter_mut().zip(runs) {
+                *last = run.map(|run| run.contacts);
+            }
         } else {
             self.stepper.step(&mut self.batch, self.spec.substeps)?;
         }
@@ -490,6 +503,7 @@ impl VectorEnv {
         self.stepper.reset_step_size(i);
         self.elapsed[i] = 0;
         self.ended[i] = false;
+        self.contact_records[i] = None;
         Ok(())
     }
 }

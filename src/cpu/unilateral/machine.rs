@@ -252,7 +252,23 @@ impl Machine<'_> {
                 ContactMode::Open => {
                     let (s_a, v_a) = (a.separation[k], a.velocity[z]);
                     let (s_b, v_b) = (b.separation[k], b.velocity[z]);
-                    if s_b <= 0.0 || hermite_minimum(s_a, v_a, s_b, v_b, h) <= 0.0 {
+                    let dips = || hermite_minimum(s_a, v_a, s_b, v_b, h) <= 0.0;
+                    let closes = if s_a > 0.0 {
+                        s_b <= 0.0 || dips()
+                    } else {
+                        // It starts inside the plane's band (as a bounce, a lift-off or a
+                        // touching contact the modes left open leaves it). Being below zero is
+                        // no event — it would be one at every instant (§6). Inside, it closes
+                        // when it approaches faster than a touchdown or stops leaving; out of
+                        // the plane, when it dips back.
+                        let (v_tol, leaving) = (self.tol.v_tol, v_a > self.tol.v_tol);
+                        if s_b <= 0.0 {
+                            v_b < -v_tol || (leaving && v_b <= v_tol)
+                        } else {
+                            dips()
+                        }
+                    };
+                    if closes {
                         return Ok((true, b));
                     }
                 }
@@ -442,14 +458,17 @@ pub(super) fn settle(
             record.impact_loss += out.losses[k];
         }
     }
-    // Slip → stick: a sliding contact slowed to v_roll (or reversed) loses its slip.
+    // Slip → stick: a sliding contact slowed to v_roll (or reversed) loses its slip. A contact
+    // separating faster than v_tol (as an impact throws some off) has left its plane: it is
+    // neither slowed nor held by the projection, whatever its mode was before the event.
     let c = machine.contacts_at(t, y)?;
+    let leaving: Vec<bool> = rows.iter().map(|r| c.velocity[r[2]] > tol.v_tol).collect();
     let slowed: Vec<bool> = rows
         .iter()
         .zip(modes.iter())
-        .zip(&machine.armed)
-        .map(|((r, m), armed)| match m {
-            ContactMode::Slide { direction: d } if *armed => {
+        .zip(machine.armed.iter().zip(&leaving))
+        .map(|((r, m), (armed, leaving))| match m {
+            ContactMode::Slide { direction: d } if *armed && !*leaving => {
                 c.velocity[r[0]] * d[0] + c.velocity[r[1]] * d[1] <= tol.v_roll
             }
             _ => false,
@@ -458,8 +477,9 @@ pub(super) fn settle(
     if slowed.iter().any(|s| *s) {
         let sets: Vec<RowSet> = modes
             .iter()
-            .zip(&slowed)
-            .map(|(m, slowed)| match m {
+            .zip(slowed.iter().zip(&leaving))
+            .map(|(m, (slowed, leaving))| match m {
+                _ if *leaving => RowSet::Off,
                 _ if *slowed => RowSet::Stick,
                 ContactMode::Stick => RowSet::Stick,
                 ContactMode::Slide { direction } => RowSet::Slide {
@@ -489,6 +509,40 @@ pub(super) fn settle(
                 run.contacts[k].last_mode_change = Some(t);
             }
         }
+    }
+    // The projection holds the contacts that stay and moves the bodies: a near contact it set
+    // approaching gets a plastic touchdown, as one arriving slowly would (closing it silently
+    // would let it sink into its plane).
+    let c = machine.contacts_at(t, y)?;
+    let pushed: Vec<bool> = rows
+        .iter()
+        .zip(&near)
+        .map(|(r, near)| *near && c.velocity[r[2]] < -tol.v_tol)
+        .collect();
+    if pushed.iter().any(|p| *p) {
+        let input: Vec<ImpactContact> = machine
+            .coefficients
+            .iter()
+            .zip(&near)
+            .map(|(k, near)| ImpactContact {
+                coefficients: Coefficients {
+                    restitution: 0.0,
+                    ..*k
+                },
+                participates: *near,
+            })
+            .collect();
+        let energy = energy_scale(machine, y, &c);
+        let out = impact(&c.space, &c.velocity, energy, &input, options.law, &tol)?;
+        let du = c.velocity_change(&out.impulse);
+        for (k, d) in du.iter().enumerate() {
+            y[nq + k] += d;
+        }
+        y[work] += out.impulse.dot(&machine.motion_terms(&c));
+        for (record, loss) in run.contacts.iter_mut().zip(&out.losses) {
+            record.impact_loss += loss;
+        }
+        changed = true;
     }
     // The modes, determined again.
     let c = machine.contacts_at(t, y)?;

@@ -37,7 +37,7 @@ pub use modes::{ModeContact, ModeSolution, solve_modes};
 pub use phase::RowSet;
 pub use stepper::{
     ContactRecord, Event, EventOptions, EventRun, UnilateralContact, contact_multipliers,
-    run_batch, run_instance,
+    run_batch, run_batch_resuming, run_instance,
 };
 pub use system::InstanceContacts;
 

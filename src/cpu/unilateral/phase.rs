@@ -4,12 +4,11 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::ContactSpace;
-use crate::cpu::solver::{RANK_TOLERANCE, solve_min_norm_spd};
+use crate::cpu::cod::solve_min_norm_general;
+use crate::cpu::solver::solve_min_norm_spd;
 
 /// Most corrections of a sliding contact's friction direction in one phase (§4.2).
 pub(crate) const MAX_DIRECTION_ITERATIONS: usize = 50;
-/// Iteration bound of the SVD (12 × 12 at most converges in far fewer).
-const SVD_ITERATIONS: usize = 1000;
 /// Two unit directions closer than this count as the same.
 const DIRECTION_TOLERANCE: f64 = 1e-12;
 /// `A_eff ≤ PAINLEVE · W_zz` makes a sliding contact's normal solve ill-posed (§3.3).
@@ -107,7 +106,7 @@ pub(crate) fn linear_step(
     let x = if symmetric {
         solve_min_norm_spd(&a, &rhs).0
     } else {
-        min_norm_general(&a, &rhs)
+        solve_min_norm_general(&a, &rhs).0
     };
     for (k, (rows, coefficients, count)) in columns.iter().enumerate() {
         for j in 0..*count {
@@ -115,20 +114,6 @@ pub(crate) fn linear_step(
         }
     }
     value
-}
-
-/// Minimum-norm solution of a square, possibly non-symmetric and singular `a x = rhs`: the
-/// pseudo-inverse from the SVD, singular values below `RANK_TOLERANCE · σmax` taken as zero
-/// (the complete orthogonal decomposition's answer).
-fn min_norm_general(a: &DMatrix<f64>, rhs: &DVector<f64>) -> DVector<f64> {
-    let zero = || DVector::zeros(rhs.len());
-    // nalgebra's SVD iterates until convergence unless bounded.
-    let Some(svd) = a.clone().try_svd(true, true, f64::EPSILON, SVD_ITERATIONS) else {
-        return zero();
-    };
-    let largest = svd.singular_values.iter().fold(0.0f64, |m, s| m.max(*s));
-    svd.solve(rhs, RANK_TOLERANCE * largest)
-        .unwrap_or_else(|_| zero())
 }
 
 /// One contact of an impulse phase.

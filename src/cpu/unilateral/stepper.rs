@@ -76,6 +76,10 @@ pub struct ContactRecord {
     /// Energy its force took while closed, `∫ λ · v dt` over its rows: sliding friction's
     /// `∫ μ_d |λ_z| |v_t| dt` (§7), integrated with the state.
     pub friction_loss: f64,
+    /// Whether, at the end, its slip has exceeded `v_roll` since its last mode change (only
+    /// then may slip → stick fire, §2's hysteresis). With `mode`, what a later call resumes
+    /// from ([`run_batch_resuming`]).
+    pub armed: bool,
 }
 
 /// One located event.
@@ -124,7 +128,7 @@ pub fn run_instance(
         });
     }
     check(duration, options)?;
-    let (y, t, run) = simulate(batch, i, contacts, duration, options)?;
+    let (y, t, run) = simulate(batch, i, contacts, duration, options, None)?;
     batch.store_values(i, t, &y, 0);
     batch.touch_state_columns();
     Ok(run)
@@ -142,6 +146,61 @@ pub fn run_batch(
     duration: f64,
     options: &EventOptions,
 ) -> Result<Vec<Option<EventRun>>> {
+    run_batch_from(batch, contacts, duration, options, &|_| None)
+}
+
+/// How one instance's run ended: its state laid out as [`InstanceState::to_vec`], time and
+/// record.
+type Ended = (Vec<f64>, f64, EventRun);
+
+/// [`run_batch`] continuing earlier runs: instance `i` starts with its contacts in the modes,
+/// and the slip → stick readiness, that `previous[i]` records (the
+/// [`contacts`](EventRun::contacts) of the run that left the instance where it stands),
+/// instead of determining them from its state alone. A run cut into calls (a study's
+/// checkpoints, an environment's control steps) then steps as one call would, to the
+/// integrator's accuracy: a contact sliding or sticking at a call's end is not taken for one
+/// arriving at its start. `None` starts an instance afresh, as [`run_batch`] does.
+///
+/// `previous` holds one entry per instance, each with one record per contact of
+/// `contacts(i)`.
+pub fn run_batch_resuming(
+    batch: &mut Batch,
+    contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
+    duration: f64,
+    options: &EventOptions,
+    previous: &[Option<Vec<ContactRecord>>],
+) -> Result<Vec<Option<EventRun>>> {
+    if previous.len() != batch.len() {
+        return Err(Error::Dimension {
+            what: "previous contact records (one entry per instance)",
+            got: previous.len(),
+            expected: batch.len(),
+        });
+    }
+    for (i, records) in previous.iter().enumerate() {
+        if let Some(records) = records
+            && records.len() != contacts(i).len()
+        {
+            return Err(Error::Dimension {
+                what: "previous contact records of an instance (one per contact)",
+                got: records.len(),
+                expected: contacts(i).len(),
+            });
+        }
+    }
+    run_batch_from(batch, contacts, duration, options, &|i| {
+        previous[i].as_deref()
+    })
+}
+
+/// [`run_batch`] and [`run_batch_resuming`]: instance `i` resumes from `previous(i)`.
+fn run_batch_from<'p>(
+    batch: &mut Batch,
+    contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
+    duration: f64,
+    options: &EventOptions,
+    previous: &(dyn Fn(usize) -> Option<&'p [ContactRecord]> + Sync),
+) -> Result<Vec<Option<EventRun>>> {
     use rayon::prelude::*;
     check(duration, options)?;
     let shared: &Batch = batch;
@@ -149,7 +208,7 @@ pub fn run_batch(
         .into_par_iter()
         .map(|i| {
             (shared.status()[i] & status::HALTED == 0)
-                .then(|| simulate(shared, i, &contacts(i), duration, options))
+                .then(|| simulate(shared, i, &contacts(i), duration, options, previous(i)))
         })
         .collect();
     let mut runs = Vec::with_capacity(outcomes.len());
@@ -175,10 +234,6 @@ pub fn run_batch(
     batch.touch_state_columns();
     Ok(runs)
 }
-
-/// How one instance's run ended: its state laid out as [`InstanceState::to_vec`], time and
-/// record.
-type Ended = (Vec<f64>, f64, EventRun);
 
 /// The checks every run makes before any work.
 fn check(duration: f64, options: &EventOptions) -> Result<()> {
@@ -310,6 +365,7 @@ fn simulate(
     contacts: &[UnilateralContact],
     duration: f64,
     options: &EventOptions,
+    previous: Option<&[ContactRecord]>,
 ) -> Result<Ended> {
     let (mut machine, mut y) = machine_at(batch, i, contacts, options)?;
     let layout = machine.layout;
@@ -322,6 +378,7 @@ fn simulate(
                 last_mode_change: None,
                 impact_loss: 0.0,
                 friction_loss: 0.0,
+                armed: false,
             };
             contacts.len()
         ],
@@ -333,6 +390,11 @@ fn simulate(
     let mut t = machine.state.time;
     let t_end = t + duration;
     let mut modes = vec![ContactMode::Open; contacts.len()];
+    if let Some(previous) = previous {
+        for ((mode, armed), record) in modes.iter_mut().zip(&mut machine.armed).zip(previous) {
+            (*mode, *armed) = (record.mode, record.armed);
+        }
+    }
     settle(&mut machine, &mut y, t, &mut modes, &mut run, options, true)?;
     let mut start = None;
     while t < t_end {
@@ -425,9 +487,16 @@ fn simulate(
         }
     }
     let losses = &y[layout.losses..layout.poses];
-    for ((record, mode), loss) in run.contacts.iter_mut().zip(&modes).zip(losses) {
+    for (((record, mode), loss), armed) in run
+        .contacts
+        .iter_mut()
+        .zip(&modes)
+        .zip(losses)
+        .zip(&machine.armed)
+    {
         record.mode = *mode;
         record.friction_loss = *loss;
+        record.armed = *armed;
     }
     // The deepest penetration at the end: beyond p_tol the instance broke its contacts.
     let end = machine.contacts_at(t, &y)?;

@@ -6,6 +6,7 @@
 //! constraint kinds; `modes::the_engines_sphere_rows_give_the_reference_modes_and_impacts`
 //! reads them from the engine's own `SphereOnPlaneContact` rows instead.
 
+mod bricks;
 mod env;
 mod impacts;
 mod modes;

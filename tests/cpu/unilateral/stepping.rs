@@ -118,7 +118,7 @@ fn a_ball_launched_without_spin_slides_then_rolls_at_five_sevenths() {
 /// A uniform brick (m = 3, half-dims 0.4 along the slope × 0.25 × 0.1 normal) resting on Ground's
 /// plane tilted by `theta` (as [`engine_sphere`]), touching it at its four bottom corners through
 /// small `SphereOnPlaneContact`s (radius 0.01, lowest points at the corners).
-fn engine_brick(theta: f64) -> (simbatch::prelude::Batch, Vec<UnilateralContact>) {
+pub(super) fn engine_brick(theta: f64) -> (simbatch::prelude::Batch, Vec<UnilateralContact>) {
     use simbatch::prelude::*;
     let mut t = SystemTemplate::new();
     let brick = t.add_free_body("brick");
