@@ -25,6 +25,7 @@
 //! What is here is instantaneous: the stepper that locates events and calls these laws per
 //! instance is built on top of it.
 
+mod event;
 mod impact;
 mod machine;
 mod modes;

@@ -8,7 +8,8 @@
 //!
 //! A reference path for one instance, f64; the batch-wide and GPU versions build on it.
 
-use super::machine::{Layout, Machine, settle};
+use super::event::settle;
+use super::machine::{Layout, Machine};
 use super::{Coefficients, ContactMode, ImpactLaw, ModeContact, Tolerances, solve_modes};
 use crate::batch::{Batch, status};
 use crate::cpu::evaluate::InstanceSystem;
