@@ -103,3 +103,37 @@ fn a_run_cut_into_calls_resumes_its_contacts_modes() {
     assert!(run_batch_resuming(&mut batch, &|_| contacts.clone(), 0.05, &options, &short).is_err());
     assert!(run_batch_resuming(&mut batch, &|_| contacts.clone(), 0.05, &options, &[]).is_err());
 }
+
+#[test]
+fn elastic_frictionless_bricks_keep_their_energy() {
+    // e = 1, μ = 0 (§4.3: then ΔT = 0 at every impact with no reacting observer; §7: E is
+    // conserved, impacts exactly, flights to the integrator's tolerance).
+    let text = BRICK_TOSS
+        .replace("e = { uniform = [0.0, 1.0] }", "e = 1.0")
+        .replace("ms = { uniform = [0.2, 1.0] }", "ms = 0.0")
+        .replace("md = { uniform = [0.0, 0.2] }", "md = 0.0");
+    assert_ne!(text, BRICK_TOSS);
+    let scenario = Scenario::parse("elastic.toml", &text).unwrap();
+    let dir = scratch("bricks-elastic");
+    let out = dir.join("out");
+    run_study(&scenario, Some((0, 25)), Backend::Cpu, &out, false, true).unwrap();
+    let (columns, rows) = results(&out, "results.csv");
+    assert_eq!(rows.len(), 20);
+    for (index, row) in &rows {
+        assert_eq!(row[col(&columns, "status")], 0.0, "instance {index}");
+        let (energy, change) = (
+            row[col(&columns, "energy")],
+            row[col(&columns, "energy_change")],
+        );
+        let initial = (energy - change).abs().max(1.0);
+        assert!(
+            change.abs() <= 1e-8 * initial,
+            "instance {index}: ΔE = {change}"
+        );
+        let impacts: f64 = (0..8)
+            .map(|k| row[col(&columns, &format!("c{k}.impacts"))])
+            .sum();
+        assert!(impacts > 0.0, "instance {index} bounced");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
