@@ -110,6 +110,22 @@ impl Machine<'_> {
         frozen: &[Option<[f64; 2]>],
     ) -> Result<Vec<f64>> {
         let contacts = self.contacts_at(t, y)?;
+        let dy = self.derivative_at(&contacts, y, modes, frozen);
+        self.spare = Some(contacts);
+        Ok(dy)
+    }
+
+    /// [`derivative`](Self::derivative) with the contact space at `y` given: `contacts` must be
+    /// what the machine assembled last (its state and system are read too), as a step's start
+    /// is — its first RK4 stage, shared by the step and every bisection point, then costs no
+    /// assembly.
+    pub(super) fn derivative_at(
+        &self,
+        contacts: &InstanceContacts,
+        y: &[f64],
+        modes: &[ContactMode],
+        frozen: &[Option<[f64; 2]>],
+    ) -> Vec<f64> {
         let sets: Vec<RowSet> = modes
             .iter()
             .zip(contacts.space.contacts())
@@ -178,10 +194,9 @@ impl Machine<'_> {
         // Work on the free bodies: the forces −Gᵀλ deliver −λ · G u = −λ · v + λ · c, where
         // c = v − G u is what the prescribed bodies' motion adds to the row velocities. The
         // contacts take λ · v (above); the prescribed bodies do λ · c. Applied loads do F · v.
-        dy[l.work] = multipliers.dot(&self.motion_terms(&contacts));
+        dy[l.work] = multipliers.dot(&self.motion_terms(contacts));
         dy[l.work + 1] = applied_power(self.batch, self.instance, &self.state);
-        self.spare = Some(contacts);
-        Ok(dy)
+        dy
     }
 
     /// `c = v − G u` at the state last assembled: what the prescribed bodies' motion adds to
@@ -194,11 +209,13 @@ impl Machine<'_> {
         &contacts.velocity - &self.system.jacobian * u
     }
 
-    /// One RK4 step of length `h` (quaternions renormalised).
+    /// One RK4 step of length `h` (quaternions renormalised) from `y`, whose derivative (the
+    /// first stage) is `k1`.
     pub(super) fn rk4(
         &mut self,
         t: f64,
         y: &[f64],
+        k1: &[f64],
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
@@ -206,8 +223,7 @@ impl Machine<'_> {
         let add = |a: &[f64], b: &[f64], s: f64| -> Vec<f64> {
             a.iter().zip(b).map(|(x, d)| x + s * d).collect()
         };
-        let k1 = self.derivative(t, y, modes, frozen)?;
-        let k2 = self.derivative(t + h / 2.0, &add(y, &k1, h / 2.0), modes, frozen)?;
+        let k2 = self.derivative(t + h / 2.0, &add(y, k1, h / 2.0), modes, frozen)?;
         let k3 = self.derivative(t + h / 2.0, &add(y, &k2, h / 2.0), modes, frozen)?;
         let k4 = self.derivative(t + h, &add(y, &k3, h), modes, frozen)?;
         let mut out: Vec<f64> = (0..y.len())

@@ -437,7 +437,10 @@ fn simulate(
                 _ => None,
             })
             .collect();
-        let y_b = machine.rk4(t, &y, h, &modes, &frozen)?;
+        // The first stage, shared by the step and every bisection point: `a` is what the
+        // machine assembled last (the previous step's end, or just now).
+        let k1 = machine.derivative_at(&a, &y, &modes, &frozen);
+        let y_b = machine.rk4(t, &y, &k1, h, &modes, &frozen)?;
         let (event, b) = machine.has_event(&a, t + h, &y_b, h, &modes, &frozen)?;
         if !event {
             y = y_b;
@@ -456,7 +459,7 @@ fn simulate(
                 break;
             }
             let mid = 0.5 * (lo + hi);
-            let y_mid = machine.rk4(t, &y, mid, &modes, &frozen)?;
+            let y_mid = machine.rk4(t, &y, &k1, mid, &modes, &frozen)?;
             let (event, at_mid) = machine.has_event(&a, t + mid, &y_mid, mid, &modes, &frozen)?;
             machine.spare = Some(at_mid);
             if event {
