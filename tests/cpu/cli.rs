@@ -1825,3 +1825,23 @@ fn truncated_normal_and_lognormal_draw_in_scenarios() {
         "{err}"
     );
 }
+
+#[test]
+fn every_example_scenario_parses_and_its_draws_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let scenario = Scenario::parse(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The dry pass over every instance the study draws (what `simbatch run` does first).
+        simbatch::cli::study::validate(&scenario, 0..scenario.instances)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
