@@ -1845,3 +1845,26 @@ fn every_example_scenario_parses_and_its_draws_are_valid() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
+
+#[test]
+fn a_refused_draw_names_the_scenarios_body_and_the_instance_once() {
+    let text = include_str!("../../examples/scenarios/tossed_bricks.toml").replace(
+        "inertia = [0.0125, 0.035, 0.04, 0.0, 0.0, 0.0]",
+        "inertia = [0.0125, 0.0135, 0.04, 0.0, 0.0, 0.0]",
+    );
+    let scenario = Scenario::parse("bricks.toml", &text).unwrap();
+    let err = simbatch::cli::study::validate(&scenario, 0..scenario.instances).unwrap_err();
+    let CliError::Sample { instance, message } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(*instance, 0);
+    assert!(
+        message.starts_with("invalid body \"brick\".inertia: got [0.0125, 0.0135, 0.04"),
+        "{message}"
+    );
+    assert!(message.contains("triangle inequality"), "{message}");
+    assert!(
+        !message.contains("body[") && !message.contains("for instance"),
+        "{message}"
+    );
+}
