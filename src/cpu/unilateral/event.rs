@@ -49,19 +49,18 @@ fn apply(machine: &Machine<'_>, y: &mut [f64], c: &InstanceContacts, impulse: &D
     y[work] += impulse.dot(&machine.motion_terms(c));
 }
 
-/// An impact at `t` of the contacts within `p_tol` (`near`), with their restitution or none
-/// (`plastic`); the losses are booked per contact. Returns the contacts' row velocities
-/// before it.
+/// An impact of the contacts within `p_tol` (`near`) on the contact space `c` at `y` (what the
+/// machine assembled last), with their restitution or none (`plastic`); the losses are booked
+/// per contact. Returns the contacts' row velocities before it.
 fn impact_at(
     machine: &mut Machine<'_>,
     y: &mut [f64],
-    t: f64,
+    c: InstanceContacts,
     near: &[bool],
     plastic: bool,
     run: &mut EventRun,
     options: &EventOptions,
 ) -> Result<DVector<f64>> {
-    let c = machine.contacts_at(t, y)?;
     let input: Vec<ImpactContact> = machine
         .coefficients
         .iter()
@@ -159,12 +158,11 @@ pub(super) fn settle(
         .any(|((r, near), m)| {
             *near && *m == ContactMode::Open && c.velocity[r[2]].abs() <= tol.v_tol
         });
-    machine.spare = Some(c);
     let mut approach_speed = 0.0f64;
     let mut changed = false;
     if approaching.iter().any(|a| *a) || touching_open {
         let plastic = !approaching.iter().any(|a| *a);
-        let before = impact_at(machine, y, t, &near, plastic, run, options)?;
+        let before = impact_at(machine, y, c, &near, plastic, run, options)?;
         for (k, record) in run.contacts.iter_mut().enumerate() {
             if approaching[k] {
                 record.impacts += 1;
@@ -172,6 +170,8 @@ pub(super) fn settle(
                 approach_speed = approach_speed.max(-before[rows[k][2]]);
             }
         }
+    } else {
+        machine.spare = Some(c);
     }
     // Slip → stick: a sliding contact slowed to v_roll (or reversed) loses its slip. A contact
     // separating faster than v_tol (as an impact throws some off) has left its plane: it is
@@ -218,10 +218,11 @@ pub(super) fn settle(
         .iter()
         .zip(&near)
         .any(|(r, near)| *near && c.velocity[r[2]] < -tol.v_tol);
-    machine.spare = Some(c);
     if pushed {
-        impact_at(machine, y, t, &near, true, run, options)?;
+        impact_at(machine, y, c, &near, true, run, options)?;
         changed = true;
+    } else {
+        machine.spare = Some(c);
     }
     // The modes, determined again.
     let c = machine.contacts_at(t, y)?;
