@@ -48,7 +48,14 @@ pub struct Solution {
 /// triangle (the upper one is left as it was). False when a pivot is not positive and finite.
 /// The kernels apply `M⁻¹` in closed form instead (`inverse_mass_of` in `shaders/dynamics.wgsl`,
 /// the lane path's formula).
+///
+/// Inlined always, as are [`cholesky_solve`] and [`inverse_factor_norm2`]: their callers pass
+/// a literal `n` where they can (the 6×6 mass blocks, [`solve_certified_full_rank`]'s sizes up
+/// to six), so the loops unroll and lose their bounds checks; the operations and their order,
+/// hence the bits, are those of the general loops.
+#[inline(always)]
 fn cholesky(a: &mut [f64], n: usize) -> bool {
+    let a = &mut a[..n * n];
     for j in 0..n {
         let mut d = a[j * n + j];
         for k in 0..j {
@@ -72,7 +79,9 @@ fn cholesky(a: &mut [f64], n: usize) -> bool {
 }
 
 /// Solves `L Lᵀ x = b` in place (`b` becomes `x`) with the factor from [`cholesky`].
+#[inline(always)]
 fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64]) {
+    let (l, b) = (&l[..n * n], &mut b[..n]);
     for i in 0..n {
         for k in 0..i {
             b[i] -= l[i * n + k] * b[k];
@@ -89,7 +98,9 @@ fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64]) {
 
 /// `‖L⁻¹‖²_F` for the factor from [`cholesky`], column by column of `L⁻¹` (lower triangular);
 /// `y` is scratch of length `n`.
+#[inline(always)]
 fn inverse_factor_norm2(l: &[f64], n: usize, y: &mut [f64]) -> f64 {
+    let (l, y) = (&l[..n * n], &mut y[..n]);
     let mut sum = 0.0;
     for k in 0..n {
         for i in k..n {
@@ -221,7 +232,8 @@ impl MassFactor {
 
 /// The full-rank solve of the symmetric `a x = rhs` (`a` row-major in `work[..n²]`, destroyed),
 /// or false when Cholesky fails or cannot certify rank `n` (see the module doc); `scratch` holds
-/// at least `n` values.
+/// at least `n` values. Sizes up to six (every instance with at most two contacts, or one body's
+/// worth of rows) run with `n` a literal ([`cholesky`]'s doc).
 fn solve_certified_full_rank(
     work: &mut [f64],
     n: usize,
@@ -229,6 +241,27 @@ fn solve_certified_full_rank(
     x: &mut [f64],
     scratch: &mut [f64],
 ) -> bool {
+    match n {
+        1 => certified_full_rank_at(work, 1, rhs, x, scratch),
+        2 => certified_full_rank_at(work, 2, rhs, x, scratch),
+        3 => certified_full_rank_at(work, 3, rhs, x, scratch),
+        4 => certified_full_rank_at(work, 4, rhs, x, scratch),
+        5 => certified_full_rank_at(work, 5, rhs, x, scratch),
+        6 => certified_full_rank_at(work, 6, rhs, x, scratch),
+        _ => certified_full_rank_at(work, n, rhs, x, scratch),
+    }
+}
+
+/// [`solve_certified_full_rank`]'s work, inlined into each of its sizes.
+#[inline(always)]
+fn certified_full_rank_at(
+    work: &mut [f64],
+    n: usize,
+    rhs: &[f64],
+    x: &mut [f64],
+    scratch: &mut [f64],
+) -> bool {
+    let (work, rhs, x) = (&mut work[..n * n], &rhs[..n], &mut x[..n]);
     let trace: f64 = (0..n).map(|k| work[k * n + k]).sum();
     if !cholesky(work, n) {
         return false;

@@ -46,7 +46,7 @@ fn apply(machine: &Machine<'_>, y: &mut [f64], c: &InstanceContacts, impulse: &D
     for (k, d) in c.velocity_change(impulse).iter().enumerate() {
         y[nq + k] += d;
     }
-    y[work] += impulse.dot(&machine.motion_terms(c));
+    y[work] += machine.motion_power(c, impulse);
 }
 
 /// An impact of the contacts within `p_tol` (`near`) on the contact space `c` at `y` (what the

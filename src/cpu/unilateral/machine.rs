@@ -152,11 +152,10 @@ impl Machine<'_> {
                 }
             })
             .collect();
-        let known = vec![None; sets.len()];
-        let multipliers = linear_step(&contacts.space, &contacts.free_acceleration, &sets, &known);
-        let udot = contacts.udot(&multipliers);
+        let multipliers = linear_step(&contacts.space, &contacts.free_acceleration, &sets, &[]);
         let l = self.layout;
         let mut dy = vec![0.0; y.len()];
+        contacts.udot_into(&multipliers, &mut dy[l.nq..l.nq + l.nu]);
         let poses = (0..self.state.q.len())
             .map(|k| (7 * k, l.nq + 6 * k))
             .chain((0..self.state.pose.len()).map(|k| (l.poses + 7 * k, l.velocities + 6 * k)));
@@ -173,7 +172,6 @@ impl Machine<'_> {
             dy[q_at..q_at + 4].copy_from_slice(&quaternion_rate(&q[..4], &vec3(&u[..3])));
             dy[q_at + 4..q_at + 7].copy_from_slice(&u[3..6]);
         }
-        dy[l.nq..l.nq + l.nu].copy_from_slice(udot.as_slice());
         for (k, cols) in self.batch.prescribed_columns().iter().enumerate() {
             if cols.motion.is_none() {
                 let at = l.velocities + 6 * k;
@@ -194,19 +192,46 @@ impl Machine<'_> {
         // Work on the free bodies: the forces −Gᵀλ deliver −λ · G u = −λ · v + λ · c, where
         // c = v − G u is what the prescribed bodies' motion adds to the row velocities. The
         // contacts take λ · v (above); the prescribed bodies do λ · c. Applied loads do F · v.
-        dy[l.work] = multipliers.dot(&self.motion_terms(contacts));
+        dy[l.work] = self.motion_power(contacts, &multipliers);
         dy[l.work + 1] = applied_power(self.batch, self.instance, &self.state);
         dy
     }
 
-    /// `c = v − G u` at the state last assembled: what the prescribed bodies' motion adds to
-    /// each row's velocity (zero when every plane is Ground's or at rest).
-    pub(super) fn motion_terms(&self, contacts: &InstanceContacts) -> DVector<f64> {
-        let u = DVector::from_iterator(
-            6 * self.state.u.len(),
-            self.state.u.iter().flatten().copied(),
-        );
-        &contacts.velocity - &self.system.jacobian * u
+    /// `values · c`, with `c = v − G u` at the state last assembled: what the prescribed
+    /// bodies' motion adds to each row's velocity (zero when every plane is Ground's or at
+    /// rest). `c` is built in a buffer kept per thread (this runs at every RK4 stage of the
+    /// event path), `G u` summed in nalgebra's matrix-vector order, so the bits are those of
+    /// `values.dot(&(v − G * u))`.
+    pub(super) fn motion_power(&self, contacts: &InstanceContacts, values: &DVector<f64>) -> f64 {
+        thread_local! {
+            static MOTION: std::cell::RefCell<DVector<f64>> =
+                std::cell::RefCell::new(DVector::zeros(0));
+        }
+        let g = &self.system.jacobian;
+        let (m, nu) = g.shape();
+        let u = |k: usize| self.state.u[k / 6][k % 6];
+        let fill = |c: &mut DVector<f64>| {
+            c.resize_vertically_mut(m, 0.0);
+            for r in 0..m {
+                let mut gu = 0.0;
+                for k in 0..nu {
+                    let term = g[(r, k)] * u(k);
+                    gu = if k == 0 { term } else { term + gu };
+                }
+                c[r] = contacts.velocity[r] - gu;
+            }
+        };
+        MOTION.with(|c| match c.try_borrow_mut() {
+            Ok(mut c) => {
+                fill(&mut c);
+                values.dot(&c)
+            }
+            Err(_) => {
+                let mut c = DVector::zeros(m);
+                fill(&mut c);
+                values.dot(&c)
+            }
+        })
     }
 
     /// One RK4 step of length `h` (quaternions renormalised) from `y`, whose derivative (the
@@ -220,12 +245,19 @@ impl Machine<'_> {
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
     ) -> Result<Vec<f64>> {
-        let add = |a: &[f64], b: &[f64], s: f64| -> Vec<f64> {
-            a.iter().zip(b).map(|(x, d)| x + s * d).collect()
+        // The stages' states, one after the other in one buffer.
+        let mut stage = vec![0.0; y.len()];
+        let add = |stage: &mut [f64], b: &[f64], s: f64| {
+            for ((out, x), d) in stage.iter_mut().zip(y).zip(b) {
+                *out = x + s * d;
+            }
         };
-        let k2 = self.derivative(t + h / 2.0, &add(y, k1, h / 2.0), modes, frozen)?;
-        let k3 = self.derivative(t + h / 2.0, &add(y, &k2, h / 2.0), modes, frozen)?;
-        let k4 = self.derivative(t + h, &add(y, &k3, h), modes, frozen)?;
+        add(&mut stage, k1, h / 2.0);
+        let k2 = self.derivative(t + h / 2.0, &stage, modes, frozen)?;
+        add(&mut stage, &k2, h / 2.0);
+        let k3 = self.derivative(t + h / 2.0, &stage, modes, frozen)?;
+        add(&mut stage, &k3, h);
+        let k4 = self.derivative(t + h, &stage, modes, frozen)?;
         let mut out: Vec<f64> = (0..y.len())
             .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
             .collect();

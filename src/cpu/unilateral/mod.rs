@@ -207,24 +207,36 @@ impl ContactSpace {
                 accepted: "a finite symmetric matrix G M⁻¹ Gᵀ",
             });
         }
-        // On the stack for the usual few rows (this runs at every stage of the event path).
-        let (mut small, mut large) = ([false; 64], Vec::new());
-        let seen: &mut [bool] = if n <= small.len() {
-            &mut small[..n]
-        } else {
-            large.resize(n, false);
-            &mut large
-        };
-        for &r in contacts.iter().flatten().chain(bilateral.iter()) {
-            if r >= n || seen[r] {
-                return Err(Error::BadHandle {
-                    what: "contact space row",
-                    index: r,
-                    reason: format!("rows must be < {n} and named once"),
-                });
-            }
-            seen[r] = true;
+        check_rows(n, &contacts, &bilateral)?;
+        Ok(Self {
+            w,
+            contacts,
+            bilateral,
+        })
+    }
+
+    /// A contact space built by [`InstanceContacts`]: `w` symmetric by construction (its two
+    /// triangles averaged), so the symmetry test of [`new`](Self::new) is left out — this runs
+    /// at every RK4 stage and event test of the event path, where that test took a fortieth
+    /// of the time. Finiteness and the rows are checked as `new` checks them.
+    pub(crate) fn built(
+        w: DMatrix<f64>,
+        contacts: Vec<[usize; 3]>,
+        bilateral: Vec<usize>,
+    ) -> Result<Self> {
+        let n = w.nrows();
+        debug_assert!(
+            !w.iter().all(|x| x.is_finite())
+                || (0..n).all(|i| (0..i).all(|j| w[(i, j)] == w[(j, i)]))
+        );
+        if w.ncols() != n || !w.iter().all(|x| x.is_finite()) {
+            return Err(Error::BadChoice {
+                what: "contact space W",
+                value: format!("{n}×{n} matrix"),
+                accepted: "a finite symmetric matrix G M⁻¹ Gᵀ",
+            });
         }
+        check_rows(n, &contacts, &bilateral)?;
         Ok(Self {
             w,
             contacts,
@@ -256,4 +268,27 @@ impl ContactSpace {
     pub fn rows(&self) -> usize {
         self.w.nrows()
     }
+}
+
+/// Every row of `contacts` and `bilateral` is below `n` and named once.
+fn check_rows(n: usize, contacts: &[[usize; 3]], bilateral: &[usize]) -> Result<()> {
+    // On the stack for the usual few rows (this runs at every stage of the event path).
+    let (mut small, mut large) = ([false; 64], Vec::new());
+    let seen: &mut [bool] = if n <= small.len() {
+        &mut small[..n]
+    } else {
+        large.resize(n, false);
+        &mut large
+    };
+    for &r in contacts.iter().flatten().chain(bilateral.iter()) {
+        if r >= n || seen[r] {
+            return Err(Error::BadHandle {
+                what: "contact space row",
+                index: r,
+                reason: format!("rows must be < {n} and named once"),
+            });
+        }
+        seen[r] = true;
+    }
+    Ok(())
 }

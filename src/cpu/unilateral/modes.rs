@@ -85,7 +85,6 @@ pub fn solve_modes(
         })
         .collect();
     let mut painleve = vec![false; contacts.len()];
-    let known = vec![None; contacts.len()];
     let rounds = 4 * contacts.len() + 12;
     for round in 0..=rounds {
         let sets: Vec<RowSet> = states
@@ -118,7 +117,7 @@ pub fn solve_modes(
         if ill_posed {
             continue;
         }
-        let multipliers = linear_step(space, free, &sets, &known);
+        let multipliers = linear_step(space, free, &sets, &[]);
         let acceleration = free - w * &multipliers;
 
         let mut violations: Vec<(usize, f64, State)> = Vec::new();
@@ -184,7 +183,7 @@ pub fn solve_modes(
     }
     // Every round was spent on Painlevé exits: nothing is enforced any more.
     let sets = vec![RowSet::Off; contacts.len()];
-    let multipliers = linear_step(space, free, &sets, &known);
+    let multipliers = linear_step(space, free, &sets, &[]);
     let acceleration = free - w * &multipliers;
     Ok(finish(
         multipliers,

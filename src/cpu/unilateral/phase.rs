@@ -5,7 +5,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::ContactSpace;
 use crate::cpu::cod::solve_min_norm_general;
-use crate::cpu::solver::solve_min_norm_spd;
+use crate::cpu::solver::solve_min_norm_rows;
 
 /// Most corrections of a sliding contact's friction direction in one phase (§4.2).
 pub(crate) const MAX_DIRECTION_ITERATIONS: usize = 50;
@@ -36,10 +36,28 @@ pub enum RowSet {
 /// One unknown of a linear step: a combination of rows (`π += x · Σ c_j e_j`).
 type Column = ([usize; 3], [f64; 3], usize);
 
+/// What [`linear_step`] builds on each call, kept per thread: the event-driven stepper takes a
+/// linear step at every RK4 stage, event test and impulse phase of every instance, and these
+/// buffers were a fifth of its allocations.
+#[derive(Default)]
+struct Scratch {
+    columns: Vec<Column>,
+    equations: Vec<usize>,
+    /// The reduced matrix, row-major (the symmetric solver's layout).
+    a: Vec<f64>,
+    rhs: Vec<f64>,
+    x: Vec<f64>,
+    work: Vec<f64>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
 /// The values `π` (impulses or multipliers, one per row, known parts included) such that
 /// `target − W π` is zero on every enforced row: bilateral rows, all three rows of a sticking
 /// contact, the normal row of a sliding one. A contact with a known normal value (`known[i]`,
-/// an expander) keeps it: when sticking only its tangential rows are enforced, when sliding
+/// an expander; `known` may be shorter than `sets`, even empty: the others are unknown) keeps it: when sticking only its tangential rows are enforced, when sliding
 /// its tangential value is `μ |π_z| d̂`. The minimum-norm solution is returned when rows are
 /// redundant.
 pub(crate) fn linear_step(
@@ -48,18 +66,44 @@ pub(crate) fn linear_step(
     sets: &[RowSet],
     known: &[Option<f64>],
 ) -> DVector<f64> {
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => linear_step_in(space, target, sets, known, &mut scratch),
+        // Not reentrant today; were it ever, a fresh scratch keeps it correct.
+        Err(_) => linear_step_in(space, target, sets, known, &mut Scratch::default()),
+    })
+}
+
+/// [`linear_step`] in `scratch`'s buffers.
+fn linear_step_in(
+    space: &ContactSpace,
+    target: &DVector<f64>,
+    sets: &[RowSet],
+    known: &[Option<f64>],
+    scratch: &mut Scratch,
+) -> DVector<f64> {
     let w = space.delassus();
     let mut value = DVector::zeros(space.rows());
-    let mut columns: Vec<Column> = Vec::new();
-    let mut equations: Vec<usize> = Vec::new();
+    let Scratch {
+        columns,
+        equations,
+        a,
+        rhs,
+        x,
+        work,
+    } = scratch;
+    columns.clear();
+    equations.clear();
     for &r in space.bilateral() {
         columns.push(([r, r, r], [1.0, 0.0, 0.0], 1));
         equations.push(r);
     }
     let mut symmetric = true;
-    for ((rows, set), normal) in space.contacts().iter().zip(sets).zip(known) {
+    let mut any_known = false;
+    for (k, (rows, set)) in space.contacts().iter().zip(sets).enumerate() {
         let [x, y, z] = *rows;
-        match (*set, *normal) {
+        let normal = known.get(k).copied().flatten();
+        any_known |= normal.is_some();
+        match (*set, normal) {
             (RowSet::Off, Some(p)) => value[z] = p,
             (RowSet::Off, None) => {}
             (RowSet::Stick, None) => {
@@ -91,29 +135,54 @@ pub(crate) fn linear_step(
     if n == 0 {
         return value;
     }
-    let rest = target - w * &value;
-    let a = DMatrix::from_fn(n, n, |e, k| {
+    // With nothing known, `value` is zero and the target is what is left.
+    let rest_known;
+    let rest = if any_known {
+        rest_known = target - w * &value;
+        &rest_known
+    } else {
+        target
+    };
+    let entry = |e: usize, k: usize| -> f64 {
         let (rows, coefficients, count) = &columns[k];
         (0..*count)
             .map(|j| coefficients[j] * w[(equations[e], rows[j])])
             .sum()
-    });
-    let rhs = DVector::from_fn(n, |e, _| rest[equations[e]]);
-    // Both solvers iterate on their input; a non-finite one has no answer.
+    };
+    rhs.clear();
+    rhs.extend(equations.iter().map(|&e| rest[e]));
+    if !symmetric {
+        let a = DMatrix::from_fn(n, n, entry);
+        let rhs = DVector::from_column_slice(rhs);
+        // The solver iterates on its input; a non-finite one has no answer.
+        if !a.iter().chain(rhs.iter()).all(|x| x.is_finite()) {
+            return DVector::from_element(space.rows(), f64::NAN);
+        }
+        let x = solve_min_norm_general(&a, &rhs).0;
+        add_columns(&mut value, columns, x.as_slice());
+        return value;
+    }
+    a.clear();
+    a.extend((0..n * n).map(|at| entry(at / n, at % n)));
     if !a.iter().chain(rhs.iter()).all(|x| x.is_finite()) {
         return DVector::from_element(space.rows(), f64::NAN);
     }
-    let x = if symmetric {
-        solve_min_norm_spd(&a, &rhs).0
-    } else {
-        solve_min_norm_general(&a, &rhs).0
-    };
+    x.clear();
+    x.resize(n, 0.0);
+    work.clear();
+    work.resize(n * n + n, 0.0);
+    solve_min_norm_rows(a, n, rhs, x, work);
+    add_columns(&mut value, columns, x);
+    value
+}
+
+/// `value += Σ_k x_k · column_k`.
+fn add_columns(value: &mut DVector<f64>, columns: &[Column], x: &[f64]) {
     for (k, (rows, coefficients, count)) in columns.iter().enumerate() {
         for j in 0..*count {
             value[rows[j]] += x[k] * coefficients[j];
         }
     }
-    value
 }
 
 /// One contact of an impulse phase.

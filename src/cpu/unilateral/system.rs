@@ -197,7 +197,7 @@ impl InstanceContacts {
         velocity.resize_vertically_mut(m, 0.0);
         velocity.copy_from(&system.velocity_errors);
         Ok(Self {
-            space: ContactSpace::new(w, contact_rows, bilateral)?,
+            space: ContactSpace::built(w, contact_rows, bilateral)?,
             velocity,
             free_acceleration,
             separation,
@@ -215,6 +215,20 @@ impl InstanceContacts {
     /// `u̇ = u̇₀ − M⁻¹ Gᵀ λ` for the multipliers `λ` (per row).
     pub fn udot(&self, multipliers: &DVector<f64>) -> DVector<f64> {
         &self.udot_free - &self.response * multipliers
+    }
+
+    /// [`udot`](Self::udot) into `out` (`nu` values), with no allocation: `M⁻¹ Gᵀ λ` summed in
+    /// nalgebra's matrix-vector order, so the bits are `udot`'s.
+    pub(crate) fn udot_into(&self, multipliers: &DVector<f64>, out: &mut [f64]) {
+        let (nu, m) = self.response.shape();
+        for (k, out) in out[..nu].iter_mut().enumerate() {
+            let mut correction = 0.0;
+            for r in 0..m {
+                let term = self.response[(k, r)] * multipliers[r];
+                correction = if r == 0 { term } else { term + correction };
+            }
+            *out = self.udot_free[k] - correction;
+        }
     }
 }
 

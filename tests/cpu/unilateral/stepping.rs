@@ -421,3 +421,33 @@ fn a_batch_runs_bit_identically_on_any_thread_count_and_failing_or_sunk_instance
         assert!(!runs[i].as_ref().unwrap().violated);
     }
 }
+
+/// A contact named twice in one instance's list would enforce its rows twice: the run refuses
+/// it with a typed error (the contact space names every row once), and a batch flags that
+/// instance alone.
+#[test]
+fn a_contact_named_twice_is_refused() {
+    let (mut batch, contact) = engine_sphere(0.0, 1.0, 0.1, [0.0; 6]);
+    let one = UnilateralContact {
+        constraint: contact,
+        coefficients: Coefficients::with_friction(0.5, 0.3).unwrap(),
+    };
+    let err = run_instance(&mut batch, 0, &[one, one], 0.1, &EventOptions::default())
+        .expect_err("a contact named twice");
+    assert!(err.to_string().contains("named once"), "{err}");
+    let runs = simbatch::cpu::unilateral::run_batch(
+        &mut batch,
+        &|_| vec![one, one],
+        0.1,
+        &EventOptions::default(),
+    )
+    .unwrap();
+    assert!(runs[0].is_none());
+    assert_ne!(
+        batch.status()[0] & simbatch::prelude::status::STEP_FAILED,
+        0
+    );
+    // Named once, the same instance runs.
+    let mut fresh = engine_sphere(0.0, 1.0, 0.1, [0.0; 6]).0;
+    run_instance(&mut fresh, 0, &[one], 0.1, &EventOptions::default()).unwrap();
+}
