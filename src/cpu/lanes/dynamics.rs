@@ -200,7 +200,11 @@ impl Chunk<'_> {
                 let block = if all_on {
                     row.jacobian[j]
                 } else {
-                    row.jacobian[j].map(|x| select(on, x, splat(0.0)))
+                    let mut masked = row.jacobian[j];
+                    for x in &mut masked {
+                        *x = select(on, *x, splat(0.0));
+                    }
+                    masked
                 };
                 // The block is finite where its sum is (as `all_finite`).
                 ok = ok & all_finite(&block);

@@ -17,6 +17,16 @@ use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{LANES, Lane, bits, is_finite, select, splat, values};
 
+/// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
+#[inline(always)]
+fn lane_values<const W: usize>(x: &[Lane; W]) -> [[f64; LANES]; W] {
+    let mut out = [[0.0; LANES]; W];
+    for k in 0..W {
+        out[k] = values(x[k]);
+    }
+    out
+}
+
 /// Writes lanes `0..count` of the `W` values `x` into `column` at entries
 /// `(at + l) · width + offset + k`: one bounds check for the chunk's rows, one per row for its
 /// `W` values.
@@ -29,7 +39,7 @@ fn put<const W: usize>(
     count: usize,
     x: &[Lane; W],
 ) {
-    let x = x.map(values);
+    let x = lane_values(x);
     let rows = column[at * width..(at + count) * width].chunks_exact_mut(width);
     for (l, row) in rows.enumerate() {
         for (k, value) in row[offset..offset + W].iter_mut().enumerate() {
@@ -42,7 +52,7 @@ fn put<const W: usize>(
 /// chunk but a block's last) takes a loop of constant length, which the compiler unrolls.
 #[inline(always)]
 fn put_rows<const W: usize>(column: &mut [[f64; W]], at: usize, count: usize, x: &[Lane; W]) {
-    let x = x.map(values);
+    let x = lane_values(x);
     let mut write = |l: usize| column[at + l] = std::array::from_fn(|k| x[k][l]);
     if count == LANES {
         for l in 0..LANES {
@@ -192,7 +202,7 @@ impl Chunk<'_> {
                 }
                 let bodies = out.body_count;
                 for j in 0..c.body_count {
-                    let f = forces[j].map(values);
+                    let f = lane_values(&forces[j]);
                     for l in 0..count {
                         out.body_forces[(at + l) * bodies + j] = std::array::from_fn(|k| f[k][l]);
                     }

@@ -16,7 +16,8 @@ use crate::math::lanes::{Lane, LaneMask, LaneMat3, is_finite, select, splat};
 /// Twin of `inverse_mass_of` in `shaders/dynamics.wgsl`.
 pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
     let s = (i[0] + i[1] + i[2]) / splat(3.0);
-    let [a, b, c, d, e, f] = i.map(|x| x / s);
+    // Element by element rather than `map`, which the compiler left as a call.
+    let [a, b, c, d, e, f] = [i[0] / s, i[1] / s, i[2] / s, i[3] / s, i[4] / s, i[5] / s];
     let (c00, c01, c02) = (b * c - f * f, e * f - d * c, d * f - b * e);
     let (c11, c12, c22) = (a * c - e * e, d * e - a * f, a * b - d * d);
     let det = a * c00 + d * c01 + e * c02;

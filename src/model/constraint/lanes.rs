@@ -178,7 +178,9 @@ pub fn point_row_lanes(c: &LaneVec3, e: &LaneVec3) -> [Lane; 6] {
 /// The negated [`point_row_lanes`].
 #[inline(always)]
 pub fn negated_point_row_lanes(c: &LaneVec3, e: &LaneVec3) -> [Lane; 6] {
-    point_row_lanes(c, e).map(|x| -x)
+    // Element by element rather than `map`, which the compiler left as a call.
+    let r = point_row_lanes(c, e);
+    [-r[0], -r[1], -r[2], -r[3], -r[4], -r[5]]
 }
 
 /// [`ContactReport`] of [`LANES`] instances.
