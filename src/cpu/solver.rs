@@ -127,16 +127,25 @@ struct BlockFactor {
 
 impl BlockFactor {
     fn new(block: &Matrix6<f64>) -> Option<Self> {
+        let mut factor = Self {
+            l: [0.0; 36],
+            inv_diagonal: [0.0; 6],
+        };
+        factor.refactor(block).then_some(factor)
+    }
+
+    /// Factors `block` into `self` in place (no 336-byte factor built and moved per block:
+    /// the event path refactors at every stage); false when it is not positive definite.
+    fn refactor(&mut self, block: &Matrix6<f64>) -> bool {
         // Symmetric, so nalgebra's column-major storage reads as row-major.
-        let mut l = [0.0; 36];
-        l.copy_from_slice(block.as_slice());
-        if !cholesky(&mut l, 6) {
-            return None;
+        self.l.copy_from_slice(block.as_slice());
+        if !cholesky(&mut self.l, 6) {
+            return false;
         }
-        Some(Self {
-            l,
-            inv_diagonal: std::array::from_fn(|j| 1.0 / l[j * 6 + j]),
-        })
+        for j in 0..6 {
+            self.inv_diagonal[j] = 1.0 / self.l[j * 6 + j];
+        }
+        true
     }
 
     /// `L Lᵀ x = b` in place: [`cholesky_solve`] at the fixed size.
@@ -181,14 +190,15 @@ impl MassFactor {
     /// Factors `blocks` into `self`, reusing its allocation; false when one is not positive
     /// definite (or not finite), and `self` is then unusable until the next success.
     pub(crate) fn refactor(&mut self, blocks: &[Matrix6<f64>]) -> bool {
-        self.blocks.clear();
-        for block in blocks {
-            match BlockFactor::new(block) {
-                Some(f) => self.blocks.push(f),
-                None => return false,
-            }
-        }
-        true
+        let empty = BlockFactor {
+            l: [0.0; 36],
+            inv_diagonal: [0.0; 6],
+        };
+        self.blocks.resize(blocks.len(), empty);
+        self.blocks
+            .iter_mut()
+            .zip(blocks)
+            .all(|(factor, block)| factor.refactor(block))
     }
 
     /// `M⁻¹ x` in place for a column of `nu` values.
