@@ -57,8 +57,9 @@ thread_local! {
 /// The values `π` (impulses or multipliers, one per row, known parts included) such that
 /// `target − W π` is zero on every enforced row: bilateral rows, all three rows of a sticking
 /// contact, the normal row of a sliding one. A contact with a known normal value (`known[i]`,
-/// an expander; `known` may be shorter than `sets`, even empty: the others are unknown) keeps it: when sticking only its tangential rows are enforced, when sliding
-/// its tangential value is `μ |π_z| d̂`. The minimum-norm solution is returned when rows are
+/// an expander) keeps it: when sticking only its tangential rows are enforced, when sliding
+/// its tangential value is `μ |π_z| d̂`. `known` may be shorter than `sets`, even empty: the
+/// contacts past its end are unknown. The minimum-norm solution is returned when rows are
 /// redundant.
 pub(crate) fn linear_step(
     space: &ContactSpace,

@@ -242,6 +242,31 @@ mod tests {
         values.into_iter().map(|x| x.to_bits()).collect()
     }
 
+    /// `udot_into` sums `M⁻¹ Gᵀ λ` in its own loops; they must give `udot`'s bits (nalgebra's
+    /// product), for the few rows of a ball and the 24 of a brick on eight corners alike.
+    #[test]
+    fn udot_into_has_the_bits_of_udot() {
+        let (batch, _, c) =
+            contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 4, 5).expect("batch");
+        let system = batch.assemble_with(0, &batch.state_of(0), BaumgarteMode::Off);
+        let mut contacts = InstanceContacts::new(&system, batch.template(), &[c]).expect("space");
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        for (nu, m) in [(12, 3), (6, 1), (6, 24), (12, 12), (18, 9)] {
+            contacts.response = DMatrix::from_fn(nu, m, |_, _| next() * 1e3);
+            contacts.udot_free = DVector::from_fn(nu, |_, _| next());
+            let multipliers = DVector::from_fn(m, |_, _| next() * 10.0);
+            let mut out = vec![0.0; nu];
+            contacts.udot_into(&multipliers, &mut out);
+            assert_eq!(bits(&out), bits(&contacts.udot(&multipliers)), "{nu}×{m}");
+        }
+    }
+
     /// The event path builds each contact space in the buffers of the last one: the result
     /// must be the bits of a fresh build, instance after instance (a two-body template, so
     /// `W`, `M⁻¹ Gᵀ` and `u̇₀` are full), errors included.
