@@ -427,7 +427,8 @@ pub fn run_study(
     let options = &scenario.simulation.options;
     let integrator_text = if unilateral {
         format!(
-            "event-driven RK4 between events, h = {} (unilateral contacts; {:?} asked)",
+            "event-driven RK4 between events, h = {} (shorter while a contact slides slowly; \
+             unilateral contacts; {:?} asked)",
             unilateral::event_step(options),
             options.integrator
         )

@@ -20,6 +20,10 @@ use crate::model::ConstraintId;
 /// Most bisection steps locating one event.
 const MAX_BISECTIONS: usize = 200;
 
+/// The shortest step, as a fraction of [`EventOptions::step`], that the sliding friction's
+/// stability limit may ask for ([`Machine::stable_step`](super::machine::Machine)).
+const MIN_STEP_FRACTION: f64 = 1.0 / 4096.0;
+
 /// A constraint taken as a unilateral contact, with its coefficients.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UnilateralContact {
@@ -32,7 +36,9 @@ pub struct UnilateralContact {
 /// How [`run_instance`] steps.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EventOptions {
-    /// RK4 step between events (s).
+    /// RK4 step between events (s): the longest one; an instance with a slowly sliding
+    /// contact takes shorter ones, as RK4's stability for its friction needs (README
+    /// "Events"), down to 1/4096 of it.
     pub step: f64,
     /// Impact law.
     pub law: ImpactLaw,
@@ -399,7 +405,6 @@ fn simulate(
     settle(&mut machine, &mut y, t, &mut modes, &mut run, options, true)?;
     let mut start = None;
     while t < t_end {
-        let h = options.step.min(t_end - t);
         // The previous step's end, when no event intervened, is this step's start.
         let a = match start.take() {
             Some(a) => a,
@@ -425,10 +430,16 @@ fn simulate(
             .iter()
             .zip(&modes)
             .map(|(rows, mode)| match *mode {
+                // The slip's direction once it exceeds v_roll; below, the direction the mode
+                // was found with (a contact that starts sliding from rest: its impending
+                // direction). A slip that small is mostly what the last steps' rounding and
+                // the friction's own turning left in it: taken as the friction's direction, step
+                // after step, it fed back faster than any step resolves (`Machine::stable_step`)
+                // and set a brick sliding from rest on four corners yawing.
                 ContactMode::Slide { direction } => {
                     let (sx, sy) = (a.velocity[rows[0]], a.velocity[rows[1]]);
                     let speed = sx.hypot(sy);
-                    Some(if speed > 0.0 {
+                    Some(if speed > machine.tol.v_roll {
                         [sx / speed, sy / speed]
                     } else {
                         direction
@@ -439,7 +450,15 @@ fn simulate(
             .collect();
         // The first stage, shared by the step and every bisection point: `a` is what the
         // machine assembled last (the previous step's end, or just now).
-        let k1 = machine.derivative_at(&a, &y, &modes, &frozen);
+        let (k1, multipliers) = machine.derivative_parts_at(&a, &y, &modes, &frozen);
+        // A slowly sliding contact's friction is stiff: the step stays within RK4's stability
+        // (`Machine::stable_step`), and at least MIN_STEP_FRACTION of the scenario's step, so
+        // a call has a bounded number of steps.
+        let stable = machine.stable_step(&a, &modes, &multipliers);
+        let h = options
+            .step
+            .min(stable.max(options.step * MIN_STEP_FRACTION))
+            .min(t_end - t);
         let y_b = machine.rk4(t, &y, &k1, h, &modes, &frozen)?;
         let (event, b) = machine.has_event(&a, t + h, &y_b, h, &modes, &frozen)?;
         if !event {
