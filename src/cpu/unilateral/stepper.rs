@@ -297,6 +297,7 @@ fn machine_at<'a>(
         kinematics: Vec::new(),
         layout,
         armed: vec![false; contacts.len()],
+        follows: vec![true; contacts.len()],
         spare: None,
     };
     let t = machine.state.time;
@@ -448,6 +449,18 @@ fn simulate(
                 _ => None,
             })
             .collect();
+        // A sliding contact's friction follows its slip at this step's stages only if the
+        // slip already exceeds v_roll at its start (`Machine::follows`).
+        for ((rows, mode), follows) in a
+            .space
+            .contacts()
+            .iter()
+            .zip(&modes)
+            .zip(&mut machine.follows)
+        {
+            *follows = !matches!(mode, ContactMode::Slide { .. })
+                || a.velocity[rows[0]].hypot(a.velocity[rows[1]]) > machine.tol.v_roll;
+        }
         // The first stage, shared by the step and every bisection point: `a` is what the
         // machine assembled last (the previous step's end, or just now).
         let (k1, multipliers) = machine.derivative_parts_at(&a, &y, &modes, &frozen);
