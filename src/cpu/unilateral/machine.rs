@@ -234,10 +234,10 @@ impl Machine<'_> {
     /// `h κ ≲ 2.8`. A brick sliding slowly on four corners showed it: at `h κ ≈ 36` its yaw,
     /// seeded by rounding, grew from 1e-11 to 5e-3 rad/s in two steps, the corners slid
     /// sideways, the brick ran 2.5 % fast and its energy books were off by 8e-5 J. So an
-    /// instance with a slowly sliding contact takes steps of at most `2 / κ` (the slip taken at
-    /// least `v_roll`; contacts whose friction keeps its frozen direction over the step,
-    /// [`follows`](Self::follows), are left out), times
-    /// [`STABLE_STEP_FACTOR`].
+    /// instance with a slowly sliding contact takes steps of at most
+    /// [`STABLE_STEP_FACTOR`]` / κ` (2 / κ), the slip taken at least `v_roll` and the contacts
+    /// whose friction keeps its frozen direction over the step ([`follows`](Self::follows))
+    /// left out of the `max`.
     pub(super) fn stable_step(
         &self,
         contacts: &InstanceContacts,

@@ -21,7 +21,7 @@ use crate::model::ConstraintId;
 const MAX_BISECTIONS: usize = 200;
 
 /// The shortest step, as a fraction of [`EventOptions::step`], that the sliding friction's
-/// stability limit may ask for ([`Machine::stable_step`](super::machine::Machine)).
+/// stability limit may ask for (`Machine::stable_step`).
 const MIN_STEP_FRACTION: f64 = 1.0 / 4096.0;
 
 /// A constraint taken as a unilateral contact, with its coefficients.
@@ -156,7 +156,7 @@ pub fn run_batch(
     run_batch_from(batch, contacts, duration, options, &|_| None)
 }
 
-/// How one instance's run ended: its state laid out as [`InstanceState::to_vec`], time and
+/// How one instance's run ended: its state laid out as [`InstanceState::to_vec`](crate::batch::InstanceState::to_vec), time and
 /// record.
 type Ended = (Vec<f64>, f64, EventRun);
 
