@@ -50,7 +50,7 @@ pub struct Solution {
 /// the lane path's formula).
 ///
 /// Inlined always, as are [`cholesky_solve`] and [`inverse_factor_norm2`]: their callers pass
-/// a literal `n` where they can (the 6×6 mass blocks, [`solve_certified_full_rank`]'s sizes up
+/// a literal `n` where they can (the 6×6 mass blocks, [`solve_min_norm_rows`]'s sizes up
 /// to six), so the loops unroll and lose their bounds checks; the operations and their order,
 /// hence the bits, are those of the general loops.
 #[inline(always)]
@@ -242,29 +242,11 @@ impl MassFactor {
 
 /// The full-rank solve of the symmetric `a x = rhs` (`a` row-major in `work[..n²]`, destroyed),
 /// or false when Cholesky fails or cannot certify rank `n` (see the module doc); `scratch` holds
-/// at least `n` values. Sizes up to six (every instance with at most two contacts, or one body's
-/// worth of rows) run with `n` a literal ([`cholesky`]'s doc).
-fn solve_certified_full_rank(
-    work: &mut [f64],
-    n: usize,
-    rhs: &[f64],
-    x: &mut [f64],
-    scratch: &mut [f64],
-) -> bool {
-    match n {
-        1 => certified_full_rank_at(work, 1, rhs, x, scratch),
-        2 => certified_full_rank_at(work, 2, rhs, x, scratch),
-        3 => certified_full_rank_at(work, 3, rhs, x, scratch),
-        4 => certified_full_rank_at(work, 4, rhs, x, scratch),
-        5 => certified_full_rank_at(work, 5, rhs, x, scratch),
-        6 => certified_full_rank_at(work, 6, rhs, x, scratch),
-        _ => certified_full_rank_at(work, n, rhs, x, scratch),
-    }
-}
-
-/// [`solve_certified_full_rank`]'s work, inlined into each of its sizes.
+/// at least `n` values. Inlined always: [`solve_min_norm_rows`] calls it with `n` a literal for
+/// sizes up to six (every instance with at most two contacts, or one body's worth of rows),
+/// see [`cholesky`]'s doc.
 #[inline(always)]
-fn certified_full_rank_at(
+fn solve_certified_full_rank(
     work: &mut [f64],
     n: usize,
     rhs: &[f64],
@@ -307,7 +289,16 @@ pub(crate) fn solve_min_norm_rows(
             factor[r * n + c] = 0.5 * (a[r * n + c] + a[c * n + r]);
         }
     }
-    if solve_certified_full_rank(factor, n, rhs, x, scratch) {
+    let certified = match n {
+        1 => solve_certified_full_rank(factor, 1, rhs, x, scratch),
+        2 => solve_certified_full_rank(factor, 2, rhs, x, scratch),
+        3 => solve_certified_full_rank(factor, 3, rhs, x, scratch),
+        4 => solve_certified_full_rank(factor, 4, rhs, x, scratch),
+        5 => solve_certified_full_rank(factor, 5, rhs, x, scratch),
+        6 => solve_certified_full_rank(factor, 6, rhs, x, scratch),
+        _ => solve_certified_full_rank(factor, n, rhs, x, scratch),
+    };
+    if certified {
         return n;
     }
     let (x_eig, rank) = solve_min_norm_eigen(

@@ -200,25 +200,16 @@ impl ContactSpace {
         let scale = w.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         let symmetric =
             (0..n).all(|i| (0..i).all(|j| (w[(i, j)] - w[(j, i)]).abs() <= 1e-12 * scale));
-        if !w.iter().all(|x| x.is_finite()) || !symmetric {
-            return Err(Error::BadChoice {
-                what: "contact space W",
-                value: format!("{n}×{n} matrix"),
-                accepted: "a finite symmetric matrix G M⁻¹ Gᵀ",
-            });
+        if !symmetric {
+            return Err(not_a_delassus(n));
         }
-        check_rows(n, &contacts, &bilateral)?;
-        Ok(Self {
-            w,
-            contacts,
-            bilateral,
-        })
+        Self::built(w, contacts, bilateral)
     }
 
     /// A contact space built by [`InstanceContacts`]: `w` symmetric by construction (its two
     /// triangles averaged), so the symmetry test of [`new`](Self::new) is left out — this runs
     /// at every RK4 stage and event test of the event path, where that test took a fortieth
-    /// of the time. Finiteness and the rows are checked as `new` checks them.
+    /// of the time. Finiteness and the rows are checked here, for both.
     pub(crate) fn built(
         w: DMatrix<f64>,
         contacts: Vec<[usize; 3]>,
@@ -230,11 +221,7 @@ impl ContactSpace {
                 || (0..n).all(|i| (0..i).all(|j| w[(i, j)] == w[(j, i)]))
         );
         if w.ncols() != n || !w.iter().all(|x| x.is_finite()) {
-            return Err(Error::BadChoice {
-                what: "contact space W",
-                value: format!("{n}×{n} matrix"),
-                accepted: "a finite symmetric matrix G M⁻¹ Gᵀ",
-            });
+            return Err(not_a_delassus(n));
         }
         check_rows(n, &contacts, &bilateral)?;
         Ok(Self {
@@ -267,6 +254,15 @@ impl ContactSpace {
     /// Number of rows.
     pub fn rows(&self) -> usize {
         self.w.nrows()
+    }
+}
+
+/// The refusal of an `n × n` matrix that is not a finite symmetric `W`.
+fn not_a_delassus(n: usize) -> Error {
+    Error::BadChoice {
+        what: "contact space W",
+        value: format!("{n}×{n} matrix"),
+        accepted: "a finite symmetric matrix G M⁻¹ Gᵀ",
     }
 }
 
