@@ -50,3 +50,25 @@ fn sin_cos_real(x: f64) -> vec2<f64> {
         default: { return vec2<f64>(-c, s); }
     }
 }
+
+// atan2(y, x) in f64: the f32 built-in's angle (GLSL.std.450 Atan2 is 16/32-bit only), refined
+// by two Newton steps on x sin θ − y cos θ = 0 (quadratic convergence: ~1e-7 → ~1e-14 → a few
+// ulp). The vector is scaled to unit size first so that f32 neither overflows nor underflows.
+// 0 at (0, 0), as the built-in; NaN for a non-finite input.
+fn atan2_real(y: f64, x: f64) -> f64 {
+    let size = max(abs(x), abs(y));
+    if size == 0.0 {
+        return 0.0;
+    }
+    let ys = y / size;
+    let xs = x / size;
+    var theta = f64(atan2(f32(ys), f32(xs)));
+    for (var k = 0u; k < 2u; k++) {
+        let sc = sin_cos_real(theta);
+        let slope = xs * sc.y + ys * sc.x;
+        if slope > 0.0 {
+            theta -= (xs * sc.x - ys * sc.y) / slope;
+        }
+    }
+    return theta;
+}

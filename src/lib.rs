@@ -35,6 +35,7 @@ pub mod batch;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod constraints;
+pub mod contact;
 pub mod cpu;
 pub mod custom;
 pub mod env;

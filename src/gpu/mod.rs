@@ -11,6 +11,7 @@
 pub mod buffers;
 pub mod cache;
 pub mod codegen;
+pub mod contact_laws;
 pub mod device;
 pub mod evaluate;
 pub mod layout;

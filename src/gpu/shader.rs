@@ -56,8 +56,8 @@ pub const FILES: [(&str, &str); 11] = [
 ];
 
 /// The precision prelude: the `real` type, its epsilon, the rank tolerance of the minimum-norm
-/// solve, a finiteness test that survives fast-math (f32: on the bits), `sin_cos_real` (the
-/// built-ins in f32, `shaders/trig_f64.wgsl` in f64), and the status bits of
+/// solve, a finiteness test that survives fast-math (f32: on the bits), `sin_cos_real` and
+/// `atan2_real` (the built-ins in f32, `shaders/trig_f64.wgsl` in f64), and the status bits of
 /// [`status`](crate::batch::status), so host and kernels share one definition.
 pub fn prelude(precision: Precision) -> String {
     use crate::batch::status;
@@ -69,7 +69,8 @@ pub fn prelude(precision: Precision) -> String {
              // systems sit far above 1e-5 · λmax.\n\
              const RANK_TOLERANCE: real = 1e-5;\n\
              fn is_finite_real(x: real) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }\n\
-             fn sin_cos_real(x: real) -> vec2<real> { return vec2<real>(sin(x), cos(x)); }\n"
+             fn sin_cos_real(x: real) -> vec2<real> { return vec2<real>(sin(x), cos(x)); }\n\
+             fn atan2_real(y: real, x: real) -> real { return atan2(y, x); }\n"
             .to_string()
         }
         Precision::F64 => {
@@ -109,6 +110,16 @@ impl KernelSource {
             pieces: Vec::new(),
         };
         k.push("the precision prelude", &prelude(precision));
+        k
+    }
+
+    /// The precision prelude followed by `pieces` (name, text), in order: a kernel that is not
+    /// a template's (`gpu::contact_laws`).
+    pub fn from_pieces(precision: Precision, pieces: &[(&str, &str)]) -> Self {
+        let mut k = Self::new(precision);
+        for (name, text) in pieces {
+            k.push(name, text);
+        }
         k
     }
 

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod contact_laws;
 mod env;
 mod evaluation;
 mod host_copies;

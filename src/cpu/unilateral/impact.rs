@@ -6,24 +6,13 @@
 use nalgebra::DVector;
 
 use super::phase::{Phase, PhaseContact, phase};
-use super::{Coefficients, ContactSpace, Tolerances};
+use super::{Coefficients, ContactSpace, ImpactLaw, Tolerances};
 use crate::error::{Error, Result};
 
 /// Bisection steps of the energy guard (§4.3, step 5).
 const GUARD_STEPS: usize = 50;
 /// Relative kinetic-energy gain the guard tolerates (rounding).
 const GAIN_TOLERANCE: f64 = 1e-12;
-
-/// Which restitution law an impact follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ImpactLaw {
-    /// Two-phase Poisson (Simbody's `performSimultaneousImpact`): the expansion impulse is `e`
-    /// times the compression impulse, normal by normal. The default.
-    #[default]
-    Poisson,
-    /// One phase to the Newton target `v_n⁺ ≥ −e v_n⁻` at the impacting contacts.
-    Newton,
-}
 
 /// One contact as an impact sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
