@@ -86,6 +86,15 @@ fn free_applied_power(i: u32, p: u32, rotation: mat3x3<real>, w: vec3<real>, v: 
     return dot(load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), v_com) + dot(load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u), w);
 }
 
+// ½ (m |v_com|² + wᵀ I_G w) of a free body (input columns from prefix p) with rotation R, at
+// (w, v): ½ uᵀ M u of its mass matrix about its origin.
+fn free_kinetic_energy(i: u32, p: u32, rotation: mat3x3<real>, w: vec3<real>, v: vec3<real>) -> real {
+    let v_com = v + cross(w, rotation * load3(p + FREE_COM_AT, 3u, i, 0u));
+    let inertia = inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u));
+    let i_g = rotation * inertia * transpose(rotation);
+    return 0.5 * (load(p + FREE_MASS_AT, 1u, i, 0u) * dot(v_com, v_com) + dot(w, i_g * w));
+}
+
 // Twin of `derivative` (src/cpu/integrate.rs): free bodies follow the constrained dynamics,
 // constant-law prescribed bodies their own velocity at their given acceleration (`body_rates`,
 // generated); driven bodies are not integrated (their law gives their motion at every stage

@@ -4,6 +4,7 @@
 //! neither path depends on the other (`cpu::unilateral` re-exports them under their old names).
 
 use crate::error::{Error, Result};
+use crate::model::ConstraintId;
 
 /// Friction and restitution of one contact in one instance (`unilateral.md` §1).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -144,3 +145,81 @@ pub enum ImpactLaw {
     /// One phase to the Newton target `v_n⁺ ≥ −e v_n⁻` at the impacting contacts.
     Newton,
 }
+
+/// A constraint taken as a unilateral contact, with its coefficients.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnilateralContact {
+    /// The contact (an enabled `SphereOnPlaneContact` with rolling rows).
+    pub constraint: ConstraintId,
+    /// Its restitution and friction.
+    pub coefficients: Coefficients,
+}
+
+/// How `cpu::unilateral::run_instance` steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventOptions {
+    /// RK4 step between events (s): the longest one; an instance with a slowly sliding
+    /// contact takes shorter ones, as RK4's stability for its friction needs (README "Events"), down to 1/4096 of it.
+    pub step: f64,
+    /// Impact law.
+    pub law: ImpactLaw,
+    /// Constraint tolerance `ctol` the tolerances of §8 derive from.
+    pub constraint_tolerance: f64,
+    /// The user's floor for the capture speed `v_cap` (0: §8's default).
+    pub capture_speed: f64,
+    /// The user's floor for the stick speed `v_roll` (0: §8's default).
+    pub roll_speed: f64,
+    /// Most events per instance in one call: past it the instance's run fails
+    /// (`cpu::unilateral::run_instance` returns the error, `cpu::unilateral::run_batch` flags the instance
+    /// `status::STEP_FAILED` and keeps its state).
+    pub max_events: usize,
+}
+
+impl Default for EventOptions {
+    fn default() -> Self {
+        Self {
+            step: 1e-3,
+            law: ImpactLaw::Poisson,
+            constraint_tolerance: 1e-4,
+            capture_speed: 0.0,
+            roll_speed: 0.0,
+            max_events: 100_000,
+        }
+    }
+}
+
+/// What happened to one contact during a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContactRecord {
+    /// Its mode at the end.
+    pub mode: ContactMode,
+    /// Impacts it took part in while approaching.
+    pub impacts: u32,
+    /// Time of its first impact.
+    pub first_impact: Option<f64>,
+    /// Time of its last mode change.
+    pub last_mode_change: Option<f64>,
+    /// Energy it took in impacts and projections.
+    pub impact_loss: f64,
+    /// Energy its force took while closed, `∫ λ · v dt` over its rows: sliding friction's
+    /// `∫ μ_d |λ_z| |v_t| dt` (§7), integrated with the state.
+    pub friction_loss: f64,
+    /// Whether, at the end, its slip has exceeded `v_roll` since its last mode change (only
+    /// then may slip → stick fire, §2's hysteresis). With `mode`, what a later call resumes
+    /// from (`cpu::unilateral::run_batch_resuming`).
+    pub armed: bool,
+}
+
+/// Most bisection steps locating one event.
+pub const MAX_BISECTIONS: usize = 200;
+
+/// The shortest step, as a fraction of [`EventOptions::step`], that the sliding friction's
+/// stability limit may ask for (`cpu::unilateral`'s stable step).
+pub const MIN_STEP_FRACTION: f64 = 1.0 / 4096.0;
+
+/// `h κ` at most for the sliding friction law (the event path's stable step): inside RK4's
+/// stability interval on the negative real axis (2.785). The linearised rates are real (the
+/// eigenvalues of `W_TT D`, `D` the sliding contacts' `μ_d N (I − ŝŝᵀ) / |v_t|` blocks, are
+/// those of the symmetric `D^½ W_TT D^½`) and `κ` bounds them from above; 2.5 was no faster
+/// on the default-sized unilateral study and doubled its largest energy error at h = 5 ms.
+pub const STABLE_STEP_FACTOR: f64 = 2.0;

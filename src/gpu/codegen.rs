@@ -166,6 +166,21 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
 
     let _ = writeln!(
         w,
+        "// ½ uᵀ M u of the free bodies (the event kernel's energy scale of an impact).\n\
+         fn kinetic_energy(i: u32, s: State, kin: array<BodyKinematics, NB_CAP>) -> real {{\n    \
+         var energy: real = 0.0;"
+    );
+    for (b, body) in &free {
+        let _ = writeln!(
+            w,
+            "    energy += free_kinetic_energy(i, {}u, kin[{b}u].rotation, s.ang_vel[{b}u], s.lin_vel[{b}u]);",
+            body.prefix
+        );
+    }
+    w += "    return energy;\n}\n\n";
+
+    let _ = writeln!(
+        w,
         "// Renormalises the quaternions; false when a value is not finite or a quaternion is zero.\n\
          fn normalize_state(s: ptr<function, State>) -> bool {{\n    var ok = true;"
     );

@@ -14,6 +14,7 @@ pub mod codegen;
 pub mod contact_laws;
 pub mod device;
 pub mod evaluate;
+pub mod events;
 pub mod layout;
 pub mod shader;
 pub mod solve;

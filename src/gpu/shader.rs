@@ -123,6 +123,11 @@ impl KernelSource {
         k
     }
 
+    /// Appends piece `name` (a kernel built on another: the event kernel on the stepping one).
+    pub(crate) fn append(&mut self, name: &str, text: &str) {
+        self.push(name, text);
+    }
+
     fn push(&mut self, name: &str, text: &str) {
         let first = self.text.lines().count() + 1;
         let mut piece = text.to_string();

@@ -10,6 +10,7 @@ mod common;
 mod contact_laws;
 mod env;
 mod evaluation;
+mod events;
 mod host_copies;
 mod shaders;
 mod step;

@@ -4,9 +4,10 @@
 
 use nalgebra::DVector;
 
+use super::EventOptions;
 use super::machine::Machine;
 use super::phase::{RowSet, linear_step};
-use super::stepper::{Event, EventOptions, EventRun};
+use super::stepper::{Event, EventRun};
 use super::{Coefficients, ContactMode, ImpactContact, InstanceContacts, impact};
 use crate::error::Result;
 

@@ -6,19 +6,13 @@ use super::phase::{RowSet, linear_step};
 use super::{Coefficients, ContactMode, InstanceContacts, ModeContact, Tolerances, solve_modes};
 use crate::batch::{Batch, InstanceState};
 use crate::constraints::BodyKinematics;
+use crate::contact::STABLE_STEP_FACTOR;
 use crate::cpu::evaluate::{BaumgarteMode, InstanceSystem};
 use crate::cpu::integrate::applied_power;
 use crate::error::{Error, Result};
 use crate::math::{quaternion_rate, vec3};
 use crate::model::ConstraintId;
 use nalgebra::DVector;
-
-/// `h κ` at most for the sliding friction law ([`Machine::stable_step`]): inside RK4's
-/// stability interval on the negative real axis (2.785). The linearised rates are real (the
-/// eigenvalues of `W_TT D`, `D` the sliding contacts' `μ_d N (I − ŝŝᵀ) / |v_t|` blocks, are
-/// those of the symmetric `D^½ W_TT D^½`) and `κ` bounds them from above; 2.5 was no faster
-/// on the default-sized unilateral study and doubled its largest energy error at h = 5 ms.
-const STABLE_STEP_FACTOR: f64 = 2.0;
 
 /// Where each part of an instance's `y` lies: q then u of the free bodies (what the contact
 /// laws act on), one friction-loss integral per contact, then pose and velocity of every

@@ -37,12 +37,14 @@ pub use impact::{ImpactContact, ImpactOutcome, impact};
 pub use modes::{ModeContact, ModeSolution, solve_modes};
 pub use phase::RowSet;
 pub use stepper::{
-    ContactRecord, Event, EventOptions, EventRun, UnilateralContact, contact_multipliers,
-    run_batch, run_batch_resuming, run_instance,
+    Event, EventRun, contact_multipliers, run_batch, run_batch_resuming, run_instance,
 };
 pub use system::InstanceContacts;
 
-pub use crate::contact::{Coefficients, ContactMode, ImpactLaw, Tolerances};
+pub use crate::contact::{
+    Coefficients, ContactMode, ContactRecord, EventOptions, ImpactLaw, Tolerances,
+    UnilateralContact,
+};
 
 use nalgebra::DMatrix;
 

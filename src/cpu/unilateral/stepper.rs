@@ -10,84 +10,15 @@
 
 use super::event::settle;
 use super::machine::{Layout, Machine};
-use super::{Coefficients, ContactMode, ImpactLaw, ModeContact, Tolerances, solve_modes};
+use super::{
+    ContactMode, ContactRecord, EventOptions, ModeContact, Tolerances, UnilateralContact,
+    solve_modes,
+};
 use crate::batch::{Batch, status};
+use crate::contact::{MAX_BISECTIONS, MIN_STEP_FRACTION};
 use crate::cpu::evaluate::InstanceSystem;
 use crate::error::{Error, Result};
 use crate::math::vec3;
-use crate::model::ConstraintId;
-
-/// Most bisection steps locating one event.
-const MAX_BISECTIONS: usize = 200;
-
-/// The shortest step, as a fraction of [`EventOptions::step`], that the sliding friction's
-/// stability limit may ask for (`Machine::stable_step`).
-const MIN_STEP_FRACTION: f64 = 1.0 / 4096.0;
-
-/// A constraint taken as a unilateral contact, with its coefficients.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct UnilateralContact {
-    /// The contact (an enabled `SphereOnPlaneContact` with rolling rows).
-    pub constraint: ConstraintId,
-    /// Its restitution and friction.
-    pub coefficients: Coefficients,
-}
-
-/// How [`run_instance`] steps.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EventOptions {
-    /// RK4 step between events (s): the longest one; an instance with a slowly sliding
-    /// contact takes shorter ones, as RK4's stability for its friction needs (README
-    /// "Events"), down to 1/4096 of it.
-    pub step: f64,
-    /// Impact law.
-    pub law: ImpactLaw,
-    /// Constraint tolerance `ctol` the tolerances of §8 derive from.
-    pub constraint_tolerance: f64,
-    /// The user's floor for the capture speed `v_cap` (0: §8's default).
-    pub capture_speed: f64,
-    /// The user's floor for the stick speed `v_roll` (0: §8's default).
-    pub roll_speed: f64,
-    /// Most events per instance in one call: past it the instance's run fails
-    /// ([`run_instance`] returns the error, [`run_batch`] flags the instance
-    /// `status::STEP_FAILED` and keeps its state).
-    pub max_events: usize,
-}
-
-impl Default for EventOptions {
-    fn default() -> Self {
-        Self {
-            step: 1e-3,
-            law: ImpactLaw::Poisson,
-            constraint_tolerance: 1e-4,
-            capture_speed: 0.0,
-            roll_speed: 0.0,
-            max_events: 100_000,
-        }
-    }
-}
-
-/// What happened to one contact during a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ContactRecord {
-    /// Its mode at the end.
-    pub mode: ContactMode,
-    /// Impacts it took part in while approaching.
-    pub impacts: u32,
-    /// Time of its first impact.
-    pub first_impact: Option<f64>,
-    /// Time of its last mode change.
-    pub last_mode_change: Option<f64>,
-    /// Energy it took in impacts and projections.
-    pub impact_loss: f64,
-    /// Energy its force took while closed, `∫ λ · v dt` over its rows: sliding friction's
-    /// `∫ μ_d |λ_z| |v_t| dt` (§7), integrated with the state.
-    pub friction_loss: f64,
-    /// Whether, at the end, its slip has exceeded `v_roll` since its last mode change (only
-    /// then may slip → stick fire, §2's hysteresis). With `mode`, what a later call resumes
-    /// from ([`run_batch_resuming`]).
-    pub armed: bool,
-}
 
 /// One located event.
 #[derive(Debug, Clone, Copy, PartialEq)]

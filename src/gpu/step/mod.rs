@@ -9,7 +9,7 @@
 //! way to step — on either backend — is the backend's `Stepper`, which drives this.
 
 mod kernel;
-mod readback;
+pub(crate) mod readback;
 
 use std::sync::Arc;
 

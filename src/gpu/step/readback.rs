@@ -17,7 +17,7 @@ use crate::step::{Goal, StepReport};
 /// The state columns the kernel writes, in readback order: q and u of every free body, pose and
 /// velocity of every prescribed body without a law (a driven body's columns are the host's,
 /// from its law), the work column.
-pub(super) fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
+pub(crate) fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
     let mut cols = Vec::new();
     for slot in 0..batch.template().free_bodies().len() {
         cols.push((
@@ -59,7 +59,7 @@ pub(super) fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
 }
 
 /// Appends one mapped piece of a chunk's readback to `out`, in f64.
-pub(super) fn extend_f64(precision: Precision, view: &[u8], out: &mut Vec<f64>) {
+pub(crate) fn extend_f64(precision: Precision, view: &[u8], out: &mut Vec<f64>) {
     match precision {
         Precision::F32 => out.extend(
             bytemuck::cast_slice::<u8, f32>(view)
@@ -145,7 +145,7 @@ pub(super) fn store_states(
 }
 
 /// Values of an instance's flat state ([`InstanceState::to_vec`]).
-fn state_len(batch: &Batch) -> usize {
+pub(crate) fn state_len(batch: &Batch) -> usize {
     let t = batch.template();
     13 * (t.free_bodies().len() + t.prescribed_bodies().len()) + 2
 }
@@ -154,7 +154,7 @@ fn state_len(batch: &Batch) -> usize {
 /// `at`, each column `count` instances long) out flat in `y`, as
 /// [`InstanceState::to_vec`]: q of the free bodies, poses, u, prescribed velocities, work. A
 /// driven body keeps its pose and velocity (the batch sets them from its law).
-fn read_state(
+pub(crate) fn read_state(
     batch: &Batch,
     i: usize,
     y: &mut [f64],

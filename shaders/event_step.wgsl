@@ -1,0 +1,635 @@
+// Event-driven stepping of instances with one unilateral contact (stage 1 of
+// docs/gpu-unilateral.md): twin of `simulate` (src/cpu/unilateral/stepper.rs), `settle`
+// (event.rs) and the `Machine` (machine.rs), with the laws of contact_laws.wgsl. Appended to the
+// stepping kernel (RK4, no projection), whose state, derivative pieces and generated body walks
+// it uses.
+//
+// Each instance is a state machine that resumes across dispatches (lavapipe's JIT cannot take
+// an event's 200 bisection steps in one): a dispatch runs at most `launch.steps` trials — a
+// plain RK4 step, one bisection point, or the settling at an event — and leaves its progress in
+// the carry columns (EVENT_*, offsets from the host). The state stays in the input columns.
+// From the host: CONTACT_ROW_X, _Y, _Z (the contact's rows in the template's row order), the
+// carry offsets, EVENT_PHASE_*, MAX_BISECTIONS, MIN_STEP_FRACTION, STABLE_STEP_FACTOR.
+
+struct EventParams {
+    step: real,
+    duration: real,
+    max_events: u32,
+    newton: u32,
+}
+
+@group(0) @binding(4) var<storage, read> event_params: EventParams;
+
+// One instance's machine (the carry columns).
+struct Machine {
+    status: u32,
+    phase: u32,
+    start: real,
+    elapsed: real,
+    elapsed_low: real,
+    mode: u32,
+    direction: vec2<real>,
+    armed: bool,
+    friction_loss: real,
+    impacts: u32,
+    first_impact: real,
+    last_mode_change: real,
+    // bit 0: first_impact set, bit 1: last_mode_change set.
+    records: u32,
+    impact_loss: real,
+    events: u32,
+    steps: u32,
+    lo: real,
+    hi: real,
+    bisections: u32,
+    restitution: real,
+    mu_static: real,
+    mu_dynamic: real,
+    tol: ContactTolerances,
+    t_tol: real,
+    penetration: real,
+}
+
+fn carry(column: u32, i: u32) -> real {
+    return output[column * launch.capacity + i];
+}
+
+fn put_carry(column: u32, i: u32, value: real) {
+    output[column * launch.capacity + i] = value;
+}
+
+fn load_machine(i: u32) -> Machine {
+    var m: Machine;
+    m.status = u32(carry(EVENT_STATUS, i));
+    m.phase = u32(carry(EVENT_PHASE, i));
+    m.start = carry(EVENT_START, i);
+    m.elapsed = carry(EVENT_ELAPSED, i);
+    m.elapsed_low = carry(EVENT_ELAPSED_LOW, i);
+    m.mode = u32(carry(EVENT_MODE, i));
+    m.direction = vec2<real>(carry(EVENT_DIRECTION, i), carry(EVENT_DIRECTION + 1u, i));
+    m.armed = carry(EVENT_ARMED, i) != 0.0;
+    m.friction_loss = carry(EVENT_FRICTION_LOSS, i);
+    m.impacts = u32(carry(EVENT_IMPACTS, i));
+    m.first_impact = carry(EVENT_FIRST_IMPACT, i);
+    m.last_mode_change = carry(EVENT_LAST_MODE_CHANGE, i);
+    m.records = u32(carry(EVENT_RECORDS, i));
+    m.impact_loss = carry(EVENT_IMPACT_LOSS, i);
+    m.events = u32(carry(EVENT_EVENTS, i));
+    m.steps = u32(carry(EVENT_STEPS, i));
+    m.lo = carry(EVENT_LO, i);
+    m.hi = carry(EVENT_HI, i);
+    m.bisections = u32(carry(EVENT_BISECTIONS, i));
+    m.restitution = carry(EVENT_COEFFICIENTS, i);
+    m.mu_static = carry(EVENT_COEFFICIENTS + 1u, i);
+    m.mu_dynamic = carry(EVENT_COEFFICIENTS + 2u, i);
+    let t = EVENT_TOLERANCES;
+    m.tol = ContactTolerances(carry(t, i), carry(t + 1u, i), carry(t + 2u, i), carry(t + 3u, i), carry(t + 4u, i), carry(t + 5u, i));
+    m.t_tol = carry(t + 6u, i);
+    m.penetration = carry(EVENT_PENETRATION, i);
+    return m;
+}
+
+// What changes during a dispatch back to the carry (coefficients and tolerances stay).
+fn store_machine(i: u32, m: Machine) {
+    put_carry(EVENT_STATUS, i, real(m.status));
+    put_carry(EVENT_PHASE, i, real(m.phase));
+    put_carry(EVENT_ELAPSED, i, m.elapsed);
+    put_carry(EVENT_ELAPSED_LOW, i, m.elapsed_low);
+    put_carry(EVENT_MODE, i, real(m.mode));
+    put_carry(EVENT_DIRECTION, i, m.direction.x);
+    put_carry(EVENT_DIRECTION + 1u, i, m.direction.y);
+    put_carry(EVENT_ARMED, i, real(select(0u, 1u, m.armed)));
+    put_carry(EVENT_FRICTION_LOSS, i, m.friction_loss);
+    put_carry(EVENT_IMPACTS, i, real(m.impacts));
+    put_carry(EVENT_FIRST_IMPACT, i, m.first_impact);
+    put_carry(EVENT_LAST_MODE_CHANGE, i, m.last_mode_change);
+    put_carry(EVENT_RECORDS, i, real(m.records));
+    put_carry(EVENT_IMPACT_LOSS, i, m.impact_loss);
+    put_carry(EVENT_EVENTS, i, real(m.events));
+    put_carry(EVENT_STEPS, i, real(m.steps));
+    put_carry(EVENT_LO, i, m.lo);
+    put_carry(EVENT_HI, i, m.hi);
+    put_carry(EVENT_BISECTIONS, i, real(m.bisections));
+    put_carry(EVENT_PENETRATION, i, m.penetration);
+}
+
+// The instance's contact space at a state (`InstanceContacts`): W over the contact's rows
+// (symmetrised), their velocities and free accelerations a₀ = G u̇₀ − b, the separation, and
+// what maps multipliers and impulses back to u.
+struct Space {
+    ok: bool,
+    kin: array<BodyKinematics, NB_CAP>,
+    w: mat3x3<real>,
+    velocity: vec3<real>,
+    free: vec3<real>,
+    separation: real,
+    // G u over the contact's rows: velocity − gu is what the planes' motion adds (`motion_power`).
+    gu: vec3<real>,
+    udot_free: array<real, NU_CAP>,
+    minv_gt: array<real, ROWS_NU_CAP>,
+}
+
+fn contact_space(i: u32, s: State) -> Space {
+    var sys = assemble_instance(i, s, BAUMGARTE_OFF);
+    let mass = mass_solve(sys.inverse, sys.applied, sys.jacobian);
+    var out: Space;
+    out.ok = sys.status == 0u && mass.ok;
+    out.kin = sys.kin;
+    out.udot_free = mass.minv_x;
+    out.minv_gt = mass.minv_gt;
+    let a_mat = gram_matrix(sys.jacobian, mass.minv_gt);
+    let rows = array<u32, 3>(CONTACT_ROW_X, CONTACT_ROW_Y, CONTACT_ROW_Z);
+    let u = mobilities(s);
+    for (var p = 0u; p < 3u; p++) {
+        let r = rows[p];
+        for (var q = 0u; q < 3u; q++) {
+            out.w[q][p] = (a_mat[r * ROWS + rows[q]] + a_mat[rows[q] * ROWS + r]) * 0.5;
+        }
+        var g_udot: real = 0.0;
+        var g_u: real = 0.0;
+        for (var k = 0u; k < NU; k++) {
+            g_udot += sys.jacobian[r * NU + k] * mass.minv_x[k];
+            g_u += sys.jacobian[r * NU + k] * u[k];
+        }
+        out.free[p] = g_udot - sys.bias[r];
+        out.velocity[p] = sys.rows[r].velocity_error;
+        out.gu[p] = g_u;
+        out.ok = out.ok && is_finite_real(out.free[p]) && is_finite_real(out.velocity[p]);
+    }
+    out.separation = sys.rows[CONTACT_ROW_Z].position_error;
+    for (var k = 0u; k < 9u; k++) {
+        out.ok = out.ok && is_finite_real(out.w[k / 3u][k % 3u]);
+    }
+    return out;
+}
+
+// M⁻¹ Gᵀ x for values x over the contact's rows.
+fn response(c: Space, x: vec3<real>) -> array<real, NU_CAP> {
+    var rows: array<real, ROWS_CAP>;
+    rows[CONTACT_ROW_X] = x.x;
+    rows[CONTACT_ROW_Y] = x.y;
+    rows[CONTACT_ROW_Z] = x.z;
+    return minv_gt_times(c.minv_gt, rows);
+}
+
+// Applies the impulse π at the space `c` of `s` (`apply`): u⁺ = u⁻ − M⁻¹ Gᵀ π, and the planes'
+// motion does π · (v − G u) on the free bodies.
+fn apply_impulse(s: ptr<function, State>, c: Space, impulse: vec3<real>) {
+    let r = response(c, impulse);
+    var du: array<real, NU_CAP>;
+    for (var k = 0u; k < NU; k++) {
+        du[k] = -r[k];
+    }
+    correct_velocity(s, du);
+    (*s).work.x += dot(impulse, c.velocity - c.gu);
+}
+
+// ẏ with the contact in its mode (`derivative_parts_at`): the rates of the bodies and the work,
+// the friction loss's rate λ · v, and λ.
+struct EventDerivative {
+    d: Derivative,
+    loss: real,
+    multipliers: vec3<real>,
+}
+
+fn event_derivative(i: u32, s: State, c: Space, m: Machine, frozen: vec2<real>, follows: bool) -> EventDerivative {
+    var rowset = RowSet(SET_OFF, frozen, m.mu_dynamic, false, 0.0);
+    if m.mode == MODE_STICK {
+        rowset.kind = SET_STICK;
+    } else if m.mode == MODE_SLIDE {
+        rowset.kind = SET_SLIDE;
+        let speed = hypot2(c.velocity.xy);
+        let slip = c.velocity.xy / speed;
+        if follows && speed >= m.tol.v_roll && dot(slip, frozen) > 0.0 {
+            rowset.direction = slip;
+        }
+    }
+    let multipliers = linear_step(c.w, c.free, rowset);
+    let correction = response(c, multipliers);
+    var udot: array<real, NU_CAP>;
+    for (var k = 0u; k < NU; k++) {
+        udot[k] = c.udot_free[k] - correction[k];
+    }
+    var out: EventDerivative;
+    out.d = body_rates(i, s, udot);
+    out.loss = dot(multipliers, c.velocity);
+    out.multipliers = multipliers;
+    out.d.power = vec2<real>(dot(multipliers, c.velocity - c.gu), applied_power(i, s, c.kin));
+    out.d.ok = out.d.ok && c.ok && is_finite_real(out.loss) && is_finite_real(out.d.power.x) && is_finite_real(out.d.power.y);
+    return out;
+}
+
+// The longest step RK4 takes the sliding friction stably with (`stable_step`): 2 / κ with
+// κ = ‖W_TT‖∞ μ_d N / max(|v_t|, v_roll), for a contact whose friction follows its slip.
+fn stable_step(c: Space, m: Machine, follows: bool, multipliers: vec3<real>) -> real {
+    if m.mode != MODE_SLIDE || !follows {
+        return -1.0;
+    }
+    let speed = hypot2(c.velocity.xy);
+    let rate = m.mu_dynamic * max(-multipliers.z, 0.0) / max(speed, m.tol.v_roll);
+    if rate <= 0.0 {
+        return -1.0;
+    }
+    let norm = max(abs(c.w[0][0]) + abs(c.w[1][0]), abs(c.w[0][1]) + abs(c.w[1][1]));
+    return STABLE_STEP_FACTOR / (norm * rate);
+}
+
+// The least value of the cubic Hermite interpolant of s over a step at its interior critical
+// points (`hermite_minimum`); a large value when it has none.
+fn hermite_minimum(s_a: real, v_a: real, s_b: real, v_b: real, h: real) -> real {
+    let delta = s_b - s_a;
+    let c1 = h * v_a;
+    let c2 = 3.0 * delta - h * (2.0 * v_a + v_b);
+    let c3 = h * (v_a + v_b) - 2.0 * delta;
+    let qa = 3.0 * c3;
+    let qb = 2.0 * c2;
+    let qc = c1;
+    var least: real = 1.0;
+    var none = true;
+    var roots = vec2<real>(-1.0, -1.0);
+    if abs(qa) < 1e-30 {
+        if abs(qb) > 0.0 {
+            roots.x = -qc / qb;
+        }
+    } else {
+        let disc = qb * qb - 4.0 * qa * qc;
+        if disc >= 0.0 {
+            let r = sqrt(disc);
+            roots = vec2<real>((-qb - r) / (2.0 * qa), (-qb + r) / (2.0 * qa));
+        }
+    }
+    for (var k = 0u; k < 2u; k++) {
+        let t = roots[k];
+        if t > 0.0 && t < 1.0 {
+            let value = s_a + t * (c1 + t * (c2 + t * c3));
+            if none || value < least {
+                least = value;
+                none = false;
+            }
+        }
+    }
+    return select(least, 1.0, none);
+}
+
+// Whether the step from (a) to (b) of length h holds an event (`has_event`): the open contact
+// closes (its separation, or the Hermite dip inside the step), the armed sliding contact's slip
+// along its step-start direction falls to v_roll, or the modes determined at b differ.
+fn has_event(a: Space, b: Space, h: real, m: Machine, frozen: vec2<real>) -> bool {
+    let v_tol = m.tol.v_tol;
+    if m.mode == MODE_OPEN {
+        let s_a = a.separation;
+        let v_a = a.velocity.z;
+        let s_b = b.separation;
+        let v_b = b.velocity.z;
+        let dips = hermite_minimum(s_a, v_a, s_b, v_b, h) <= 0.0;
+        var closes = false;
+        if s_a > 0.0 {
+            closes = s_b <= 0.0 || dips;
+        } else if s_b <= 0.0 {
+            closes = v_b < -v_tol || (v_a > v_tol && v_b <= v_tol);
+        } else {
+            closes = dips;
+        }
+        if closes {
+            return true;
+        }
+    }
+    if m.mode == MODE_SLIDE && m.armed && dot(b.velocity.xy, frozen) <= m.tol.v_roll {
+        return true;
+    }
+    let determined = solve_modes(b.w, b.free, m.mode, m.direction, m.mode != MODE_OPEN, b.velocity.xy, m.mu_static, m.mu_dynamic, m.tol);
+    return determined.mode != m.mode;
+}
+
+// The energy scale of an impact's guard (`energy_scale`): the free bodies' kinetic energy plus
+// ½ v² / W_rr per contact row.
+fn energy_scale(i: u32, s: State, c: Space) -> real {
+    var relative: real = 0.0;
+    for (var r = 0u; r < 3u; r++) {
+        if c.w[r][r] > 0.0 {
+            relative += 0.5 * c.velocity[r] * c.velocity[r] / c.w[r][r];
+        }
+    }
+    return kinetic_energy(i, s, c.kin) + relative;
+}
+
+// The rows a projection holds for the mode (`held`): all three when sticking, the normal one
+// (no friction) when sliding, none when open.
+fn held(mode: u32, direction: vec2<real>) -> RowSet {
+    var rowset = RowSet(SET_OFF, direction, 0.0, false, 0.0);
+    if mode == MODE_STICK {
+        rowset.kind = SET_STICK;
+    } else if mode == MODE_SLIDE {
+        rowset.kind = SET_SLIDE;
+    }
+    return rowset;
+}
+
+// What happens at an event, or at the start (`settle`): an impact or plastic touchdown, the
+// slip → stick projection, a plastic touchdown of a contact that projection rowset approaching,
+// the mode determined again, and the closed rows projected to rest. Its parts run in one loop
+// around one assembly, so the kernel holds one copy of it. False when a state is not finite
+// (the next assembly would find it too).
+fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, initial: bool) -> bool {
+    let tol = (*m).tol;
+    var near = false;
+    var approach_speed: real = 0.0;
+    var changed = false;
+    var slowed = false;
+    for (var part = 0u; part < 5u; part++) {
+        let c = contact_space(i, *s);
+        if !c.ok {
+            return false;
+        }
+        var impact_plastic = false;
+        var impacts = false;
+        var projection = RowSet(SET_OFF, (*m).direction, 0.0, false, 0.0);
+        var projects = false;
+        if part == 0u {
+            near = c.separation <= tol.p_tol;
+            let approaching = near && c.velocity.z < -tol.v_tol;
+            let touching_open = near && (*m).mode == MODE_OPEN && abs(c.velocity.z) <= tol.v_tol;
+            if approaching || touching_open {
+                impacts = true;
+                impact_plastic = !approaching;
+                if approaching {
+                    (*m).impacts += 1u;
+                    if ((*m).records & 1u) == 0u {
+                        (*m).first_impact = t;
+                        (*m).records |= 1u;
+                    }
+                    approach_speed = max(approach_speed, -c.velocity.z);
+                }
+            }
+        } else if part == 1u {
+            // Slip → stick: a sliding contact slowed to v_roll loses its slip; one leaving its
+            // plane faster than v_tol is neither slowed nor held.
+            let leaving = c.velocity.z > tol.v_tol;
+            slowed = (*m).mode == MODE_SLIDE && (*m).armed && !leaving && dot(c.velocity.xy, (*m).direction) <= tol.v_roll;
+            if slowed {
+                projects = true;
+                projection.kind = SET_STICK;
+            }
+        } else if part == 2u {
+            if slowed {
+                (*m).mode = MODE_STICK;
+                (*m).armed = false;
+                changed = true;
+                (*m).last_mode_change = t;
+                (*m).records |= 2u;
+            }
+            // A near contact the projection rowset approaching gets a plastic touchdown.
+            if near && c.velocity.z < -tol.v_tol {
+                impacts = true;
+                impact_plastic = true;
+                changed = true;
+            }
+        } else if part == 3u {
+            // The mode, determined again.
+            let touching = c.separation <= tol.p_tol && c.velocity.z <= tol.v_tol;
+            var start = (*m).mode;
+            var start_direction = (*m).direction;
+            if !touching {
+                start = MODE_OPEN;
+            } else if start == MODE_OPEN {
+                let speed = hypot2(c.velocity.xy);
+                if speed > tol.v_roll {
+                    start = MODE_SLIDE;
+                    start_direction = c.velocity.xy / speed;
+                } else {
+                    start = MODE_STICK;
+                }
+            }
+            let determined = solve_modes(c.w, c.free, start, start_direction, touching, c.velocity.xy, (*m).mu_static, (*m).mu_dynamic, tol);
+            if determined.mode != (*m).mode {
+                (*m).armed = false;
+                if !initial {
+                    changed = true;
+                    (*m).last_mode_change = t;
+                    (*m).records |= 2u;
+                }
+            }
+            (*m).mode = determined.mode;
+            if determined.mode == MODE_SLIDE {
+                (*m).direction = determined.direction;
+            }
+            // The closed rows projected to rest (next part).
+        } else if part == 4u {
+            if (*m).mode != MODE_OPEN {
+                projects = true;
+                projection = held((*m).mode, (*m).direction);
+            }
+        }
+        if impacts {
+            let restitution = select((*m).restitution, 0.0, impact_plastic);
+            let o = impact(c.w, c.velocity, energy_scale(i, *s, c), near, restitution, (*m).mu_static, (*m).mu_dynamic, event_params.newton != 0u, tol);
+            apply_impulse(s, c, o.impulse);
+            (*m).impact_loss += o.loss;
+        }
+        if projects {
+            let impulse = linear_step(c.w, c.velocity, projection);
+            apply_impulse(s, c, impulse);
+            (*m).impact_loss += dot(impulse, c.velocity) / 2.0;
+        }
+    }
+    if !initial || approach_speed > 0.0 {
+        (*m).events += 1u;
+    }
+    return true;
+}
+
+// The bracket an event is located to at time t (`bracket_at`): t_tol, or 4 ulp of t where that
+// is wider (bounded here by 4 |t| ε).
+fn bracket_at(m: Machine, t: real) -> real {
+    return max(m.t_tol, 4.0 * abs(t) * REAL_EPSILON);
+}
+
+fn machine_time(m: Machine) -> real {
+    return m.start + (m.elapsed - m.elapsed_low);
+}
+
+// Adds h to the elapsed time, compensated (as the stepping kernel's).
+fn add_elapsed(m: ptr<function, Machine>, h: real) {
+    let y = h - (*m).elapsed_low;
+    let t = (*m).elapsed + y;
+    (*m).elapsed_low = (t - (*m).elapsed) - y;
+    (*m).elapsed = t;
+}
+
+// One trial of the machine: a step (committed, or the start of a bracket), one bisection
+// point, or the step that ends a bracket and the settling after it. The RK4 stages, the step's
+// start and its end share one assembly and one derivative in one loop. False when the instance
+// is done or stopped.
+fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
+    let y = *s;
+    let t = y.time;
+    let left = event_params.duration - ((*m).elapsed - (*m).elapsed_low);
+    let bisecting = (*m).phase == EVENT_PHASE_BISECT;
+    if !bisecting && left <= 64.0 * REAL_EPSILON * max(event_params.duration, 1.0) {
+        let end = contact_space(i, y);
+        (*m).penetration = max(0.0, -end.separation);
+        if (*m).penetration > (*m).tol.p_tol {
+            (*m).status |= CONSTRAINT_VIOLATED;
+        }
+        (*m).phase = EVENT_PHASE_DONE;
+        return false;
+    }
+    var a: Space;
+    var frozen = (*m).direction;
+    var follows = true;
+    var k1: EventDerivative;
+    var k2: EventDerivative;
+    var k3: EventDerivative;
+    var h: real = 0.0;
+    var closing = false;
+    var y_b = y;
+    var loss_b: real = 0.0;
+    var event = false;
+    for (var k = 0u; k < 5u; k++) {
+        var y_k = y;
+        if k == 1u {
+            y_k = at_time(advance_state(y, h / 2.0, k1.d), t + h / 2.0);
+        } else if k == 2u {
+            y_k = at_time(advance_state(y, h / 2.0, k2.d), t + h / 2.0);
+        } else if k == 3u {
+            y_k = at_time(advance_state(y, h, k3.d), t + h);
+        } else if k == 4u {
+            y_k = y_b;
+        }
+        let c = contact_space(i, y_k);
+        if !c.ok {
+            (*m).status |= NONFINITE_STATE;
+            return false;
+        }
+        if k == 4u {
+            event = has_event(a, c, h, *m, frozen);
+            break;
+        }
+        if k == 0u {
+            a = c;
+            let speed = hypot2(c.velocity.xy);
+            if (*m).mode == MODE_SLIDE {
+                // Armed once the slip exceeds v_roll; the friction keeps the mode's direction
+                // below it, and follows the slip at the stages only above it.
+                if speed > (*m).tol.v_roll {
+                    (*m).armed = true;
+                    frozen = c.velocity.xy / speed;
+                }
+                follows = speed > (*m).tol.v_roll;
+            }
+        }
+        let dk = event_derivative(i, y_k, c, *m, frozen, follows);
+        if !dk.d.ok {
+            (*m).status |= NONFINITE_STATE;
+            return false;
+        }
+        if k == 0u {
+            k1 = dk;
+            if bisecting {
+                closing = (*m).hi - (*m).lo <= bracket_at(*m, t + (*m).hi) || (*m).bisections >= MAX_BISECTIONS;
+                h = select(0.5 * ((*m).lo + (*m).hi), (*m).hi, closing);
+            } else {
+                let stable = stable_step(c, *m, follows, dk.multipliers);
+                h = event_params.step;
+                if stable >= 0.0 {
+                    h = min(h, max(stable, event_params.step * MIN_STEP_FRACTION));
+                }
+                h = min(h, left);
+            }
+        } else if k == 1u {
+            k2 = dk;
+        } else if k == 2u {
+            k3 = dk;
+        } else {
+            var next = y;
+            next.work += h / 6.0 * (k1.d.power + 2.0 * k2.d.power + 2.0 * k3.d.power + dk.d.power);
+            rk4_bodies(&next, h, k1.d, k2.d, k3.d, dk.d);
+            next.time = t + h;
+            if !normalize_state(&next) {
+                (*m).status |= NONFINITE_STATE;
+                return false;
+            }
+            y_b = next;
+            loss_b = (*m).friction_loss + h / 6.0 * (k1.loss + 2.0 * k2.loss + 2.0 * k3.loss + dk.loss);
+            if closing {
+                break;
+            }
+        }
+    }
+    if closing {
+        // The bracket is closed: commit its upper end and settle there.
+        *s = y_b;
+        (*m).friction_loss = loss_b;
+        add_elapsed(m, h);
+        (*m).steps += 1u;
+        (*m).phase = EVENT_PHASE_STEP;
+        if !settle(i, s, m, t + h, false) {
+            (*m).status |= NONFINITE_STATE;
+            return false;
+        }
+        if (*m).events > event_params.max_events {
+            (*m).status |= STEP_FAILED;
+            return false;
+        }
+        return true;
+    }
+    if bisecting {
+        if event {
+            (*m).hi = h;
+        } else {
+            (*m).lo = h;
+        }
+        (*m).bisections += 1u;
+        return true;
+    }
+    if !event {
+        *s = y_b;
+        (*m).friction_loss = loss_b;
+        add_elapsed(m, h);
+        (*m).steps += 1u;
+        return true;
+    }
+    // An event inside this step: bisect on real steps from its start, in (0, h].
+    (*m).phase = EVENT_PHASE_BISECT;
+    (*m).lo = 0.0;
+    (*m).hi = h;
+    (*m).bisections = 0u;
+    return true;
+}
+
+// One thread per instance, at most `launch.steps` trials per dispatch.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn event_main(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.x;
+    if i >= launch.count {
+        return;
+    }
+    var m = load_machine(i);
+    if m.status != 0u || m.phase == EVENT_PHASE_DONE {
+        return;
+    }
+    var s = load_state(i);
+    s.time = machine_time(m);
+    for (var k = 0u; k < launch.steps; k++) {
+        if m.phase == EVENT_PHASE_START {
+            // The modes at the start, and the impact of a contact approaching there.
+            if !settle(i, &s, &m, s.time, true) {
+                m.status |= NONFINITE_STATE;
+                break;
+            }
+            m.phase = EVENT_PHASE_STEP;
+            continue;
+        }
+        if !trial(i, &s, &m) {
+            break;
+        }
+        s.time = machine_time(m);
+    }
+    if m.status == 0u {
+        store_state(i, s);
+        if m.phase == EVENT_PHASE_DONE {
+            input[input_at(TIME_IN, 1u, i)] = s.time;
+        }
+    }
+    store_machine(i, m);
+}
