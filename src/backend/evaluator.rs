@@ -146,6 +146,20 @@ impl Evaluator {
         }
     }
 
+    /// The GPU device with the precision and options the kernels use, when the backend is the
+    /// GPU: for other kernels on the same device (the event kernel of unilateral contact).
+    pub fn gpu_setup(&self) -> Option<(Arc<GpuDevice>, Precision, GpuOptions)> {
+        match &self.resolved {
+            Resolved::Gpu {
+                device,
+                precision,
+                options,
+                ..
+            } => Some((device.clone(), *precision, *options)),
+            Resolved::Cpu => None,
+        }
+    }
+
     /// The GPU kernels built so far (`None` on the CPU, or before the first batch).
     pub fn gpu_evaluator(&self) -> Option<&GpuEvaluator> {
         match &self.resolved {

@@ -382,18 +382,26 @@ pub fn run_study(
     study::check_fits(scenario, &range)?;
     study::validate(scenario, range.clone())?;
     let (runner, backend_text) = Runner::resolve(backend, scenario.simulation.precision)?;
-    // Unilateral contacts run on the event-driven CPU path whatever was asked: say so.
+    // Unilateral contacts run on the GPU's event kernel when each instance is one ball and
+    // its contact (stage 1 of docs/gpu-unilateral.md), else on the event-driven CPU path
+    // whatever was asked: say so.
     let unilateral = scenario
         .constraints
         .iter()
         .any(|c| c.unilateral().is_some());
-    let (runner, backend_text) = if unilateral && matches!(runner, Runner::Gpu(_)) {
-        (
+    let (runner, backend_text) = match runner {
+        Runner::Gpu(_) if unilateral && !unilateral::gpu_stage_one(scenario) => (
             Runner::Cpu,
-            format!("cpu (unilateral contacts run on the CPU; {backend_text} not used)"),
-        )
-    } else {
-        (runner, backend_text)
+            format!(
+                "cpu (unilateral contacts run on the CPU unless each instance is one body \
+                 with one contact; {backend_text} not used)"
+            ),
+        ),
+        Runner::Gpu(d) if unilateral => (
+            Runner::Gpu(d),
+            format!("{backend_text}, event-driven unilateral kernel"),
+        ),
+        runner => (runner, backend_text),
     };
     // Say what ran: the CPU path is f64 whatever the scenario asked of a GPU.
     let precision = match runner {

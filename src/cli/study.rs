@@ -391,7 +391,9 @@ fn run_group(
 ) -> Result<GroupOutput, CliError> {
     let (mut batch, bodies) = build(sc, rolling, members, sampled, start)?;
     if sc.constraints.iter().any(|c| c.unilateral().is_some()) {
-        return super::unilateral::run_group(sc, batch, &bodies, members, sampled, start, progress);
+        return super::unilateral::run_group(
+            sc, batch, &bodies, members, sampled, start, runner, progress,
+        );
     }
     let n = members.len();
     let assembly_failed = assemble(sc, &mut batch)?;

@@ -6,7 +6,7 @@
 use super::CliError;
 use super::instances::Sampled;
 use super::scenario::Scenario;
-use super::study::{GroupOutput, Progress, checkpoint, checkpoint_count};
+use super::study::{GroupOutput, Progress, Runner, checkpoint, checkpoint_count};
 use crate::batch::{Batch, status};
 use crate::constraints::Params;
 use crate::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
@@ -15,6 +15,8 @@ use crate::cpu::unilateral::{
     Coefficients, ContactMode, ContactRecord, EventOptions, InstanceContacts, UnilateralContact,
     contact_multipliers, run_batch_resuming,
 };
+use crate::gpu::GpuOptions;
+use crate::gpu::events::GpuEventStepper;
 use crate::model::{BodyId, ConstraintId};
 use crate::step::{Integrator, Stabilization};
 
@@ -38,7 +40,17 @@ pub fn mode_code(mode: ContactMode) -> f64 {
     }
 }
 
-/// Runs one group (every constraint a unilateral contact; the scenario checks it).
+/// Whether a scenario's instances are what the GPU's event kernel runs (stage 1 of
+/// `docs/gpu-unilateral.md`): one free body and one constraint, a unilateral contact, on Ground
+/// or a prescribed plane.
+pub fn gpu_stage_one(sc: &Scenario) -> bool {
+    sc.bodies.len() == 1 && sc.constraints.len() == 1 && sc.constraints[0].unilateral().is_some()
+}
+
+/// Runs one group (every constraint a unilateral contact; the scenario checks it), on the
+/// GPU's event kernel when `runner` is a GPU (the caller has checked [`gpu_stage_one`]), else
+/// on the CPU's event path.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_group(
     sc: &Scenario,
     mut batch: Batch,
@@ -46,6 +58,7 @@ pub(super) fn run_group(
     members: &[usize],
     sampled: &[Sampled],
     start: usize,
+    runner: &Runner,
     progress: Progress<'_>,
 ) -> Result<GroupOutput, CliError> {
     let n = members.len();
@@ -57,6 +70,16 @@ pub(super) fn run_group(
         assembly_failed,
     } = setup;
     let contacts = |i: usize| contacts_of(&ids, &coefficients[i]);
+    let mut gpu = match runner {
+        Runner::Gpu(device) => Some(GpuEventStepper::new(
+            device.clone(),
+            &batch,
+            ids[0],
+            sc.simulation.precision,
+            GpuOptions::default(),
+        )?),
+        Runner::Cpu => None,
+    };
     let energy0: Vec<f64> = (0..n)
         .map(|i| batch.energy(i).unwrap_or(f64::NAN))
         .collect();
@@ -122,11 +145,26 @@ pub(super) fn run_group(
             .iter()
             .map(|per| per.iter().copied().collect())
             .collect();
-        let runs = run_batch_resuming(&mut batch, &contacts, t - elapsed, &events, &previous)?;
+        let runs: Vec<Option<Vec<ContactRecord>>> = match &mut gpu {
+            Some(stepper) => {
+                let first: Vec<Coefficients> = coefficients.iter().map(|k| k[0]).collect();
+                let previous: Vec<Option<ContactRecord>> =
+                    previous.iter().map(|p| p.as_ref().map(|p| p[0])).collect();
+                stepper
+                    .run(&mut batch, &first, t - elapsed, &events, &previous)?
+                    .into_iter()
+                    .map(|run| run.map(|r| vec![r.contact]))
+                    .collect()
+            }
+            None => run_batch_resuming(&mut batch, &contacts, t - elapsed, &events, &previous)?
+                .into_iter()
+                .map(|run| run.map(|r| r.contacts))
+                .collect(),
+        };
         elapsed = t;
         for (per, run) in records.iter_mut().zip(runs) {
             let Some(run) = run else { continue };
-            for (slot, new) in per.iter_mut().zip(run.contacts) {
+            for (slot, new) in per.iter_mut().zip(run) {
                 *slot = Some(merge(*slot, new));
             }
         }

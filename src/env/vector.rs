@@ -10,6 +10,7 @@ use crate::backend::{Backend, Stepper};
 use crate::batch::{Batch, status};
 use crate::cpu::unilateral::{ContactRecord, EventOptions, run_batch_resuming};
 use crate::error::{Error, Result, try_filled};
+use crate::gpu::events::GpuEventStepper;
 use crate::gpu::{GpuDevice, Precision};
 
 /// How a [`VectorEnv`] runs.
@@ -71,6 +72,9 @@ pub struct VectorEnv {
     /// Per environment with unilateral contacts, what its last step left them in (modes, slip
     /// readiness): the next step resumes from it; `None` after a reset.
     contact_records: Vec<Option<Vec<ContactRecord>>>,
+    /// On a GPU backend, the event kernel of a task whose environments are one body and one
+    /// unilateral contact (stage 1 of `docs/gpu-unilateral.md`), built on the first step.
+    events_gpu: Option<GpuEventStepper>,
 }
 
 impl std::fmt::Debug for VectorEnv {
@@ -165,6 +169,7 @@ impl VectorEnv {
             task_values: try_filled(0.0, width * num_envs, "num_envs (task values)")?,
             actions: try_filled(0.0, num_envs * spec.action.dim(), "num_envs (actions)")?,
             contact_records: try_filled(None, num_envs, "num_envs (contact records)")?,
+            events_gpu: None,
             spec,
         };
         for i in 0..num_envs {
@@ -196,6 +201,13 @@ impl VectorEnv {
     /// The autoreset mode.
     pub fn autoreset(&self) -> AutoReset {
         self.autoreset
+    }
+
+    /// Whether the task's unilateral contacts step on the GPU's event kernel (`gpu::events`):
+    /// on a GPU backend, for a task whose environments are one body and one contact, from the
+    /// first step on. Otherwise they step on the CPU's event path (f64), whatever the backend.
+    pub fn unilateral_on_gpu(&self) -> bool {
+        self.events_gpu.is_some()
     }
 
     /// The backend the physics runs on.
@@ -380,15 +392,64 @@ impl VectorEnv {
                 step: self.spec.control_dt / self.spec.substeps as f64,
                 ..EventOptions::default()
             };
-            let runs = run_batch_resuming(
-                &mut self.batch,
-                &contacts,
-                self.spec.control_dt,
-                &options,
-                &self.contact_records,
-            )?;
-            for (last, run) in self.contact_records.iter_mut().zip(runs) {
-                *last = run.map(|run| run.contacts);
+            // On a GPU backend, the event kernel where the task's environments are what it
+            // runs (one body, one contact); the CPU's event path otherwise.
+            let first = contacts(0);
+            if self.events_gpu.is_none()
+                && first.len() == 1
+                && let Some((device, precision, gpu_options)) = self.stepper.evaluator().gpu_setup()
+            {
+                self.events_gpu = GpuEventStepper::new(
+                    device,
+                    &self.batch,
+                    first[0].constraint,
+                    precision,
+                    gpu_options,
+                )
+                .ok();
+            }
+            if let Some(gpu) = &mut self.events_gpu {
+                let n = self.batch.len();
+                let mut coefficients = Vec::with_capacity(n);
+                for i in 0..n {
+                    match contacts(i).first() {
+                        Some(c) => coefficients.push(c.coefficients),
+                        None => {
+                            return Err(Error::InvalidValue {
+                                field: "task unilateral contacts".into(),
+                                instance: i,
+                                value: "none".into(),
+                                accepted: "the contact every environment of the task has".into(),
+                            });
+                        }
+                    }
+                }
+                let previous: Vec<Option<ContactRecord>> = self
+                    .contact_records
+                    .iter()
+                    .map(|r| r.as_ref().and_then(|r| r.first().copied()))
+                    .collect();
+                let runs = gpu.run(
+                    &mut self.batch,
+                    &coefficients,
+                    self.spec.control_dt,
+                    &options,
+                    &previous,
+                )?;
+                for (last, run) in self.contact_records.iter_mut().zip(runs) {
+                    *last = run.map(|run| vec![run.contact]);
+                }
+            } else {
+                let runs = run_batch_resuming(
+                    &mut self.batch,
+                    &contacts,
+                    self.spec.control_dt,
+                    &options,
+                    &self.contact_records,
+                )?;
+                for (last, run) in self.contact_records.iter_mut().zip(runs) {
+                    *last = run.map(|run| run.contacts);
+                }
             }
         } else {
             self.stepper.step(&mut self.batch, self.spec.substeps)?;

@@ -21,7 +21,7 @@ struct Run {
     done: Vec<Vec<bool>>,
 }
 
-fn run(mut env: VectorEnv, steps: usize) -> (Vec<f32>, Run) {
+fn run(mut env: VectorEnv, steps: usize) -> (Vec<f32>, Run, bool) {
     let n = env.len();
     let od = env.spec().observation.dim();
     let ad = env.spec().action.dim();
@@ -62,21 +62,38 @@ fn run(mut env: VectorEnv, steps: usize) -> (Vec<f32>, Run) {
         r.done
             .push(te.iter().zip(&tr).map(|(a, b)| *a || *b).collect());
     }
-    (first, r)
+    let on_gpu = env.unilateral_on_gpu();
+    (first, r, on_gpu)
 }
 
 fn compare(make: impl Fn() -> Box<dyn Task>, name: &str) {
+    compare_in(make, name, Precision::F32, OBS_BOUND, (256, 40));
+}
+
+/// `make`'s task on the GPU in `precision` against the CPU, `n` environments for `steps`
+/// control steps, observations within `bound`.
+fn compare_in(
+    make: impl Fn() -> Box<dyn Task>,
+    name: &str,
+    precision: Precision,
+    bound: f32,
+    (n, steps): (usize, usize),
+) {
     let Some(device) = common::device() else {
         return;
     };
-    let n = 256;
-    let steps = 40;
+    if precision == Precision::F64 && !device.supports_f64 {
+        return;
+    }
     let cpu = VectorEnv::new(make(), n, EnvOptions::default()).unwrap();
-    let gpu = VectorEnv::on_device(make(), n, AutoReset::NextStep, device, Precision::F32).unwrap();
+    let gpu = VectorEnv::on_device(make(), n, AutoReset::NextStep, device, precision).unwrap();
     assert_eq!(gpu.backend(), Backend::Gpu);
     let od = cpu.spec().observation.dim();
-    let (first_cpu, a) = run(cpu, steps);
-    let (first_gpu, b) = run(gpu, steps);
+    let (first_cpu, a, _) = run(cpu, steps);
+    let (first_gpu, b, events_on_gpu) = run(gpu, steps);
+    if name == "BallToss" {
+        assert!(events_on_gpu, "BallToss stepped on the CPU's event path");
+    }
     // Draws and initial states are made on the host: identical bits.
     assert_eq!(first_cpu, first_gpu, "{name}: reset observations");
     let mut worst = 0.0f32;
@@ -92,10 +109,10 @@ fn compare(make: impl Fn() -> Box<dyn Task>, name: &str) {
                 .fold(0.0f32, f32::max);
             worst = worst.max(d);
             assert!(
-                d <= OBS_BOUND,
+                d <= bound,
                 "{name}: env {i} step {k}: |Δobs| {d:e}\n cpu {oa:?}\n gpu {ob:?}"
             );
-            assert!((a.reward[k][i] - b.reward[k][i]).abs() <= 10.0 * OBS_BOUND);
+            assert!((a.reward[k][i] - b.reward[k][i]).abs() <= 10.0 * bound);
             compared += 1;
             // Stop at the first end on either path (a threshold crossed a hair apart).
             if a.done[k][i] || b.done[k][i] {
@@ -107,9 +124,13 @@ fn compare(make: impl Fn() -> Box<dyn Task>, name: &str) {
             }
         }
     }
-    eprintln!("{name}: worst |Δobs| GPU f32 vs CPU f64 = {worst:e} over {compared} env-steps");
+    eprintln!(
+        "{name}: worst |Δobs| GPU {precision:?} vs CPU f64 = {worst:e} over {compared} env-steps"
+    );
+    // Episodes of one step (BallToss: a throw) end at every step.
+    let episode = make().spec().max_episode_steps as usize;
     assert!(
-        compared >= n * steps / 2,
+        compared >= n * steps.min(episode.max(1)) / 2,
         "{name}: only {compared} env-steps compared"
     );
 }
@@ -127,5 +148,21 @@ fn brick_push_gpu_matches_cpu() {
     compare(
         || Box::new(BrickPush::new(BrickPushConfig::default()).unwrap()),
         "BrickPush",
+    );
+}
+
+/// BallToss bounces and rolls on the unilateral contact: on a GPU backend it steps on the event
+/// kernel (`gpu::events`), and in f64 gives the CPU's transitions to the observations' f32
+/// rounding. Each step is a whole throw (2.5 s of flight, bounces and rolling: thousands of
+/// event-kernel trials), so few environments and steps on lavapipe.
+#[test]
+fn ball_toss_gpu_event_kernel_matches_cpu() {
+    use simbatch::env::ball_toss::{BallToss, BallTossConfig};
+    compare_in(
+        || Box::new(BallToss::new(BallTossConfig::default()).unwrap()),
+        "BallToss",
+        Precision::F64,
+        1e-5,
+        (24, 3),
     );
 }

@@ -220,3 +220,259 @@ fn f64_event_stepping_follows_the_cpus_event_path() {
     eprintln!("{impacts} impacts, {rolling} rolling, {sliding} sliding at call ends");
     assert!(impacts > 100 && rolling > 20 && sliding > 20);
 }
+
+/// One ball of mass 1 and radius 0.1 on Ground's plane, its lowest point at `height`, moving
+/// at `u`, `n` copies.
+fn one_ball(n: usize, height: f64, u: [f64; 6]) -> (Batch, ConstraintId) {
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    let contact = t
+        .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1))
+        .unwrap();
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        batch.set_gravity(i, [0.0, 0.0, -9.81]).unwrap();
+        batch
+            .set_mass_properties(ball, i, 1.0, [0.0; 3], [0.004, 0.004, 0.004, 0.0, 0.0, 0.0])
+            .unwrap();
+        batch
+            .set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1 + height])
+            .unwrap();
+        batch.set_u(ball, i, u).unwrap();
+    }
+    (batch, contact)
+}
+
+#[test]
+fn f32_a_dropped_ball_bounces_at_the_closed_form_times_and_comes_to_rest() {
+    // unilateral.md §9 (a): h = 1, e = 0.8: impacts at t₀ (1 + 2e + … + 2e^(k−1)), t₀ = √(2h/g),
+    // losses (1 − e²) times each arrival's kinetic energy, rest after Zeno capture.
+    let Some(device) = device() else { return };
+    let (mut batch, contact) = one_ball(4, 1.0, [0.0; 6]);
+    let coefficients = vec![Coefficients::with_friction(0.8, 0.5).unwrap(); 4];
+    let mut stepper = GpuEventStepper::new(
+        device,
+        &batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let runs = stepper
+        .run(&mut batch, &coefficients, 2.3, &options(), &[None; 4])
+        .unwrap();
+    let t0 = (2.0f64 / 9.81).sqrt();
+    for run in &runs {
+        let r = run.unwrap().contact;
+        assert_eq!(r.impacts, 4, "{r:?}");
+        let first = r.first_impact.unwrap();
+        assert!((first - t0).abs() < 2e-5, "first impact {first} vs {t0}");
+        let losses = 3.5316 + 2.260224 + 1.44654336 + 0.92578775;
+        assert!((r.impact_loss - losses).abs() < 1e-3 * losses, "{r:?}");
+        assert_eq!(r.mode, ContactMode::Open);
+    }
+    let previous: Vec<_> = runs.iter().map(|r| r.map(|r| r.contact)).collect();
+    let runs = stepper
+        .run(&mut batch, &coefficients, 2.0, &options(), &previous)
+        .unwrap();
+    // At rest by the closed form's t₀ (1 + e) / (1 − e): the capture ends the bounces when
+    // their apex is below what f32 resolves of the height (~1e-8 m after about 40 bounces; the
+    // f64 CPU path takes 41 more), and the few left would have taken a millisecond.
+    let rest = t0 * 1.8 / 0.2;
+    let ball = BodyId::new(1);
+    for (i, run) in runs.iter().enumerate() {
+        let r = run.unwrap().contact;
+        assert!((35..=42).contains(&r.impacts), "{} more impacts", r.impacts);
+        assert_eq!(r.mode, ContactMode::Stick, "{r:?}");
+        let at = r.last_mode_change.unwrap();
+        assert!(
+            (at - rest).abs() < 2e-3,
+            "at rest from {at}, closed form {rest}"
+        );
+        let q = batch.q(ball).unwrap()[i];
+        let u = batch.u(ball).unwrap()[i];
+        assert!((q[6] - 0.1).abs() < 1e-4, "on the plane: {}", q[6]);
+        assert!(u.iter().all(|v| v.abs() < 1e-3), "at rest: {u:?}");
+        assert_eq!(batch.status()[i], 0);
+        assert!((batch.time()[i] - 4.3).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn f32_a_ball_launched_without_spin_slides_then_rolls_at_five_sevenths() {
+    // unilateral.md §9 (b): v₀ = 3, μ = 0.2: slip ends at t* = 2 v₀ / (7 μ g), then it rolls at
+    // 5/7 v₀, the centre having travelled (12/49) v₀² / (μ g) by then.
+    let Some(device) = device() else { return };
+    let (mut batch, contact) = one_ball(2, 0.0, [0.0, 0.0, 0.0, 3.0, 0.0, 0.0]);
+    let coefficients = vec![Coefficients::with_friction(0.5, 0.2).unwrap(); 2];
+    let mut stepper = GpuEventStepper::new(
+        device,
+        &batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let t_star = 6.0 / (7.0 * 0.2 * 9.81);
+    let runs = stepper
+        .run(
+            &mut batch,
+            &coefficients,
+            t_star + 0.2,
+            &options(),
+            &[None; 2],
+        )
+        .unwrap();
+    let ball = BodyId::new(1);
+    for (i, run) in runs.iter().enumerate() {
+        let r = run.unwrap().contact;
+        assert_eq!(r.mode, ContactMode::Stick, "{r:?}");
+        let change = r.last_mode_change.unwrap();
+        assert!(
+            (change - t_star).abs() < 1e-4,
+            "slip ends at {change}, closed form {t_star}"
+        );
+        let u = batch.u(ball).unwrap()[i];
+        assert!((u[3] - 15.0 / 7.0).abs() < 1e-4, "rolls at {}", u[3]);
+        assert!((u[1] - u[3] / 0.1).abs() < 1e-3, "ω_y = v/r: {u:?}");
+        let x = batch.q(ball).unwrap()[i][4];
+        let travelled = 12.0 / 49.0 * 9.0 / (0.2 * 9.81) + 15.0 / 7.0 * 0.2;
+        assert!(
+            (x - travelled).abs() < 1e-4,
+            "x = {x}, closed form {travelled}"
+        );
+        // The books: what friction took is the kinetic energy lost, ½ m v₀² (1 − 5/7).
+        let lost = r.friction_loss + r.impact_loss;
+        assert!((lost - 4.5 * 2.0 / 7.0).abs() < 1e-4, "{r:?}");
+    }
+}
+
+#[test]
+fn f32_random_balls_stay_finite_on_or_above_their_planes_and_gain_no_energy() {
+    let Some(device) = device() else { return };
+    let n = 512;
+    let (mut batch, contact, coefficients) = balls(n, 9);
+    let energy0: Vec<f64> = (0..n).map(|i| batch.energy(i).unwrap()).collect();
+    let mut stepper = GpuEventStepper::new(
+        device,
+        &batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let runs = stepper
+        .run(&mut batch, &coefficients, 1.0, &options(), &vec![None; n])
+        .unwrap();
+    let mut worst = 0.0f64;
+    for (i, run) in runs.iter().enumerate() {
+        let run = run.unwrap_or_else(|| panic!("instance {i} failed"));
+        assert_eq!(batch.status()[i], 0, "instance {i}: {run:?}");
+        assert!(run.penetration <= 1e-4, "instance {i}: {run:?}");
+        let energy = batch.energy(i).unwrap();
+        assert!(energy.is_finite());
+        let [driven, applied] = batch.work()[i];
+        let lost = run.contact.impact_loss + run.contact.friction_loss;
+        assert!(lost >= -1e-6, "instance {i}: losses {lost}");
+        // Books: E − E₀ = work − losses, up to f32 integration error.
+        let books = energy - energy0[i] - driven - applied + lost;
+        worst = worst.max(books.abs() / energy0[i].abs().max(1.0));
+        assert!(
+            energy <= energy0[i] + 1e-4 * energy0[i].abs().max(1.0),
+            "instance {i} gained"
+        );
+    }
+    eprintln!("f32 random balls: worst energy books {worst:.1e}");
+    assert!(worst < 1e-3, "{worst}");
+}
+
+/// A unilateral study (`simbatch run`) on the GPU gives the CPU's results: balls dropped and
+/// thrown on a plate driven by the `tilting` law (a moving plane, evaluated at every stage and
+/// bisection point), f64, every result column within 1e-9 (event times within their 1e-9
+/// bracket), and the manifest names the kernel.
+#[test]
+fn a_unilateral_study_on_the_gpu_gives_the_cpus_results() {
+    use simbatch::backend::Backend;
+    use simbatch::cli::scenario::Scenario;
+    use simbatch::cli::{output, run_study};
+    let Some(device) = device() else { return };
+    if !device.supports_f64 {
+        return;
+    }
+    let text = r#"
+name = "plate-drops"
+instances = 24
+seed = 11
+
+[[body]]
+name = "plate"
+prescribed = { kind = "tilting", axis1 = [1.0, 0.0, 0.0], axis2 = [0.0, 1.0, 0.0],
+               angle_amplitude = [{ uniform = [0.05, 0.2] }, 0.1],
+               angle_rate = [{ uniform = [1.0, 4.0] }, 2.0], angle_phase = [0.0, 1.0],
+               origin_amplitude = [0.0, 0.0, 0.01], origin_rate = [0.0, 0.0, 6.0] }
+
+[[body]]
+name = "ball"
+mass = { uniform = [0.2, 2.0] }
+inertia = { solid_sphere = 0.05 }
+position = [{ uniform = [-0.2, 0.2] }, 0.0, { uniform = [0.1, 0.4] }]
+velocity = [{ uniform = [-1.0, 1.0] }, { uniform = [-1.0, 1.0] }, 0.0]
+angular_velocity = [{ normal = [0.0, 5.0] }, 0.0, 0.0]
+
+[[constraint]]
+kind = "sphere_on_plane"
+plane = "plate"
+body = "ball"
+radius = 0.05
+contact = "unilateral"
+restitution = { uniform = [0.2, 0.8] }
+friction = { static = 0.5, dynamic = { uniform = [0.05, 0.4] } }
+
+[simulation]
+integrator = "rk4"
+step = 1e-3
+duration = 0.6
+precision = "f64"
+"#;
+    let scenario = Scenario::parse("plate-drops.toml", text).unwrap();
+    let dir = std::env::temp_dir().join(format!("simbatch-gpu-events-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cpu = run_study(&scenario, None, Backend::Cpu, &dir.join("cpu"), false, true).unwrap();
+    let gpu = run_study(&scenario, None, Backend::Gpu, &dir.join("gpu"), false, true).unwrap();
+    assert!(
+        gpu["backend"]
+            .as_str()
+            .unwrap()
+            .contains("event-driven unilateral kernel"),
+        "{}",
+        gpu["backend"]
+    );
+    assert!(cpu["backend"].as_str().unwrap().starts_with("cpu"));
+    let (columns, a) = output::read_csv(&dir.join("cpu/results.csv")).unwrap();
+    let (columns_gpu, b) = output::read_csv(&dir.join("gpu/results.csv")).unwrap();
+    assert_eq!(columns, columns_gpu);
+    let mut impacts = 0.0;
+    for ((i, x), (j, y)) in a.iter().zip(&b) {
+        assert_eq!(i, j);
+        for (k, (p, q)) in x.iter().zip(y).enumerate() {
+            if p.is_nan() && q.is_nan() {
+                continue;
+            }
+            let tol = if columns[k].ends_with("_time") {
+                2e-9
+            } else {
+                1e-9
+            };
+            assert!(
+                (p - q).abs() <= tol * p.abs().max(1.0),
+                "instance {i}, {}: cpu {p}, gpu {q}",
+                columns[k]
+            );
+            if columns[k] == "c0.impacts" {
+                impacts += p;
+            }
+        }
+    }
+    assert!(impacts > 24.0, "{impacts} impacts");
+    let _ = std::fs::remove_dir_all(&dir);
+}
