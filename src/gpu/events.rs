@@ -132,7 +132,7 @@ pub fn event_kernel_source(
     source
 }
 
-/// What one instance's GPU run did (the one-contact [`EventRun`](crate::cpu::unilateral::EventRun),
+/// What one instance's GPU run did (the one-contact `cpu::unilateral::EventRun`,
 /// with the events counted rather than listed: the kernel keeps no list).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuEventRun {
