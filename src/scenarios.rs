@@ -254,6 +254,43 @@ pub fn rolling_balls(n: usize) -> Result<Batch> {
     Ok(b)
 }
 
+/// The unilateral benchmark ball: N balls of 1 kg and 10 cm dropped onto Ground's plane
+/// (unilateral contact) from 0.05–0.5 m, moving sideways at up to 2 m/s and spinning, with
+/// restitution 0.3–0.9 and friction 0.2–0.6 drawn per ball (a deterministic sequence): they
+/// bounce, slide and start rolling within the first second. The batch, the contact and each
+/// ball's coefficients.
+pub fn bouncing_balls(
+    n: usize,
+) -> Result<(Batch, ConstraintId, Vec<crate::contact::Coefficients>)> {
+    let (m, r) = (1.0, 0.1);
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    let contact = t.add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(r))?;
+    let mut b = Batch::new(t, n)?;
+    let k = 0.4 * m * r * r;
+    let mut coefficients = Vec::with_capacity(n);
+    // Fractions in [0, 1) from the golden ratio's sequence: spread, repeatable.
+    let spread = |i: usize, salt: f64| ((i as f64 + salt) * 0.618_033_988_749_895).fract();
+    for i in 0..n {
+        let height = 0.05 + 0.45 * spread(i, 0.1);
+        b.set_mass_properties(ball, i, m, [0.0; 3], [k, k, k, 0.0, 0.0, 0.0])?;
+        b.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, r + height])?;
+        let v = 2.0 * spread(i, 0.3);
+        b.set_u(
+            ball,
+            i,
+            [0.0, 10.0 * spread(i, 0.7) - 5.0, 0.0, v, 0.0, 0.0],
+        )?;
+        let mu = 0.2 + 0.4 * spread(i, 0.5);
+        coefficients.push(crate::contact::Coefficients::with_friction(
+            0.3 + 0.6 * spread(i, 0.9),
+            mu,
+        )?);
+    }
+    b.share_uniform_columns();
+    Ok((b, contact, coefficients))
+}
+
 /// The benchmark stick: N uniform 1 m sticks standing on their tips (a no-slip point on Ground),
 /// tilted 0.1–0.6 rad and falling.
 pub fn standing_sticks(n: usize) -> Result<Batch> {

@@ -45,6 +45,12 @@ pub struct BenchArgs {
     /// adapter's default only. Results do not depend on the size; this finds the fastest.
     #[arg(long, value_delimiter = ',')]
     pub workgroup_sizes: Vec<u32>,
+    /// Also measure unilateral contact: the bouncing balls (`scenarios::bouncing_balls`), each
+    /// call simulating `substeps` ms of event-driven RK4 (h = 1 ms) from the same start, on the
+    /// CPU's event path and the GPU's event kernel. Rows count instance-steps of 1 ms, as the
+    /// stepping rows do.
+    #[arg(long)]
+    pub unilateral: bool,
     /// Seconds of repeated calls per measurement.
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,
@@ -401,6 +407,20 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             }
         }
     }
+    if args.unilateral {
+        for &n in &args.n {
+            bounce(
+                args,
+                n,
+                cpu,
+                &device,
+                &workgroups,
+                precision,
+                &gpu_name,
+                &mut report,
+            )?;
+        }
+    }
     if let Some(path) = &args.json {
         let doc = json!({
             "simbatch": env!("CARGO_PKG_VERSION"),
@@ -418,6 +438,107 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             source,
         })?;
         println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The unilateral rows at `n` balls: each call runs `k` ms (`--substeps`) of event-driven
+/// stepping from the same start (the states stored back first, on both backends, so the GPU
+/// keeps its buffers and uploads only the state columns).
+#[allow(clippy::too_many_arguments)]
+fn bounce(
+    args: &BenchArgs,
+    n: usize,
+    cpu: bool,
+    device: &Option<std::sync::Arc<crate::gpu::GpuDevice>>,
+    workgroups: &[u32],
+    precision: Precision,
+    gpu_name: &str,
+    report: &mut impl FnMut(Row<'_>, f64, Timing),
+) -> Result<(), CliError> {
+    use crate::contact::{EventOptions, UnilateralContact};
+    let (start, contact, coefficients) = crate::scenarios::bouncing_balls(n)?;
+    let options = EventOptions::default();
+    let states: Vec<Vec<f64>> = (0..n).map(|i| start.state_of(i).to_vec()).collect();
+    let restore = |batch: &mut Batch| {
+        for (i, y) in states.iter().enumerate() {
+            batch.store_values(i, start.time()[i], y, 0);
+        }
+        batch.touch_state_columns();
+    };
+    for &k in &args.substeps {
+        let duration = k as f64 * options.step;
+        let row = |backend, bytes_per_instance, workgroup_size| Row {
+            system: "bouncing ball (unilateral)",
+            n,
+            backend,
+            integrator: "events",
+            substeps: k,
+            what: "steps",
+            bytes_per_instance,
+            workgroup_size,
+        };
+        if cpu {
+            let contacts = |i: usize| {
+                vec![UnilateralContact {
+                    constraint: contact,
+                    coefficients: coefficients[i],
+                }]
+            };
+            let mut batch = start.clone();
+            // The call's own per-instance memory: the runs it returns (records, event lists).
+            let mut returned = 0;
+            let s = time(
+                || {
+                    restore(&mut batch);
+                    let runs = crate::cpu::unilateral::run_batch(
+                        &mut batch, &contacts, duration, &options,
+                    )?;
+                    returned = runs
+                        .iter()
+                        .flatten()
+                        .map(|r| {
+                            std::mem::size_of_val(r)
+                                + std::mem::size_of_val(r.contacts.as_slice())
+                                + std::mem::size_of_val(r.events.as_slice())
+                        })
+                        .sum::<usize>()
+                        + std::mem::size_of_val(runs.as_slice());
+                    Ok(())
+                },
+                args.seconds,
+            )?;
+            let bytes = host_bytes_per_instance(&batch, returned.div_ceil(n));
+            report(row("cpu", bytes, None), (n * k) as f64, s);
+        }
+        for (d, &workgroup) in device
+            .iter()
+            .flat_map(|d| workgroups.iter().map(move |w| (d, w)))
+        {
+            let gpu_options = GpuOptions {
+                workgroup_size: Some(workgroup),
+                ..GpuOptions::default()
+            };
+            let mut batch = start.clone();
+            let mut stepper = crate::gpu::events::GpuEventStepper::new(
+                d.clone(),
+                &batch,
+                contact,
+                precision,
+                gpu_options,
+            )?;
+            let previous = vec![None; n];
+            let s = time(
+                || {
+                    restore(&mut batch);
+                    stepper.run(&mut batch, &coefficients, duration, &options, &previous)?;
+                    Ok(())
+                },
+                args.seconds,
+            )?;
+            let bytes = gpu_bytes_per_instance(Some(stepper.device_bytes()), n);
+            report(row(gpu_name, bytes, Some(workgroup)), (n * k) as f64, s);
+        }
     }
     Ok(())
 }

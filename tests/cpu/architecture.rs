@@ -19,6 +19,7 @@ const RANKS: &[(&str, usize)] = &[
     ("custom", 4),
     ("evaluation", 5),
     ("step", 5),
+    ("contact", 5),
     ("cpu", 6),
     ("gpu", 6),
     ("backend", 7),
