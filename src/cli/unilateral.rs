@@ -1,7 +1,10 @@
 //! A study group whose contacts are unilateral (`contact = "unilateral"`): every instance runs
-//! on the event-driven CPU path (`cpu::unilateral::run_batch`) from checkpoint to checkpoint,
-//! with its own drawn restitution and friction, and reports per contact its final mode, impacts,
-//! first impact, last mode change and the energy its impacts took.
+//! event-driven from checkpoint to checkpoint — on the CPU path
+//! (`cpu::unilateral::run_batch_resuming`), or on the GPU's event kernel
+//! (`gpu::events::GpuEventStepper`) when the study runs on a GPU and each instance is one body
+//! with one contact ([`gpu_stage_one`]) — with its own drawn restitution and friction, and
+//! reports per contact its final mode, impacts, first impact, last mode change and the energy
+//! its impacts took.
 
 use super::CliError;
 use super::instances::Sampled;
