@@ -313,6 +313,12 @@ class VectorEnv(gym.vector.VectorEnv):
         return self._core.backend
 
     @property
+    def unilateral_on_gpu(self) -> bool:
+        """Whether the unilateral contacts (``BallToss-v0``) step on the GPU's event kernel: a
+        GPU backend and one body with one contact per environment, from the first step on."""
+        return self._core.unilateral_on_gpu
+
+    @property
     def body_names(self) -> list[str]:
         """Bodies of the template (index 0 is Ground)."""
         return list(self._core.body_names)

@@ -301,6 +301,14 @@ impl Core {
         Ok(env.backend_note().map(str::to_string))
     }
 
+    /// Whether the task's unilateral contacts step on the GPU's event kernel (a GPU backend and
+    /// one body with one contact per environment, from the first step on); else on the CPU.
+    #[getter]
+    fn unilateral_on_gpu(&self) -> PyResult<bool> {
+        let env = self.lock()?;
+        Ok(env.unilateral_on_gpu())
+    }
+
     /// Names of the template's bodies (index = body id; 0 is Ground).
     #[getter]
     fn body_names(&self) -> PyResult<Vec<String>> {

@@ -165,6 +165,25 @@ def test_random_policy_on_gpu_matches_cpu(env_id):
     assert alive.sum() >= n // 2
 
 
+def test_ball_toss_steps_on_the_gpu_event_kernel():
+    """BallToss's bouncing ball steps on the GPU's event kernel on a GPU backend (f64: the CPU's
+    transitions to the observations' f32 rounding); on the CPU backend it does not."""
+    n = 8
+    gpu = gpu_env("BallToss-v0", n, precision="f64")
+    cpu = simbatch.VectorEnv("BallToss-v0", n)
+    a, _ = cpu.reset(seed=5)
+    b, _ = gpu.reset(seed=5)
+    np.testing.assert_array_equal(a, b)
+    for k in range(2):
+        act = actions_for(cpu, k)
+        oc, rc, *_ = cpu.step(act)
+        og, rg, *_ = gpu.step(act)
+        np.testing.assert_allclose(og, oc, atol=1e-5)
+        np.testing.assert_allclose(rg, rc, atol=1e-5)
+    assert gpu.unilateral_on_gpu
+    assert not cpu.unilateral_on_gpu
+
+
 def test_errors_carry_the_rust_message():
     with pytest.raises(ValueError, match="CartPole-v1.*accepted: BallOnPlate-v0"):
         simbatch.VectorEnv("CartPole-v1", 2)
