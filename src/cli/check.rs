@@ -24,10 +24,113 @@ pub struct CheckArgs {
     /// CPU bound on trajectory samples (RK4, h = 5e-4).
     #[arg(long, default_value_t = 1e-7)]
     pub trajectory_tol: f64,
-    /// GPU parity: none, or any adapter (`gpu`), f32 within 2e-4 of the CPU and f64 (where
-    /// offered) within 1e-9.
+    /// GPU parity: none, or any adapter (`gpu`): evaluation f32 within 2e-4 of the CPU and f64
+    /// (where offered) within 1e-9; unilateral contact's event kernel on bouncing balls, f32
+    /// within 1e-3 and f64 within 1e-9.
     #[arg(long, default_value = "gpu")]
     pub parity: String,
+}
+
+/// Bound of the f64 event kernel against the CPU's event path (relative to max(1, |x|)): the
+/// same algorithm, so rounding alone (1.2e-14 seen on lavapipe).
+pub const UNILATERAL_F64_TOL: f64 = 1e-9;
+
+/// Bound of the f32 event kernel against the CPU's f64 event path over
+/// [`unilateral_parity`]'s 0.8 s: f32's event times (to its `t_tol` of 1e-6 s and its rounding)
+/// move each bounce a little, and the states after it with it (2.1e-4 seen on lavapipe). Its
+/// impact counts are compared within 25 %: f32's Zeno capture ends a ball's bounces a few
+/// earlier, when their apex is below what f32 resolves of the height (README "On the GPU").
+pub const UNILATERAL_F32_TOL: f64 = 1e-3;
+
+/// `n` bouncing balls (`scenarios::bouncing_balls`: dropped, thrown and spun; by 0.8 s about
+/// 60 % are still bouncing and the rest roll, their slip stopped by their impacts' friction;
+/// `tests/gpu/events.rs` covers continuous sliding) stepped 0.8 s
+/// with unilateral contact on the CPU's event path and on `device`'s event kernel in
+/// `precision`: positions, velocities, time, work and the contact's losses compared within
+/// `tol`, its mode and status exactly, its impacts exactly in f64 and within 25 % in f32
+/// (instances the GPU failed or flagged where the CPU did not count as failures).
+pub fn unilateral_parity(
+    device: &Arc<GpuDevice>,
+    precision: Precision,
+    n: usize,
+    tol: f64,
+) -> Result<Report, CliError> {
+    use crate::contact::{EventOptions, UnilateralContact};
+    let (mut cpu, contact, coefficients) = crate::scenarios::bouncing_balls(n)?;
+    let mut gpu = cpu.clone();
+    let options = EventOptions::default();
+    let duration = 0.8;
+    let contacts = |i: usize| {
+        vec![UnilateralContact {
+            constraint: contact,
+            coefficients: coefficients[i],
+        }]
+    };
+    let cpu_runs = crate::cpu::unilateral::run_batch(&mut cpu, &contacts, duration, &options)?;
+    let mut stepper = crate::gpu::events::GpuEventStepper::new(
+        device.clone(),
+        &gpu,
+        contact,
+        precision,
+        GpuOptions::default(),
+    )?;
+    let gpu_runs = stepper.run(&mut gpu, &coefficients, duration, &options, &vec![None; n])?;
+    let ball = crate::model::BodyId::new(1);
+    let mut report = Report::default();
+    for i in 0..n {
+        report.records += 1;
+        let at = || format!("ball {i}");
+        let (Some(c), Some(g)) = (&cpu_runs[i], &gpu_runs[i]) else {
+            let agree = cpu_runs[i].is_none() && gpu_runs[i].is_none();
+            report.check(
+                "run ended (1: on both paths)",
+                at,
+                f64::from(u8::from(agree)),
+                1.0,
+                0.0,
+            );
+            continue;
+        };
+        let (c, g) = (c.contacts[0], g.contact);
+        let code = |m: crate::contact::ContactMode| match m {
+            crate::contact::ContactMode::Open => 0.0,
+            crate::contact::ContactMode::Stick => 1.0,
+            crate::contact::ContactMode::Slide { .. } => 2.0,
+        };
+        report.check("mode", at, code(g.mode), code(c.mode), 0.0);
+        let counts = match precision {
+            Precision::F64 => 0.0,
+            Precision::F32 => 0.25,
+        };
+        report.check(
+            "impacts",
+            at,
+            f64::from(g.impacts),
+            f64::from(c.impacts),
+            counts,
+        );
+        report.check(
+            "status",
+            at,
+            f64::from(gpu.status()[i]),
+            f64::from(cpu.status()[i]),
+            0.0,
+        );
+        report.check("impact loss", at, g.impact_loss, c.impact_loss, tol);
+        report.check("friction loss", at, g.friction_loss, c.friction_loss, tol);
+        report.check("time", at, gpu.time()[i], cpu.time()[i], tol);
+        let pairs = [
+            ("q", gpu.q(ball)?[i].to_vec(), cpu.q(ball)?[i].to_vec()),
+            ("u", gpu.u(ball)?[i].to_vec(), cpu.u(ball)?[i].to_vec()),
+            ("work", gpu.work()[i].to_vec(), cpu.work()[i].to_vec()),
+        ];
+        for (what, a, b) in pairs {
+            for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+                report.check(what, || format!("ball {i}, component {k}"), *x, *y, tol);
+            }
+        }
+    }
+    Ok(report)
 }
 
 /// The golden files shipped inside the binary, so `simbatch check` works from any directory.
@@ -167,6 +270,21 @@ pub fn run(args: &CheckArgs) -> Result<(), CliError> {
                     println!("GPU {precision:?} against the CPU (bound {tol:e}):\n{report}");
                     if !report.passed() {
                         failures.push(format!("GPU {precision:?} parity"));
+                    }
+                }
+                // The event kernel of unilateral contact against the CPU's event path.
+                let mut unilateral = vec![(Precision::F32, UNILATERAL_F32_TOL)];
+                if d.supports_f64 {
+                    unilateral.push((Precision::F64, UNILATERAL_F64_TOL));
+                }
+                for (precision, tol) in unilateral {
+                    let report = unilateral_parity(&d, precision, 256, tol)?;
+                    println!(
+                        "GPU {precision:?} unilateral contact (event kernel) against the CPU's \
+                         event path, 256 bouncing balls over 0.8 s (bound {tol:e}):\n{report}"
+                    );
+                    if !report.passed() {
+                        failures.push(format!("GPU {precision:?} unilateral parity"));
                     }
                 }
             }

@@ -476,3 +476,22 @@ precision = "f64"
     assert!(impacts > 24.0, "{impacts} impacts");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `simbatch check`'s unilateral parity (`cli::check::unilateral_parity`): the event kernel
+/// passes it in f32 and f64 with the bounds the command uses.
+#[test]
+fn the_check_commands_unilateral_parity_passes() {
+    use simbatch::cli::check::{UNILATERAL_F32_TOL, UNILATERAL_F64_TOL, unilateral_parity};
+    let Some(device) = device() else { return };
+    let mut runs = vec![(Precision::F32, UNILATERAL_F32_TOL)];
+    if device.supports_f64 {
+        runs.push((Precision::F64, UNILATERAL_F64_TOL));
+    }
+    for (precision, tol) in runs {
+        let report = unilateral_parity(&device, precision, 64, tol).unwrap();
+        eprintln!("{precision:?}:\n{report}");
+        assert!(report.passed(), "{precision:?}:\n{report}");
+        assert_eq!(report.records, 64);
+        assert!(report.worst["impacts"].count == 64 && report.worst["q"].count == 64 * 7);
+    }
+}
