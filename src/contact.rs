@@ -175,6 +175,33 @@ pub struct EventOptions {
     pub max_events: usize,
 }
 
+impl EventOptions {
+    /// The checks every run makes before any work, on either path: a step and a constraint
+    /// tolerance finite and > 0, a duration finite and ≥ 0.
+    pub fn check(&self, duration: f64) -> Result<()> {
+        for (what, v) in [
+            ("event step", self.step),
+            ("constraint tolerance", self.constraint_tolerance),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::BadChoice {
+                    what,
+                    value: v.to_string(),
+                    accepted: "a finite number > 0",
+                });
+            }
+        }
+        if !duration.is_finite() || duration < 0.0 {
+            return Err(Error::BadChoice {
+                what: "duration",
+                value: duration.to_string(),
+                accepted: "a finite number ≥ 0",
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for EventOptions {
     fn default() -> Self {
         Self {

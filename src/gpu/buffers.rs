@@ -146,6 +146,14 @@ pub(crate) fn write_reals(
     Ok(())
 }
 
+/// Binding `binding` of a bind group: the whole of `buffer`.
+pub(crate) fn bind_entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buffer.as_entire_binding(),
+    }
+}
+
 /// A compute-stage buffer binding of a bind group layout.
 pub(crate) fn layout_entry(
     binding: u32,

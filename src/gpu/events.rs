@@ -21,15 +21,13 @@ use crate::contact::{
     MIN_STEP_FRACTION, STABLE_STEP_FACTOR, Tolerances,
 };
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{
-    Launch, gpu_allocation_error, layout_entry, read_back_into, write_reals,
-};
+use crate::gpu::buffers::{Launch, bind_entry, gpu_allocation_error, layout_entry, write_reals};
 use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::{KernelSource, stepping_source};
-use crate::gpu::step::readback::{extend_f64, read_state, state_columns, state_len};
+use crate::gpu::step::readback::{read_chunk, read_state, state_columns, state_inputs, state_len};
 use crate::gpu::{GpuOptions, Precision};
 use crate::model::ConstraintId;
 
@@ -303,7 +301,7 @@ impl GpuEventStepper {
                 });
             }
         }
-        check(duration, options)?;
+        options.check(duration)?;
         let gpu = &mut self.evaluator;
         if gpu.rebuild_for(batch)? {
             self.pipeline = None;
@@ -380,20 +378,14 @@ impl GpuEventStepper {
                     | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
-            fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-                wgpu::BindGroupEntry {
-                    binding,
-                    resource: buffer.as_entire_binding(),
-                }
-            }
             let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("simbatch events"),
                 layout: &self.kernel_layout.bind_group,
                 entries: &[
-                    entry(0, &launch),
-                    entry(1, &chunk.input),
-                    entry(2, &carry),
-                    entry(4, &self.params),
+                    bind_entry(0, &launch),
+                    bind_entry(1, &chunk.input),
+                    bind_entry(2, &carry),
+                    bind_entry(4, &self.params),
                 ],
             });
             let count = chunk.count as u32;
@@ -536,7 +528,6 @@ impl GpuEventStepper {
         let gpu = &self.evaluator;
         let (d, queue) = (&gpu.device.device, &gpu.device.queue);
         let precision = gpu.precision;
-        let bytes = precision.bytes() as u64;
         let pipeline = self
             .pipeline
             .as_ref()
@@ -545,19 +536,7 @@ impl GpuEventStepper {
             .staging
             .as_ref()
             .ok_or_else(|| Error::Gpu("event staging buffer missing".into()))?;
-        let inputs = columns
-            .iter()
-            .map(|(column, _)| {
-                gpu.layout
-                    .input(*column)
-                    .filter(|c| !c.shared)
-                    .ok_or_else(|| {
-                        Error::Gpu(format!(
-                            "state column {column:?} not per instance in the layout"
-                        ))
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let inputs = state_inputs(&gpu.layout, columns)?;
         let workgroup = gpu.workgroup_size as usize;
         let width = carry_width();
         let (status_at, phase_at) = (carry_offset("STATUS"), carry_offset("PHASE"));
@@ -606,20 +585,19 @@ impl GpuEventStepper {
                 if !pending[k] {
                     continue;
                 }
-                let count = chunk.count as u64;
-                let mut ranges = vec![(&events.carry, 0, width as u64 * count * bytes)];
-                for ((_, w), input) in columns.iter().zip(&inputs) {
-                    let first = input.offset(gpu.layout.varying_width, chunk.count, 0);
-                    ranges.push((
-                        &chunk.input,
-                        first as u64 * bytes,
-                        *w as u64 * count * bytes,
-                    ));
-                }
                 let v = &mut self.readback[k];
-                read_back_into(&gpu.device, staging, &ranges, v, |view, out| {
-                    extend_f64(precision, view, out)
-                })?;
+                read_chunk(
+                    &gpu.device,
+                    staging,
+                    precision,
+                    &gpu.layout,
+                    chunk,
+                    &events.carry,
+                    width,
+                    columns,
+                    &inputs,
+                    v,
+                )?;
                 let n = chunk.count;
                 pending[k] = (0..n)
                     .any(|local| v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0);
@@ -700,30 +678,6 @@ impl GpuEventStepper {
         batch.touch_state_columns();
         Ok(runs)
     }
-}
-
-/// The checks every run makes before any work (as the CPU's).
-fn check(duration: f64, options: &EventOptions) -> Result<()> {
-    for (what, v) in [
-        ("event step", options.step),
-        ("constraint tolerance", options.constraint_tolerance),
-    ] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::BadChoice {
-                what,
-                value: v.to_string(),
-                accepted: "a finite number > 0",
-            });
-        }
-    }
-    if !duration.is_finite() || duration < 0.0 {
-        return Err(Error::BadChoice {
-            what: "duration",
-            value: duration.to_string(),
-            accepted: "a finite number ≥ 0",
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

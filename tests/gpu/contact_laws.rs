@@ -14,22 +14,7 @@ use simbatch::cpu::unilateral::{
 use simbatch::gpu::Precision;
 use simbatch::gpu::contact_laws::{LawAnswer, LawCase, LawQuery, solve_contact_laws};
 
-use crate::common::device;
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next()
-    }
-}
+use crate::common::{Lcg, device};
 
 /// `W = G M⁻¹ Gᵀ` of a random free body (mass 0.1–10 kg, a rotated box's inertia) touching at
 /// a random point: rows along the world axes of the velocity `v + ω × r` of the point at `r`.

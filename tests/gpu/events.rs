@@ -13,22 +13,7 @@ use simbatch::gpu::events::GpuEventStepper;
 use simbatch::gpu::{GpuOptions, Precision};
 use simbatch::prelude::*;
 
-use crate::common::device;
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.next()
-    }
-}
+use crate::common::{Lcg, device};
 
 /// `n` balls on Ground's plane z = 0, each with its own draws; the contact and coefficients.
 fn balls(n: usize, seed: u64) -> (Batch, ConstraintId, Vec<Coefficients>) {

@@ -65,7 +65,7 @@ pub fn run_instance(
             len: batch.len(),
         });
     }
-    check(duration, options)?;
+    options.check(duration)?;
     let (y, t, run) = simulate(batch, i, contacts, duration, options, None)?;
     batch.store_values(i, t, &y, 0);
     batch.touch_state_columns();
@@ -140,7 +140,7 @@ fn run_batch_from<'p>(
     previous: &(dyn Fn(usize) -> Option<&'p [ContactRecord]> + Sync),
 ) -> Result<Vec<Option<EventRun>>> {
     use rayon::prelude::*;
-    check(duration, options)?;
+    options.check(duration)?;
     let shared: &Batch = batch;
     let outcomes: Vec<Option<Result<Ended>>> = (0..shared.len())
         .into_par_iter()
@@ -171,31 +171,6 @@ fn run_batch_from<'p>(
     }
     batch.touch_state_columns();
     Ok(runs)
-}
-
-/// The checks every run makes before any work.
-fn check(duration: f64, options: &EventOptions) -> Result<()> {
-    let positive = |what: &'static str, v: f64| {
-        if v.is_finite() && v > 0.0 {
-            Ok(())
-        } else {
-            Err(Error::BadChoice {
-                what,
-                value: v.to_string(),
-                accepted: "a finite number > 0",
-            })
-        }
-    };
-    positive("event step", options.step)?;
-    positive("constraint tolerance", options.constraint_tolerance)?;
-    if !duration.is_finite() || duration < 0.0 {
-        return Err(Error::BadChoice {
-            what: "duration",
-            value: duration.to_string(),
-            accepted: "a finite number ≥ 0",
-        });
-    }
-    Ok(())
 }
 
 /// The event machine of instance `i` at its stored state, and its `y` ([`Layout`]), the
@@ -267,7 +242,7 @@ pub fn contact_multipliers(
             len: batch.len(),
         });
     }
-    check(0.0, options)?;
+    options.check(0.0)?;
     if modes.len() != contacts.len() {
         return Err(Error::Dimension {
             what: "contact modes",

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{Launch, layout_entry};
+use crate::gpu::buffers::{Launch, bind_entry, layout_entry};
 use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
@@ -216,20 +216,14 @@ impl ChunkStep {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-            wgpu::BindGroupEntry {
-                binding,
-                resource: buffer.as_entire_binding(),
-            }
-        }
         let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("simbatch step"),
             layout: &sp.layout,
             entries: &[
-                entry(0, &launch),
-                entry(1, &chunk.input),
-                entry(2, &output),
-                entry(3, &sp.params),
+                bind_entry(0, &launch),
+                bind_entry(1, &chunk.input),
+                bind_entry(2, &output),
+                bind_entry(3, &sp.params),
             ],
         });
         Self {

@@ -18,11 +18,11 @@ use kernel::{
     ChunkStep, KernelSettings, MAX_DISPATCHES_PER_SUBMIT, MAX_STEPS_PER_CALL, RKM, StepPipeline,
     params_bytes, trials_per_dispatch,
 };
-use readback::{extend_f64, mark_resident, state_columns, store_states};
+use readback::{mark_resident, read_chunk, state_columns, state_inputs, store_states};
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, gpu_allocation_error, read_back_into, write_reals};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
@@ -286,26 +286,13 @@ impl GpuStepper {
         let gpu = &self.evaluator;
         let (d, queue) = (&gpu.device.device, &gpu.device.queue);
         let precision = gpu.precision;
-        let bytes = precision.bytes() as u64;
         let sp = self
             .pipeline
             .as_ref()
             .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
         let pipeline = sp.built(settings)?;
         let workgroup = gpu.workgroup_size as usize;
-        let inputs = columns
-            .iter()
-            .map(|(column, _)| {
-                gpu.layout
-                    .input(*column)
-                    .filter(|c| !c.shared)
-                    .ok_or_else(|| {
-                        Error::Gpu(format!(
-                            "state column {column:?} not per instance in the layout"
-                        ))
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let inputs = state_inputs(&gpu.layout, columns)?;
         let staging = self
             .staging
             .as_ref()
@@ -342,20 +329,19 @@ impl GpuStepper {
                     continue;
                 }
                 // Read back: the carry, then every state column.
-                let count = chunk.count as u64;
-                let mut ranges = vec![(&step.output, 0, CARRY_COLUMNS as u64 * count * bytes)];
-                for ((_, w), input) in columns.iter().zip(&inputs) {
-                    let first = input.offset(gpu.layout.varying_width, chunk.count, 0);
-                    ranges.push((
-                        &chunk.input,
-                        first as u64 * bytes,
-                        *w as u64 * count * bytes,
-                    ));
-                }
                 let v = &mut values[k];
-                read_back_into(&gpu.device, staging, &ranges, v, |view, out| {
-                    extend_f64(precision, view, out)
-                })?;
+                read_chunk(
+                    &gpu.device,
+                    staging,
+                    precision,
+                    &gpu.layout,
+                    chunk,
+                    &step.output,
+                    CARRY_COLUMNS,
+                    columns,
+                    &inputs,
+                    v,
+                )?;
                 let n = chunk.count;
                 // RKM attempts are capped (fixed steps are bounded by the goal itself).
                 pending[k] = (0..n).any(|local| {

@@ -11,7 +11,10 @@ use crate::batch::InstanceState;
 use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
+use crate::gpu::buffers::read_back_into;
+use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
+use crate::gpu::layout::{InputColumn, Layout};
 use crate::step::{Goal, StepReport};
 
 /// The state columns the kernel writes, in readback order: q and u of every free body, pose and
@@ -56,6 +59,56 @@ pub(crate) fn state_columns(batch: &Batch) -> Vec<(Column, usize)> {
     }
     cols.push((Column::Work, 2));
     cols
+}
+
+/// Where the state columns lie in `layout`'s input (each per instance, never shared): what a
+/// stepping kernel writes and its host reads back.
+pub(crate) fn state_inputs<'a>(
+    layout: &'a Layout,
+    columns: &[(Column, usize)],
+) -> Result<Vec<&'a InputColumn>> {
+    columns
+        .iter()
+        .map(|(column, _)| {
+            layout.input(*column).filter(|c| !c.shared).ok_or_else(|| {
+                Error::Gpu(format!(
+                    "state column {column:?} not per instance in the layout"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Reads one chunk's progress back into `out`, in f64, through `staging`: its carry
+/// (`carry_width` values an instance, column after column, from `carry`), then its state
+/// `columns` (at `inputs`, from [`state_inputs`]) from its input buffer.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_chunk(
+    device: &GpuDevice,
+    staging: &wgpu::Buffer,
+    precision: Precision,
+    layout: &Layout,
+    chunk: &Chunk,
+    carry: &wgpu::Buffer,
+    carry_width: usize,
+    columns: &[(Column, usize)],
+    inputs: &[&InputColumn],
+    out: &mut Vec<f64>,
+) -> Result<()> {
+    let bytes = precision.bytes() as u64;
+    let count = chunk.count as u64;
+    let mut ranges = vec![(carry, 0, carry_width as u64 * count * bytes)];
+    for ((_, w), input) in columns.iter().zip(inputs) {
+        let first = input.offset(layout.varying_width, chunk.count, 0);
+        ranges.push((
+            &chunk.input,
+            first as u64 * bytes,
+            *w as u64 * count * bytes,
+        ));
+    }
+    read_back_into(device, staging, &ranges, out, |view, out| {
+        extend_f64(precision, view, out)
+    })
 }
 
 /// Appends one mapped piece of a chunk's readback to `out`, in f64.
