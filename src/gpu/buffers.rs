@@ -146,6 +146,34 @@ pub(crate) fn write_reals(
     Ok(())
 }
 
+/// Submits one round of a stepping kernel: per `(bind group, instances)` of `groups`, a
+/// compute pass of `pipeline` that dispatches those instances `dispatches` times in a row
+/// (`workgroup` invocations per workgroup); one submit for all.
+pub(crate) fn submit_round<'a>(
+    device: &GpuDevice,
+    label: &str,
+    pipeline: &wgpu::ComputePipeline,
+    groups: impl Iterator<Item = (&'a wgpu::BindGroup, usize)>,
+    dispatches: usize,
+    workgroup: usize,
+) {
+    let mut encoder = device
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    for (bind_group, count) in groups {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        for _ in 0..dispatches {
+            pass.dispatch_workgroups(count.div_ceil(workgroup) as u32, 1, 1);
+        }
+    }
+    device.queue.submit([encoder.finish()]);
+}
+
 /// Binding `binding` of a bind group: the whole of `buffer`.
 pub(crate) fn bind_entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
     wgpu::BindGroupEntry {

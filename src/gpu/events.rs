@@ -21,7 +21,9 @@ use crate::contact::{
     MIN_STEP_FRACTION, STABLE_STEP_FACTOR, Tolerances,
 };
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, bind_entry, gpu_allocation_error, layout_entry, write_reals};
+use crate::gpu::buffers::{
+    Launch, bind_entry, gpu_allocation_error, layout_entry, submit_round, write_reals,
+};
 use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
@@ -526,7 +528,7 @@ impl GpuEventStepper {
         most_trials: f64,
     ) -> Result<()> {
         let gpu = &self.evaluator;
-        let (d, queue) = (&gpu.device.device, &gpu.device.queue);
+        let d = &gpu.device.device;
         let precision = gpu.precision;
         let pipeline = self
             .pipeline
@@ -560,27 +562,18 @@ impl GpuEventStepper {
                     "event kernel: instances still running after {most_rounds} rounds of dispatches, more than their trials allow"
                 )));
             }
-            let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("simbatch events"),
-            });
-            for ((chunk, events), _) in gpu
-                .chunks
-                .iter()
-                .zip(&self.chunks)
-                .zip(&pending)
+            let live = gpu.chunks.iter().zip(&self.chunks).zip(&pending);
+            let groups = live
                 .filter(|(_, p)| **p)
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("simbatch events"),
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &events.bind_group, &[]);
-                for _ in 0..dispatches {
-                    pass.dispatch_workgroups(chunk.count.div_ceil(workgroup) as u32, 1, 1);
-                }
-            }
-            queue.submit([encoder.finish()]);
+                .map(|((chunk, events), _)| (&events.bind_group, chunk.count));
+            submit_round(
+                &gpu.device,
+                "simbatch events",
+                pipeline,
+                groups,
+                dispatches,
+                workgroup,
+            );
             for (k, (chunk, events)) in gpu.chunks.iter().zip(&self.chunks).enumerate() {
                 if !pending[k] {
                     continue;

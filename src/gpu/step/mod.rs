@@ -22,7 +22,7 @@ use readback::{mark_resident, read_chunk, state_columns, state_inputs, store_sta
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, gpu_allocation_error, write_reals};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, submit_round, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
@@ -284,7 +284,7 @@ impl GpuStepper {
         step_sizes: &[f64],
     ) -> Result<()> {
         let gpu = &self.evaluator;
-        let (d, queue) = (&gpu.device.device, &gpu.device.queue);
+        let d = &gpu.device.device;
         let precision = gpu.precision;
         let sp = self
             .pipeline
@@ -306,24 +306,18 @@ impl GpuStepper {
         values.resize_with(gpu.chunks.len(), Vec::new);
         let mut pending: Vec<bool> = vec![true; gpu.chunks.len()];
         while pending.iter().any(|p| *p) {
-            let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("simbatch step"),
-            });
             let live = gpu.chunks.iter().zip(&self.chunk_steps).zip(&pending);
-            for ((chunk, step), _) in live.filter(|(_, p)| **p) {
-                {
-                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some("simbatch step"),
-                        timestamp_writes: None,
-                    });
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, &step.bind_group, &[]);
-                    for _ in 0..dispatches {
-                        pass.dispatch_workgroups(chunk.count.div_ceil(workgroup) as u32, 1, 1);
-                    }
-                }
-            }
-            queue.submit([encoder.finish()]);
+            let groups = live
+                .filter(|(_, p)| **p)
+                .map(|((chunk, step), _)| (&step.bind_group, chunk.count));
+            submit_round(
+                &gpu.device,
+                "simbatch step",
+                pipeline,
+                groups,
+                dispatches,
+                workgroup,
+            );
             for (k, (chunk, step)) in gpu.chunks.iter().zip(&self.chunk_steps).enumerate() {
                 if !pending[k] {
                     continue;
