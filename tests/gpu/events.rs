@@ -480,3 +480,115 @@ fn the_check_commands_unilateral_parity_passes() {
         assert!(report.worst["impacts"].count == 64 && report.worst["q"].count == 64 * 7);
     }
 }
+
+#[test]
+fn f32_a_sphere_on_an_incline_rolls_or_slides_as_the_closed_form_says() {
+    // unilateral.md §9 (c): a solid sphere on an incline θ (gravity tilted by θ over a level
+    // plane, x down the slope) rolls iff tan θ ≤ (7/2) μ_s, at (5/7) g sin θ; else it slides at
+    // g (sin θ − μ_d cos θ) and spins up at 5 μ_d g cos θ / (2 r). Cases kept clear of the
+    // boundary, where f32 may decide either way.
+    let Some(device) = device() else { return };
+    let cases: Vec<(f64, f64)> = [5.0f64, 12.0, 20.0, 30.0, 40.0]
+        .iter()
+        .flat_map(|deg| [0.05, 0.1, 0.2, 0.3].map(|mu| (deg.to_radians(), mu)))
+        .filter(|(theta, mu)| (theta.tan() / (3.5 * mu) - 1.0).abs() > 0.05)
+        .collect();
+    let n = cases.len();
+    let (mut batch, contact) = one_ball(n, 0.0, [0.0; 6]);
+    let (g, r, t) = (9.81, 0.1, 0.5);
+    for (i, (theta, _)) in cases.iter().enumerate() {
+        batch
+            .set_gravity(i, [g * theta.sin(), 0.0, -g * theta.cos()])
+            .unwrap();
+    }
+    let coefficients: Vec<Coefficients> = cases
+        .iter()
+        .map(|(_, mu)| Coefficients::with_friction(0.0, *mu).unwrap())
+        .collect();
+    let mut stepper = GpuEventStepper::new(
+        device,
+        &batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let runs = stepper
+        .run(&mut batch, &coefficients, t, &options(), &vec![None; n])
+        .unwrap();
+    let ball = BodyId::new(1);
+    let (mut rolled, mut slid) = (0, 0);
+    for (i, ((theta, mu), run)) in cases.iter().zip(&runs).enumerate() {
+        let record = run.unwrap().contact;
+        let u = batch.u(ball).unwrap()[i];
+        let rolls = theta.tan() <= 3.5 * mu;
+        let (v, spin) = if rolls {
+            rolled += 1;
+            assert_eq!(record.mode, ContactMode::Stick, "θ {theta}, μ {mu}");
+            let v = 5.0 / 7.0 * g * theta.sin() * t;
+            (v, v / r)
+        } else {
+            slid += 1;
+            assert!(
+                matches!(record.mode, ContactMode::Slide { .. }),
+                "θ {theta}, μ {mu}"
+            );
+            let v = g * (theta.sin() - mu * theta.cos()) * t;
+            (v, 5.0 * mu * g * theta.cos() * t / (2.0 * r))
+        };
+        assert!(
+            (u[3] - v).abs() < 1e-4 * v.max(1.0),
+            "θ {theta}, μ {mu}: v {} vs {v}",
+            u[3]
+        );
+        assert!(
+            (u[1] - spin).abs() < 1e-4 * spin.max(1.0),
+            "θ {theta}, μ {mu}: ω {} vs {spin}",
+            u[1]
+        );
+        assert!(u[5].abs() < 1e-5, "stays on the plane: {u:?}");
+    }
+    assert!(rolled >= 4 && slid >= 4, "{rolled} rolled, {slid} slid");
+}
+
+#[test]
+fn f32_a_ball_bouncing_with_e_one_and_no_friction_keeps_its_energy() {
+    // e = 1, μ = 0: every impact returns the approach speed, so the ball rises to its drop
+    // height again and again (impacts at t₀ (1 + 2k)), losing nothing.
+    let Some(device) = device() else { return };
+    let (mut batch, contact) = one_ball(4, 0.5, [0.0, 0.0, 3.0, 0.8, 0.0, 0.0]);
+    let energy0: Vec<f64> = (0..4).map(|i| batch.energy(i).unwrap()).collect();
+    let coefficients = vec![Coefficients::with_friction(1.0, 0.0).unwrap(); 4];
+    let mut stepper = GpuEventStepper::new(
+        device,
+        &batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let runs = stepper
+        .run(&mut batch, &coefficients, 3.0, &options(), &[None; 4])
+        .unwrap();
+    let t0 = (2.0f64 * 0.5 / 9.81).sqrt();
+    for (i, run) in runs.iter().enumerate() {
+        let r = run.unwrap().contact;
+        // Impacts at t₀, 3t₀, 5t₀, 7t₀, 9t₀ ≤ 3 s.
+        assert_eq!(r.impacts, 5, "{r:?}");
+        assert!((r.first_impact.unwrap() - t0).abs() < 2e-5, "{r:?}");
+        assert!(r.impact_loss.abs() < 1e-5, "{r:?}");
+        assert!(r.friction_loss.abs() < 1e-9, "{r:?}");
+        let energy = batch.energy(i).unwrap();
+        assert!(
+            (energy - energy0[i]).abs() < 1e-5 * energy0[i],
+            "{energy} vs {}",
+            energy0[i]
+        );
+        // Spin and sideways speed untouched by frictionless impacts.
+        let u = batch.u(BodyId::new(1)).unwrap()[i];
+        assert!(
+            (u[2] - 3.0).abs() < 1e-5 && (u[3] - 0.8).abs() < 1e-5,
+            "{u:?}"
+        );
+    }
+}
