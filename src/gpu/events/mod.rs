@@ -13,12 +13,16 @@
 //! reading back the carry and the state columns after each round. An instance's events do not
 //! shorten the others' steps.
 
+mod carry;
+
+pub use carry::{EVENT_CARRY, carry_width, event_constants};
+use carry::{carry_offset, initial_values, run_of, tolerances};
+
 use std::sync::Arc;
 
 use crate::batch::{Batch, status};
 use crate::contact::{
-    Coefficients, ContactMode, ContactRecord, EventOptions, ImpactLaw, MAX_BISECTIONS,
-    MIN_STEP_FRACTION, STABLE_STEP_FACTOR, Tolerances,
+    Coefficients, ContactRecord, EventOptions, ImpactLaw, MAX_BISECTIONS, MIN_STEP_FRACTION,
 };
 use crate::error::{Error, Result};
 use crate::gpu::buffers::{
@@ -31,41 +35,13 @@ use crate::gpu::layout::Layout;
 use crate::gpu::shader::{KernelSource, stepping_source};
 use crate::gpu::step::readback::{read_chunk, read_state, state_columns, state_inputs, state_len};
 use crate::gpu::{GpuOptions, Precision};
+use crate::math::vec3;
 use crate::model::ConstraintId;
 
 /// `shaders/event_step.wgsl`.
-pub const EVENT_STEP: &str = include_str!("../../shaders/event_step.wgsl");
-
-/// The carry columns of one instance's machine, in order, with their widths (the kernel's
-/// `EVENT_*` offsets are generated from this list).
-pub const EVENT_CARRY: [(&str, usize); 23] = [
-    ("STATUS", 1),
-    ("PHASE", 1),
-    ("START", 1),
-    ("ELAPSED", 1),
-    ("ELAPSED_LOW", 1),
-    ("MODE", 1),
-    ("DIRECTION", 2),
-    ("ARMED", 1),
-    ("FRICTION_LOSS", 1),
-    ("IMPACTS", 1),
-    ("FIRST_IMPACT", 1),
-    ("LAST_MODE_CHANGE", 1),
-    ("RECORDS", 1),
-    ("IMPACT_LOSS", 1),
-    ("EVENTS", 1),
-    ("STEPS", 1),
-    ("LO", 1),
-    ("HI", 1),
-    ("BISECTIONS", 1),
-    ("COEFFICIENTS", 3),
-    ("TOLERANCES", 7),
-    ("PENETRATION", 1),
-    ("PAD", 1),
-];
-
-/// Machine phases: settle at the start, step, bisect a bracket, done.
-const PHASES: [(&str, u32); 4] = [("START", 0), ("STEP", 1), ("BISECT", 2), ("DONE", 3)];
+pub const EVENT_STEP: &str = include_str!("../../../shaders/event_step.wgsl");
+/// `shaders/event_machine.wgsl`.
+pub const EVENT_MACHINE: &str = include_str!("../../../shaders/event_machine.wgsl");
 
 /// Trials (RK4 steps, bisection points, settlings) per instance per dispatch: as the stepping
 /// kernel's, short enough for lavapipe's JIT.
@@ -74,48 +50,6 @@ const TRIALS_PER_DISPATCH: u32 = 16;
 const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
 /// Largest staging buffer of a call, in bytes.
 const STAGING_BYTES: u64 = 4 << 20;
-
-fn carry_offset(name: &str) -> usize {
-    let mut at = 0;
-    for (n, w) in EVENT_CARRY {
-        if n == name {
-            return at;
-        }
-        at += w;
-    }
-    usize::MAX
-}
-
-/// Values per instance in the carry.
-pub fn carry_width() -> usize {
-    EVENT_CARRY.iter().map(|(_, w)| w).sum()
-}
-
-/// The kernel's constants for a contact whose rows `(x, y, z)` are the template's rows `rows`.
-pub fn event_constants(rows: [usize; 3]) -> String {
-    let mut w = String::new();
-    for (name, _) in EVENT_CARRY {
-        w.push_str(&format!(
-            "const EVENT_{name}: u32 = {}u;\n",
-            carry_offset(name)
-        ));
-    }
-    w.push_str(&format!("const EVENT_COLUMNS: u32 = {}u;\n", carry_width()));
-    for (name, value) in PHASES {
-        w.push_str(&format!("const EVENT_PHASE_{name}: u32 = {value}u;\n"));
-    }
-    for (axis, row) in ["X", "Y", "Z"].iter().zip(rows) {
-        w.push_str(&format!("const CONTACT_ROW_{axis}: u32 = {row}u;\n"));
-    }
-    w.push_str(&format!("const MAX_BISECTIONS: u32 = {MAX_BISECTIONS}u;\n"));
-    w.push_str(&format!(
-        "const MIN_STEP_FRACTION: real = {MIN_STEP_FRACTION:e};\n"
-    ));
-    w.push_str(&format!(
-        "const STABLE_STEP_FACTOR: real = {STABLE_STEP_FACTOR:e};\n"
-    ));
-    w
-}
 
 /// The event kernel for a template's layout whose contact has the rows `rows` (x, y, z): the
 /// RK4 stepping kernel, the event constants, the contact laws and `event_step.wgsl`.
@@ -128,6 +62,7 @@ pub fn event_kernel_source(
     let mut source = stepping_source(precision, layout, workgroup_size, 1, false);
     source.append("the event constants", &event_constants(rows));
     source.append("contact_laws.wgsl", crate::gpu::contact_laws::CONTACT_LAWS);
+    source.append("event_machine.wgsl", EVENT_MACHINE);
     source.append("event_step.wgsl", EVENT_STEP);
     source
 }
@@ -451,58 +386,21 @@ impl GpuEventStepper {
             let mut carry = vec![0.0; width * count];
             for local in 0..count {
                 let i = chunk.start + local;
-                values.iter_mut().for_each(|v| *v = 0.0);
-                let set = |values: &mut [f64], name: &str, k: usize, x: f64| {
-                    values[carry_offset(name) + k] = x;
-                };
-                if batch.status()[i] & status::HALTED != 0 {
-                    set(&mut values, "STATUS", 0, status::HALTED as f64);
-                } else if enabled[i] == 0 {
-                    set(&mut values, "STATUS", 0, status::STEP_FAILED as f64);
-                }
-                set(&mut values, "START", 0, batch.time()[i]);
-                let record = previous[i];
-                let mode = record.map_or(ContactMode::Open, |r| r.mode);
-                let (code, direction) = match mode {
-                    ContactMode::Open => (0.0, [1.0, 0.0]),
-                    ContactMode::Stick => (1.0, [1.0, 0.0]),
-                    ContactMode::Slide { direction } => (2.0, direction),
-                };
-                set(&mut values, "MODE", 0, code);
-                set(&mut values, "DIRECTION", 0, direction[0]);
-                set(&mut values, "DIRECTION", 1, direction[1]);
-                set(
+                let tol = tolerances(
+                    gpu.precision,
+                    options,
+                    vec3(&batch.gravity_column()[i]).norm(),
+                    free.mass[i],
+                );
+                initial_values(
                     &mut values,
-                    "ARMED",
-                    0,
-                    f64::from(u8::from(record.is_some_and(|r| r.armed))),
+                    batch.status()[i],
+                    enabled[i] != 0,
+                    batch.time()[i],
+                    coefficients[i],
+                    &tol,
+                    previous[i],
                 );
-                let k = coefficients[i];
-                for (j, x) in [k.restitution, k.mu_static, k.mu_dynamic]
-                    .into_iter()
-                    .enumerate()
-                {
-                    set(&mut values, "COEFFICIENTS", j, x);
-                }
-                let gravity = crate::math::vec3(&batch.gravity_column()[i]).norm();
-                let mass = free.mass[i];
-                let (ctol, cap, roll) = (
-                    options.constraint_tolerance,
-                    options.capture_speed,
-                    options.roll_speed,
-                );
-                let tol = match gpu.precision {
-                    Precision::F64 => Tolerances::f64(ctol, gravity, mass, cap, roll),
-                    Precision::F32 => Tolerances::f32(ctol, gravity, mass, cap, roll),
-                };
-                for (j, x) in [
-                    tol.p_tol, tol.v_tol, tol.v_cap, tol.v_roll, tol.f_tol, tol.a_tol, tol.t_tol,
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    set(&mut values, "TOLERANCES", j, x);
-                }
                 for (column, x) in values.iter().enumerate() {
                     carry[column * count + local] = *x;
                 }
@@ -638,34 +536,10 @@ impl GpuEventStepper {
                     continue;
                 }
                 read_state(batch, i, &mut y, v, width * count, count, local);
-                let records = carry("RECORDS", 0) as u32;
-                let mode = match carry("MODE", 0) as u32 {
-                    1 => ContactMode::Stick,
-                    2 => ContactMode::Slide {
-                        direction: [carry("DIRECTION", 0), carry("DIRECTION", 1)],
-                    },
-                    _ => ContactMode::Open,
-                };
-                let contact = ContactRecord {
-                    mode,
-                    impacts: carry("IMPACTS", 0) as u32,
-                    first_impact: (records & 1 != 0).then(|| carry("FIRST_IMPACT", 0)),
-                    last_mode_change: (records & 2 != 0).then(|| carry("LAST_MODE_CHANGE", 0)),
-                    impact_loss: carry("IMPACT_LOSS", 0),
-                    friction_loss: carry("FRICTION_LOSS", 0),
-                    armed: carry("ARMED", 0) != 0.0,
-                };
-                let penetration = carry("PENETRATION", 0);
-                let violated = flags & status::CONSTRAINT_VIOLATED != 0;
+                let run = run_of(&carry);
                 let time = batch.time()[i] + duration;
                 batch.store_values(i, time, &y, flags);
-                runs.push(Some(GpuEventRun {
-                    contact,
-                    events: carry("EVENTS", 0) as usize,
-                    steps: carry("STEPS", 0) as usize,
-                    penetration,
-                    violated,
-                }));
+                runs.push(Some(run));
             }
         }
         batch.touch_state_columns();
