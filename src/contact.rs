@@ -70,6 +70,28 @@ pub enum ContactMode {
     },
 }
 
+impl ContactMode {
+    /// The mode as a number — 0 open, 1 sticking (rolling), 2 sliding — and its sliding
+    /// direction (`[1, 0]` when it does not slide): how result files and the GPU kernels (the
+    /// shaders' `MODE_*`) carry it.
+    pub fn code(self) -> (u32, [f64; 2]) {
+        match self {
+            ContactMode::Open => (0, [1.0, 0.0]),
+            ContactMode::Stick => (1, [1.0, 0.0]),
+            ContactMode::Slide { direction } => (2, direction),
+        }
+    }
+
+    /// The mode of [`code`](Self::code)'s number and direction (an unknown number: open).
+    pub fn from_code(code: u32, direction: [f64; 2]) -> Self {
+        match code {
+            1 => ContactMode::Stick,
+            2 => ContactMode::Slide { direction },
+            _ => ContactMode::Open,
+        }
+    }
+}
+
 /// The tolerances of `unilateral.md` §8, for one instance.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tolerances {
@@ -250,3 +272,24 @@ pub const MIN_STEP_FRACTION: f64 = 1.0 / 4096.0;
 /// those of the symmetric `D^½ W_TT D^½`) and `κ` bounds them from above; 2.5 was no faster
 /// on the default-sized unilateral study and doubled its largest energy error at h = 5 ms.
 pub const STABLE_STEP_FACTOR: f64 = 2.0;
+
+#[cfg(test)]
+mod tests {
+    use super::ContactMode;
+
+    #[test]
+    fn a_mode_survives_its_code() {
+        for mode in [
+            ContactMode::Open,
+            ContactMode::Stick,
+            ContactMode::Slide {
+                direction: [0.6, -0.8],
+            },
+        ] {
+            let (code, direction) = mode.code();
+            assert_eq!(ContactMode::from_code(code, direction), mode);
+        }
+        assert_eq!(ContactMode::Stick.code().0, 1);
+        assert_eq!(ContactMode::from_code(7, [1.0, 0.0]), ContactMode::Open);
+    }
+}

@@ -92,11 +92,7 @@ pub fn unilateral_parity(
             continue;
         };
         let (c, g) = (c.contacts[0], g.contact);
-        let code = |m: crate::contact::ContactMode| match m {
-            crate::contact::ContactMode::Open => 0.0,
-            crate::contact::ContactMode::Stick => 1.0,
-            crate::contact::ContactMode::Slide { .. } => 2.0,
-        };
+        let code = |m: crate::contact::ContactMode| f64::from(m.code().0);
         report.check("mode", at, code(g.mode), code(c.mode), 0.0);
         let counts = match precision {
             Precision::F64 => 0.0,

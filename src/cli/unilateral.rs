@@ -36,11 +36,7 @@ pub const CONTACT_OUTPUTS: [&str; 7] = [
 
 /// A mode as a number in results: 0 open, 1 sticking (rolling), 2 sliding.
 pub fn mode_code(mode: ContactMode) -> f64 {
-    match mode {
-        ContactMode::Open => 0.0,
-        ContactMode::Stick => 1.0,
-        ContactMode::Slide { .. } => 2.0,
-    }
+    f64::from(mode.code().0)
 }
 
 /// Whether a scenario's instances are what the GPU's event kernel runs (stage 1 of

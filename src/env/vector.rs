@@ -10,7 +10,7 @@ use crate::backend::{Backend, Stepper};
 use crate::batch::{Batch, status};
 use crate::cpu::unilateral::{ContactRecord, EventOptions, run_batch_resuming};
 use crate::error::{Error, Result, try_filled};
-use crate::gpu::events::GpuEventStepper;
+use crate::gpu::events::{GpuEventStepper, OUTSIDE_STAGE_ONE};
 use crate::gpu::{GpuDevice, Precision};
 
 /// How a [`VectorEnv`] runs.
@@ -75,6 +75,8 @@ pub struct VectorEnv {
     /// On a GPU backend, the event kernel of a task whose environments are one body and one
     /// unilateral contact (stage 1 of `docs/gpu-unilateral.md`), built on the first step.
     events_gpu: Option<GpuEventStepper>,
+    /// Whether the first step has decided where the unilateral contacts step.
+    events_gpu_decided: bool,
 }
 
 impl std::fmt::Debug for VectorEnv {
@@ -170,6 +172,7 @@ impl VectorEnv {
             actions: try_filled(0.0, num_envs * spec.action.dim(), "num_envs (actions)")?,
             contact_records: try_filled(None, num_envs, "num_envs (contact records)")?,
             events_gpu: None,
+            events_gpu_decided: false,
             spec,
         };
         for i in 0..num_envs {
@@ -395,19 +398,28 @@ impl VectorEnv {
             // On a GPU backend, the event kernel where the task's environments are what it
             // runs (one body, one contact); the CPU's event path otherwise.
             let first = contacts(0);
-            if self.events_gpu.is_none()
+            // Decided once, on the first step: a task outside the kernel's stage (refused with
+            // `OUTSIDE_STAGE_ONE`) stays on the CPU; any other error is the caller's.
+            if !self.events_gpu_decided
                 && first.len() == 1
                 && let Some((device, precision, gpu_options)) = self.stepper.evaluator().gpu_setup()
             {
-                self.events_gpu = GpuEventStepper::new(
+                self.events_gpu = match GpuEventStepper::new(
                     device,
                     &self.batch,
                     first[0].constraint,
                     precision,
                     gpu_options,
-                )
-                .ok();
+                ) {
+                    Ok(stepper) => Some(stepper),
+                    Err(Error::InvalidOption {
+                        option: OUTSIDE_STAGE_ONE,
+                        ..
+                    }) => None,
+                    Err(e) => return Err(e),
+                };
             }
+            self.events_gpu_decided = true;
             if let Some(gpu) = &mut self.events_gpu {
                 let n = self.batch.len();
                 let mut coefficients = Vec::with_capacity(n);

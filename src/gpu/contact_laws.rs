@@ -225,12 +225,8 @@ fn case_values(c: &LawCase) -> Vec<f64> {
             touching,
             slip,
         } => {
-            let (code, direction) = match mode {
-                ContactMode::Open => (0.0, [1.0, 0.0]),
-                ContactMode::Stick => (1.0, [1.0, 0.0]),
-                ContactMode::Slide { direction } => (2.0, direction),
-            };
-            (free, 0.0, touching, code, direction, slip, 0.0)
+            let (code, direction) = mode.code();
+            (free, 0.0, touching, f64::from(code), direction, slip, 0.0)
         }
         LawQuery::Impact {
             velocity,
@@ -277,13 +273,7 @@ fn answer_of(c: &LawCase, a: &[f64]) -> LawAnswer {
     match c.query {
         LawQuery::Modes { .. } => {
             let d = at("DIRECTION");
-            let mode = match a[at("MODE")] as u32 {
-                1 => ContactMode::Stick,
-                2 => ContactMode::Slide {
-                    direction: [a[d], a[d + 1]],
-                },
-                _ => ContactMode::Open,
-            };
+            let mode = ContactMode::from_code(a[at("MODE")] as u32, [a[d], a[d + 1]]);
             LawAnswer::Modes(ModeAnswer {
                 multipliers: three("VALUES"),
                 acceleration: three("ROWS"),

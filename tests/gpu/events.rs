@@ -106,6 +106,33 @@ fn cpu_run(
         .collect()
 }
 
+/// A fresh f32 event kernel for `batch`'s template, run for `duration` from every instance's
+/// start (no previous records): the runs, and the stepper for calls that resume.
+fn f32_run(
+    device: std::sync::Arc<simbatch::gpu::GpuDevice>,
+    batch: &mut Batch,
+    contact: ConstraintId,
+    coefficients: &[Coefficients],
+    duration: f64,
+) -> (
+    Vec<Option<simbatch::gpu::events::GpuEventRun>>,
+    GpuEventStepper,
+) {
+    let mut stepper = GpuEventStepper::new(
+        device,
+        batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let fresh = vec![None; batch.len()];
+    let runs = stepper
+        .run(batch, coefficients, duration, &options(), &fresh)
+        .unwrap();
+    (runs, stepper)
+}
+
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * b.abs().max(1.0)
 }
@@ -235,17 +262,7 @@ fn f32_a_dropped_ball_bounces_at_the_closed_form_times_and_comes_to_rest() {
     let Some(device) = device() else { return };
     let (mut batch, contact) = one_ball(4, 1.0, [0.0; 6]);
     let coefficients = vec![Coefficients::with_friction(0.8, 0.5).unwrap(); 4];
-    let mut stepper = GpuEventStepper::new(
-        device,
-        &batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
-    let runs = stepper
-        .run(&mut batch, &coefficients, 2.3, &options(), &[None; 4])
-        .unwrap();
+    let (runs, mut stepper) = f32_run(device, &mut batch, contact, &coefficients, 2.3);
     let t0 = (2.0f64 / 9.81).sqrt();
     for run in &runs {
         let r = run.unwrap().contact;
@@ -290,24 +307,8 @@ fn f32_a_ball_launched_without_spin_slides_then_rolls_at_five_sevenths() {
     let Some(device) = device() else { return };
     let (mut batch, contact) = one_ball(2, 0.0, [0.0, 0.0, 0.0, 3.0, 0.0, 0.0]);
     let coefficients = vec![Coefficients::with_friction(0.5, 0.2).unwrap(); 2];
-    let mut stepper = GpuEventStepper::new(
-        device,
-        &batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
     let t_star = 6.0 / (7.0 * 0.2 * 9.81);
-    let runs = stepper
-        .run(
-            &mut batch,
-            &coefficients,
-            t_star + 0.2,
-            &options(),
-            &[None; 2],
-        )
-        .unwrap();
+    let (runs, _) = f32_run(device, &mut batch, contact, &coefficients, t_star + 0.2);
     let ball = BodyId::new(1);
     for (i, run) in runs.iter().enumerate() {
         let r = run.unwrap().contact;
@@ -338,17 +339,7 @@ fn f32_random_balls_stay_finite_on_or_above_their_planes_and_gain_no_energy() {
     let n = 512;
     let (mut batch, contact, coefficients) = balls(n, 9);
     let energy0: Vec<f64> = (0..n).map(|i| batch.energy(i).unwrap()).collect();
-    let mut stepper = GpuEventStepper::new(
-        device,
-        &batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
-    let runs = stepper
-        .run(&mut batch, &coefficients, 1.0, &options(), &vec![None; n])
-        .unwrap();
+    let (runs, _) = f32_run(device, &mut batch, contact, &coefficients, 1.0);
     let mut worst = 0.0f64;
     for (i, run) in runs.iter().enumerate() {
         let run = run.unwrap_or_else(|| panic!("instance {i} failed"));
@@ -555,17 +546,7 @@ fn f32_a_sphere_on_an_incline_rolls_or_slides_as_the_closed_form_says() {
         .iter()
         .map(|(_, mu)| Coefficients::with_friction(0.0, *mu).unwrap())
         .collect();
-    let mut stepper = GpuEventStepper::new(
-        device,
-        &batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
-    let runs = stepper
-        .run(&mut batch, &coefficients, t, &options(), &vec![None; n])
-        .unwrap();
+    let (runs, _) = f32_run(device, &mut batch, contact, &coefficients, t);
     let ball = BodyId::new(1);
     let (mut rolled, mut slid) = (0, 0);
     for (i, ((theta, mu), run)) in cases.iter().zip(&runs).enumerate() {
@@ -609,17 +590,7 @@ fn f32_a_ball_bouncing_with_e_one_and_no_friction_keeps_its_energy() {
     let (mut batch, contact) = one_ball(4, 0.5, [0.0, 0.0, 3.0, 0.8, 0.0, 0.0]);
     let energy0: Vec<f64> = (0..4).map(|i| batch.energy(i).unwrap()).collect();
     let coefficients = vec![Coefficients::with_friction(1.0, 0.0).unwrap(); 4];
-    let mut stepper = GpuEventStepper::new(
-        device,
-        &batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
-    let runs = stepper
-        .run(&mut batch, &coefficients, 3.0, &options(), &[None; 4])
-        .unwrap();
+    let (runs, _) = f32_run(device, &mut batch, contact, &coefficients, 3.0);
     let t0 = (2.0f64 * 0.5 / 9.81).sqrt();
     for (i, run) in runs.iter().enumerate() {
         let r = run.unwrap().contact;

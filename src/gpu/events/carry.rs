@@ -121,12 +121,8 @@ pub(super) fn initial_values(
         set("STATUS", 0, status::STEP_FAILED as f64);
     }
     set("START", 0, time);
-    let (code, direction) = match record.map_or(ContactMode::Open, |r| r.mode) {
-        ContactMode::Open => (0.0, [1.0, 0.0]),
-        ContactMode::Stick => (1.0, [1.0, 0.0]),
-        ContactMode::Slide { direction } => (2.0, direction),
-    };
-    set("MODE", 0, code);
+    let (code, direction) = record.map_or(ContactMode::Open, |r| r.mode).code();
+    set("MODE", 0, f64::from(code));
     set("DIRECTION", 0, direction[0]);
     set("DIRECTION", 1, direction[1]);
     set(
@@ -152,13 +148,8 @@ pub(super) fn initial_values(
 /// `name`).
 pub(super) fn run_of(carry: &impl Fn(&str, usize) -> f64) -> GpuEventRun {
     let records = carry("RECORDS", 0) as u32;
-    let mode = match carry("MODE", 0) as u32 {
-        1 => ContactMode::Stick,
-        2 => ContactMode::Slide {
-            direction: [carry("DIRECTION", 0), carry("DIRECTION", 1)],
-        },
-        _ => ContactMode::Open,
-    };
+    let direction = [carry("DIRECTION", 0), carry("DIRECTION", 1)];
+    let mode = ContactMode::from_code(carry("MODE", 0) as u32, direction);
     GpuEventRun {
         contact: ContactRecord {
             mode,

@@ -43,6 +43,10 @@ pub const EVENT_STEP: &str = include_str!("../../../shaders/event_step.wgsl");
 /// `shaders/event_machine.wgsl`.
 pub const EVENT_MACHINE: &str = include_str!("../../../shaders/event_machine.wgsl");
 
+/// The `option` of the error [`GpuEventStepper::new`] refuses a template outside stage 1 with
+/// (a caller that has the CPU's event path to fall back on matches it).
+pub const OUTSIDE_STAGE_ONE: &str = "GPU unilateral contact";
+
 /// Trials (RK4 steps, bisection points, settlings) per instance per dispatch: as the stepping
 /// kernel's, short enough for lavapipe's JIT.
 const TRIALS_PER_DISPATCH: u32 = 16;
@@ -126,7 +130,7 @@ impl GpuEventStepper {
     ) -> Result<Self> {
         let template = batch.template();
         let unsupported = |reason: String| Error::InvalidOption {
-            option: "GPU unilateral contact",
+            option: OUTSIDE_STAGE_ONE,
             value: reason,
             accepted: "one free body whose only rows are one unilateral contact's slip and \
                        normal rows (stage 1 of docs/gpu-unilateral.md); others run on the CPU"
