@@ -26,7 +26,7 @@ use crate::contact::{
 };
 use crate::error::{Error, Result};
 use crate::gpu::buffers::{
-    Launch, bind_entry, gpu_allocation_error, layout_entry, submit_round, write_reals,
+    Launch, bind_entry, gpu_allocation_error, layout_entry, staging_size, submit_round, write_reals,
 };
 use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
@@ -52,8 +52,6 @@ pub const OUTSIDE_STAGE_ONE: &str = "GPU unilateral contact";
 const TRIALS_PER_DISPATCH: u32 = 16;
 /// Most dispatches in one submit.
 const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
-/// Largest staging buffer of a call, in bytes.
-const STAGING_BYTES: u64 = 4 << 20;
 
 /// The event kernel for a template's layout whose contact has the rows `rows` (x, y, z): the
 /// RK4 stepping kernel, the event constants, the contact laws and `event_step.wgsl`.
@@ -347,9 +345,7 @@ impl GpuEventStepper {
             });
         }
         let largest = gpu.chunks.iter().map(|c| c.count).max().unwrap_or(1) as u64;
-        let size = ((carry_width() + state_width) as u64 * largest * bytes)
-            .min(STAGING_BYTES)
-            .next_multiple_of(8);
+        let size = staging_size((carry_width() + state_width) as u64 * largest * bytes);
         let staging = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("simbatch event staging"),
             size,

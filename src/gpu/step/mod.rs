@@ -22,7 +22,7 @@ use readback::{mark_resident, read_chunk, state_columns, state_inputs, store_sta
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, gpu_allocation_error, submit_round, write_reals};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, staging_size, submit_round, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
@@ -30,7 +30,7 @@ use crate::step::{Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, StepOptions, StepRepo
 
 /// Largest staging buffer of a stepping call, in bytes: the carry and the state columns come
 /// back through it in as many rounds as they need.
-pub const STAGING_BYTES: u64 = 4 << 20;
+pub use crate::gpu::buffers::STAGING_BYTES;
 
 /// The GPU kernels of one template: the evaluation kernel ([`GpuEvaluator`]) and the stepping
 /// kernels, which advance the state in the evaluator's own input buffers.
@@ -41,8 +41,8 @@ pub struct GpuStepper {
     /// Per chunk of the evaluator, its stepping buffers, and the chunks' generation they are
     /// bound to.
     chunk_steps: Vec<ChunkStep>,
-    /// The staging buffer the carry and the state columns come back through (at most
-    /// [`STAGING_BYTES`], whatever the batch size).
+    /// The staging buffer the carry and the state columns come back through (a quarter of the
+    /// largest chunk's readback, at most [`STAGING_BYTES`]).
     staging: Option<wgpu::Buffer>,
     bound_to: u64,
     /// Per chunk, what its last readback brought (the carry, then the state columns, in f64):
@@ -211,12 +211,9 @@ impl GpuStepper {
                 .map(|chunk| ChunkStep::new(&gpu.device, sp, chunk, bytes))
                 .collect();
             self.bound_to = gpu.generation;
-            // Sized for the largest chunk's readback, at most STAGING_BYTES (a multiple of 8,
-            // so no f64 is split between two rounds).
+            // Sized for the largest chunk's readback.
             let largest = gpu.chunks.iter().map(|c| c.count).max().unwrap_or(1) as u64;
-            let size = ((CARRY_COLUMNS + state_width) as u64 * largest * bytes)
-                .min(STAGING_BYTES)
-                .next_multiple_of(8);
+            let size = staging_size((CARRY_COLUMNS + state_width) as u64 * largest * bytes);
             self.staging = Some(d.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("simbatch step staging"),
                 size,
