@@ -336,3 +336,24 @@ fn f32_contact_laws_give_the_cpus_answers_within_f32() {
     assert!(far * 100 <= cases.len(), "{far} answers beyond 1e-3");
     assert!(median <= 1e-5, "median {median}");
 }
+
+/// An invocation's answer does not depend on the cases beside it: each of 64 cases answered
+/// alone gives the bits it gets in a batch. Lavapipe breaks this once the invocations of one
+/// SIMD group run more than 65 535 loop iterations in all (gallivm's loop limiter, one counter
+/// per shader shared by every loop, ends every loop early, silently); the one-contact laws stay
+/// far below it, and this holds them there.
+#[test]
+fn batched_answers_are_the_answers_alone() {
+    let Some(device) = device() else { return };
+    let precision = if device.supports_f64 {
+        Precision::F64
+    } else {
+        Precision::F32
+    };
+    let cases = random_cases(64, 23, precision);
+    let batched = solve_contact_laws(&device, precision, &cases).unwrap();
+    for (k, c) in cases.iter().enumerate() {
+        let alone = solve_contact_laws(&device, precision, std::slice::from_ref(c)).unwrap();
+        assert_eq!(alone[0], batched[k], "case {k}: {c:?}");
+    }
+}
