@@ -7,17 +7,24 @@ use crate::gpu::device::GpuDevice;
 
 /// Largest staging buffer a kernel host makes, in bytes.
 pub const STAGING_BYTES: u64 = 4 << 20;
-/// Staging buffers are at least this large (or the whole readback, where that is smaller): the
-/// rounds of a small readback cost more than the memory.
-const MIN_STAGING_BYTES: u64 = 16 << 10;
+/// Staging buffers are at least this large (or the whole readback, where that is smaller):
+/// each round of a readback is a submit, a map and a wait for the device (and about 30 host
+/// allocations of wgpu's), so a readback of up to 1 MiB — an environment step, a batch of up to
+/// about ten thousand balls — takes one round.
+const MIN_STAGING_BYTES: u64 = 1 << 20;
+
+/// Most rounds a readback takes below the [`STAGING_BYTES`] cap (past it, one more per 4 MiB).
+pub const STAGING_ROUNDS: u64 = 4;
 
 /// The staging buffer for a readback of `readback` bytes: a quarter of it, so the readback
-/// takes four rounds and the buffer adds at most a quarter to what the batch holds on the
-/// device (issue 17: an f32 stepped rolling ball is 96 B of state and carry an instance, 120 B
-/// with its staging, at any N past a few hundred), between [`MIN_STAGING_BYTES`] (or the
-/// readback itself) and [`STAGING_BYTES`]; a multiple of 8, so no f64 is split between rounds.
+/// takes [`STAGING_ROUNDS`] rounds and the buffer adds at most a quarter to what a large batch
+/// holds on the device (issue 17: an f32 stepped rolling ball is 96 B of state and carry an
+/// instance, 120 B with its staging, from N ≈ 44 000 up), between [`MIN_STAGING_BYTES`] (or
+/// the readback itself) and [`STAGING_BYTES`]; a multiple of 8, so no f64 is split between
+/// rounds.
 pub(crate) fn staging_size(readback: u64) -> u64 {
-    (readback / 4)
+    readback
+        .div_ceil(STAGING_ROUNDS)
         .clamp(MIN_STAGING_BYTES.min(readback), STAGING_BYTES)
         .max(8)
         .next_multiple_of(8)

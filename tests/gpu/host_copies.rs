@@ -65,21 +65,24 @@ fn allocations(f: impl FnOnce()) -> (u64, u64) {
 }
 
 /// Host allocations per step at a small and a large batch must be the same but for a fixed
-/// allowance (wgpu's own bookkeeping varies a little between submits); a per-instance
-/// allocation would show as thousands.
+/// allowance: wgpu's own bookkeeping varies a little between submits, and a readback of more
+/// than 1 MiB takes up to `STAGING_ROUNDS` rounds through a staging buffer a quarter of its
+/// size where a small one's takes one (each round a submit, a map and a wait: about 30 of
+/// wgpu's allocations, 8 KiB). A per-instance allocation would show as thousands.
 fn assert_independent_of_n(what: &str, small: (u64, u64), large: (u64, u64), n: usize) {
     eprintln!(
         "{what}: host allocations per step {} ({} B) at N = 256, {} ({} B) at N = {n}",
         small.0, small.1, large.0, large.1
     );
+    let rounds = simbatch::gpu::buffers::STAGING_ROUNDS - 1;
     assert!(
-        large.0 <= small.0 + 16,
+        large.0 <= small.0 + 16 + 32 * rounds,
         "{what}: {} allocations per step at N = {n} against {} at 256",
         large.0,
         small.0
     );
     assert!(
-        large.1 <= small.1 + 16 * 1024,
+        large.1 <= small.1 + (16 + 10 * rounds) * 1024,
         "{what}: {} bytes allocated per step at N = {n} against {} at 256",
         large.1,
         small.1
