@@ -20,6 +20,26 @@ pub struct Coefficients {
 impl Coefficients {
     /// Checked coefficients: `e ∈ [0, 1]`, `μ_s ≥ μ_d ≥ 0`, all finite.
     pub fn new(restitution: f64, mu_static: f64, mu_dynamic: f64) -> Result<Self> {
+        let k = Self {
+            restitution,
+            mu_static,
+            mu_dynamic,
+        };
+        k.check()?;
+        Ok(k)
+    }
+
+    /// Whether these coefficients are valid (`e ∈ [0, 1]`, `μ_s ≥ μ_d ≥ 0`, all finite); a
+    /// typed error naming the first that is not. The fields are public, so coefficients built
+    /// without [`new`](Self::new) are checked where a run takes them: the event paths
+    /// (`cpu::unilateral::run_batch` and its kin, `gpu::events::GpuEventStepper::run`) refuse
+    /// invalid ones before stepping anything.
+    pub fn check(&self) -> Result<()> {
+        let Self {
+            restitution,
+            mu_static,
+            mu_dynamic,
+        } = *self;
         if !(0.0..=1.0).contains(&restitution) {
             return Err(Error::BadChoice {
                 what: "restitution",
@@ -41,11 +61,7 @@ impl Coefficients {
                 accepted: "a finite number ≥ the dynamic friction",
             });
         }
-        Ok(Self {
-            restitution,
-            mu_static,
-            mu_dynamic,
-        })
+        Ok(())
     }
 
     /// One friction coefficient for both regimes.

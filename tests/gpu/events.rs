@@ -613,3 +613,26 @@ fn f32_a_ball_bouncing_with_e_one_and_no_friction_keeps_its_energy() {
         );
     }
 }
+
+/// Coefficients built without `Coefficients::new` (public fields) are refused by the kernel's
+/// host with a typed error naming the field, before anything is uploaded or stepped.
+#[test]
+fn invalid_coefficients_are_refused_before_the_kernel_runs() {
+    let Some(device) = device() else { return };
+    let (mut batch, contact, mut coefficients) = balls(8, 5);
+    coefficients[3].restitution = f64::NAN;
+    let time0 = batch.time().to_vec();
+    let mut stepper = GpuEventStepper::new(
+        device,
+        &batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let err = stepper
+        .run(&mut batch, &coefficients, 0.1, &options(), &vec![None; 8])
+        .expect_err("a NaN restitution");
+    assert!(err.to_string().contains("restitution"), "{err}");
+    assert_eq!(batch.time(), time0.as_slice());
+}

@@ -66,6 +66,9 @@ pub fn run_instance(
         });
     }
     options.check(duration)?;
+    for c in contacts {
+        c.coefficients.check()?;
+    }
     let (y, t, run) = simulate(batch, i, contacts, duration, options, None)?;
     batch.store_values(i, t, &y, 0);
     batch.touch_state_columns();
@@ -141,6 +144,11 @@ fn run_batch_from<'p>(
 ) -> Result<Vec<Option<EventRun>>> {
     use rayon::prelude::*;
     options.check(duration)?;
+    // Coefficients built without `Coefficients::new` are refused here, before any instance
+    // steps, rather than failing (or stepping with a NaN) one by one.
+    (0..batch.len())
+        .into_par_iter()
+        .try_for_each(|i| contacts(i).iter().try_for_each(|c| c.coefficients.check()))?;
     let shared: &Batch = batch;
     let outcomes: Vec<Option<Result<Ended>>> = (0..shared.len())
         .into_par_iter()

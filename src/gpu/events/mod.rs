@@ -241,6 +241,9 @@ impl GpuEventStepper {
             }
         }
         options.check(duration)?;
+        for k in coefficients {
+            k.check()?;
+        }
         let gpu = &mut self.evaluator;
         if gpu.rebuild_for(batch)? {
             self.pipeline = None;

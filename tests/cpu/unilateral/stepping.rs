@@ -451,3 +451,73 @@ fn a_contact_named_twice_is_refused() {
     let mut fresh = engine_sphere(0.0, 1.0, 0.1, [0.0; 6]).0;
     run_instance(&mut fresh, 0, &[one], 0.1, &EventOptions::default()).unwrap();
 }
+
+/// `Coefficients`' fields are public, so a caller can build invalid ones without
+/// `Coefficients::new`; the event paths refuse them with a typed error naming the field and
+/// its range, before any instance steps (the batch is left as it was).
+#[test]
+fn coefficients_built_without_their_checks_are_refused() {
+    use simbatch::cpu::unilateral::run_batch;
+    let (batch0, contact) = engine_sphere(0.0, 1.0, 0.1, [0.0; 6]);
+    let good = Coefficients::with_friction(0.5, 0.3).unwrap();
+    for (bad, field) in [
+        (
+            Coefficients {
+                restitution: f64::NAN,
+                ..good
+            },
+            "restitution",
+        ),
+        (
+            Coefficients {
+                restitution: 1.5,
+                ..good
+            },
+            "restitution",
+        ),
+        (
+            Coefficients {
+                mu_dynamic: -0.1,
+                mu_static: 0.3,
+                ..good
+            },
+            "dynamic friction",
+        ),
+        (
+            Coefficients {
+                mu_static: 0.1,
+                mu_dynamic: 0.3,
+                ..good
+            },
+            "static friction",
+        ),
+        (
+            Coefficients {
+                mu_static: f64::INFINITY,
+                ..good
+            },
+            "static friction",
+        ),
+    ] {
+        assert!(bad.check().is_err());
+        let contact = UnilateralContact {
+            constraint: contact,
+            coefficients: bad,
+        };
+        let mut batch = batch0.clone();
+        let err = run_instance(&mut batch, 0, &[contact], 0.1, &EventOptions::default())
+            .expect_err("invalid coefficients");
+        assert!(err.to_string().contains(field), "{field}: {err}");
+        let err = run_batch(
+            &mut batch,
+            &|_| vec![contact],
+            0.1,
+            &EventOptions::default(),
+        )
+        .expect_err("invalid coefficients");
+        assert!(err.to_string().contains(field), "{field}: {err}");
+        assert_eq!(batch.time(), batch0.time(), "nothing stepped");
+        assert_eq!(batch.status(), batch0.status());
+    }
+    assert!(good.check().is_ok());
+}
