@@ -41,8 +41,8 @@ pub struct GpuStepper {
     /// Per chunk of the evaluator, its stepping buffers, and the chunks' generation they are
     /// bound to.
     chunk_steps: Vec<ChunkStep>,
-    /// The staging buffer the carry and the state columns come back through (a quarter of the
-    /// largest chunk's readback, at most [`STAGING_BYTES`]).
+    /// The staging buffer the carry and the state columns come back through (the largest
+    /// chunk's readback up to 1 MiB, a quarter of it above, at most [`STAGING_BYTES`]).
     staging: Option<wgpu::Buffer>,
     bound_to: u64,
     /// Per chunk, what its last readback brought (the carry, then the state columns, in f64):
