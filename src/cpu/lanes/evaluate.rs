@@ -15,7 +15,7 @@ use crate::batch::{Batch, status};
 use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
-use crate::math::lanes::{LANES, Lane, bits, is_finite, select, splat, values};
+use crate::math::lanes::{LANES, Lane, bits, is_finite, scatter_rows, select, splat, values};
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
 #[inline(always)]
@@ -27,23 +27,19 @@ fn lane_values<const W: usize>(x: &[Lane; W]) -> [[f64; LANES]; W] {
     out
 }
 
-/// Writes lanes `0..count` of the `W` values `x` into `column` at entries
-/// `(at + l) · width + offset + k`: one bounds check for the chunk's rows, one per row for its
-/// `W` values.
+/// Writes lanes `0..count` of the values `x` into `column` at entries
+/// `(at + l) · width + offset + k`: a full chunk (every chunk but a block's last) by
+/// [`scatter_rows`]'s transpose, a partial one value by value.
 #[inline(always)]
-fn put<const W: usize>(
-    column: &mut [f64],
-    width: usize,
-    offset: usize,
-    at: usize,
-    count: usize,
-    x: &[Lane; W],
-) {
-    let x = lane_values(x);
-    let rows = column[at * width..(at + count) * width].chunks_exact_mut(width);
-    for (l, row) in rows.enumerate() {
-        for (k, value) in row[offset..offset + W].iter_mut().enumerate() {
-            *value = x[k][l];
+fn put(column: &mut [f64], width: usize, offset: usize, at: usize, count: usize, x: &[Lane]) {
+    let block = &mut column[at * width..(at + count) * width];
+    if count == LANES {
+        scatter_rows(block, width, offset, x);
+        return;
+    }
+    for (l, row) in block.chunks_exact_mut(width).enumerate() {
+        for (value, x) in row[offset..offset + x.len()].iter_mut().zip(x) {
+            *value = values(*x)[l];
         }
     }
 }
@@ -210,29 +206,34 @@ impl Chunk<'_> {
             }
 
             if per_row {
+                // Each selected output's reported values, then one write per output.
+                let (mut p, mut v, mut a, mut mu) = (
+                    [zero; MAX_ROWS],
+                    [zero; MAX_ROWS],
+                    [zero; MAX_ROWS],
+                    [zero; MAX_ROWS],
+                );
                 let w = out.width;
                 for (s, row) in c.report_slots.iter().enumerate() {
-                    let (p, v, a, m) = match *row {
-                        Some(r) => (
-                            own[r].position_error,
-                            own[r].velocity_error,
-                            acceleration_errors[r],
-                            multipliers[r],
-                        ),
-                        None => (zero, zero, zero, zero),
-                    };
-                    if selected.position_errors {
-                        put(out.position_errors, w, s, at, count, &[p]);
+                    if let Some(r) = *row {
+                        p[s] = own[r].position_error;
+                        v[s] = own[r].velocity_error;
+                        a[s] = acceleration_errors[r];
+                        mu[s] = multipliers[r];
                     }
-                    if selected.velocity_errors {
-                        put(out.velocity_errors, w, s, at, count, &[v]);
-                    }
-                    if selected.acceleration_errors {
-                        put(out.acceleration_errors, w, s, at, count, &[a]);
-                    }
-                    if selected.multipliers {
-                        put(out.multipliers, w, s, at, count, &[m]);
-                    }
+                }
+                let n = c.report_slots.len();
+                if selected.position_errors {
+                    put(out.position_errors, w, 0, at, count, &p[..n]);
+                }
+                if selected.velocity_errors {
+                    put(out.velocity_errors, w, 0, at, count, &v[..n]);
+                }
+                if selected.acceleration_errors {
+                    put(out.acceleration_errors, w, 0, at, count, &a[..n]);
+                }
+                if selected.multipliers {
+                    put(out.multipliers, w, 0, at, count, &mu[..n]);
                 }
             }
 

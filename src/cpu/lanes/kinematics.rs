@@ -56,7 +56,10 @@ impl Chunk<'_> {
     ) -> LaneMask {
         let plan = self.plan;
         let nq = plan.nq();
-        let zero = LaneVec3::repeat(splat(0.0));
+        // Built from its components: `repeat` compiled to overlapping stack copies that stalled
+        // store-to-load forwarding at every derivative.
+        let z = splat(0.0);
+        let zero = LaneVec3::new(z, z, z);
         let mut ok = all_finite(&y[..plan.ny() - 2]);
         for slot in 0..free {
             let q = &y[7 * slot..7 * slot + 7];

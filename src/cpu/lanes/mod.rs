@@ -185,7 +185,11 @@ impl LanePlan {
         for slot in template.constraints() {
             let c = &slot.constraint;
             let (ids, levels) = (c.bodies(), c.row_levels());
-            if ids.is_empty() || ids.len() > 2 || levels.len() > MAX_ROWS {
+            if ids.is_empty()
+                || ids.len() > 2
+                || levels.len() > MAX_ROWS
+                || c.report_slots().len() > MAX_ROWS
+            {
                 return None;
             }
             let mut plan = ConstraintPlan {

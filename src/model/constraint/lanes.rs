@@ -49,7 +49,7 @@ impl<'a> ParamLanes<'a> {
             splat(stored[j])
         } else {
             let [a, b, c, d] = self.instances.map(|i| i * w + j);
-            crate::math::lanes::lanes([stored[a], stored[b], stored[c], stored[d]])
+            crate::math::lanes::four(&stored[a], &stored[b], &stored[c], &stored[d])
         }
     }
 
