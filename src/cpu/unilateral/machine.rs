@@ -284,7 +284,7 @@ impl Machine<'_> {
         let (m, nu) = g.shape();
         let u = |k: usize| self.state.u[k / 6][k % 6];
         let fill = |c: &mut DVector<f64>| {
-            c.resize_vertically_mut(m, 0.0);
+            super::system::shape_vector(c, m);
             for r in 0..m {
                 let mut gu = 0.0;
                 for k in 0..nu {

@@ -131,10 +131,10 @@ impl InstanceContacts {
         let g = &system.jacobian;
         let (m, nu) = g.shape();
         // M⁻¹ Gᵀ, and W = G M⁻¹ Gᵀ symmetrised: (W + Wᵀ) / 2.
-        response.resize_mut(nu, m, 0.0);
+        shape_matrix(&mut response, nu, m);
         g.transpose_to(&mut response);
         factor.solve_columns_in_place(&mut response);
-        w.resize_mut(m, m, 0.0);
+        shape_matrix(&mut w, m, m);
         g.mul_to(&response, &mut w);
         for i in 0..m {
             for j in 0..i {
@@ -188,13 +188,13 @@ impl InstanceContacts {
                 .map(|rows| system.position_errors[rows[2]]),
         );
         // u̇₀ = M⁻¹ (f − c) and the free row accelerations a₀ = G u̇₀ − b.
-        udot_free.resize_vertically_mut(nu, 0.0);
+        shape_vector(&mut udot_free, nu);
         udot_free.copy_from(&system.applied);
         factor.solve_vector_in_place(&mut udot_free);
-        free_acceleration.resize_vertically_mut(m, 0.0);
+        shape_vector(&mut free_acceleration, m);
         g.mul_to(&udot_free, &mut free_acceleration);
         free_acceleration -= &system.bias;
-        velocity.resize_vertically_mut(m, 0.0);
+        shape_vector(&mut velocity, m);
         velocity.copy_from(&system.velocity_errors);
         Ok(Self {
             space: ContactSpace::built(w, contact_rows, bilateral)?,
@@ -229,6 +229,23 @@ impl InstanceContacts {
             }
             *out = self.udot_free[k] - correction;
         }
+    }
+}
+
+/// Gives `matrix` the shape `rows × cols`, keeping its buffer when it has that shape already:
+/// nalgebra's `resize_mut` allocates a new buffer at every call, even to the same shape, and
+/// the event path reshapes its buffers at every derivative. Entries are kept where the shape
+/// is kept and zero where it grows, as `resize_mut`; the callers overwrite them all.
+pub(super) fn shape_matrix(matrix: &mut DMatrix<f64>, rows: usize, cols: usize) {
+    if matrix.shape() != (rows, cols) {
+        matrix.resize_mut(rows, cols, 0.0);
+    }
+}
+
+/// [`shape_matrix`] for a vector of `len` entries.
+pub(super) fn shape_vector(vector: &mut DVector<f64>, len: usize) {
+    if vector.len() != len {
+        vector.resize_vertically_mut(len, 0.0);
     }
 }
 
