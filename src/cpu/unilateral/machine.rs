@@ -2,7 +2,7 @@
 //! derivative with the modes fixed, RK4 steps and the event test at a step's end (what is done
 //! at an event is `event.rs`).
 
-use super::phase::{RowSet, linear_step};
+use super::phase::{RowSet, linear_step_into};
 use super::{Coefficients, ContactMode, InstanceContacts, ModeContact, Tolerances, solve_modes};
 use crate::batch::{Batch, InstanceState};
 use crate::constraints::BodyKinematics;
@@ -71,6 +71,12 @@ pub(super) struct Machine<'a> {
     /// A contact space no longer used, whose buffers the next [`contacts_at`](Self::contacts_at)
     /// builds in.
     pub(super) spare: Option<InstanceContacts>,
+    /// The row sets of the last derivative, kept for their buffer.
+    pub(super) sets: Vec<RowSet>,
+    /// The multipliers of the last RK4 stage, kept for their buffer.
+    pub(super) stage_multipliers: DVector<f64>,
+    /// An RK4 step's stage state and its three derivatives, kept for their buffers.
+    pub(super) stages: [Vec<f64>; 4],
 }
 
 impl Machine<'_> {
@@ -105,77 +111,99 @@ impl Machine<'_> {
         }
     }
 
-    /// `ẏ` at `y` with the contacts in `modes`; a sliding contact slides along its slip while
-    /// that is faster than `v_roll` and not reversed against `frozen` (its direction at the
-    /// step start), else along `frozen` (so a slip that stops inside a step does not flip the
-    /// friction between stages).
-    pub(super) fn derivative(
+    /// `ẏ` at `y` with the contacts in `modes` into `dy`; a sliding contact slides along its
+    /// slip while that is faster than `v_roll` and not reversed against `frozen` (its direction
+    /// at the step start), else along `frozen` (so a slip that stops inside a step does not
+    /// flip the friction between stages). An RK4 stage's: its multipliers go to a buffer the
+    /// machine keeps, as the stages' do not need them.
+    pub(super) fn derivative_into(
         &mut self,
         t: f64,
         y: &[f64],
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-    ) -> Result<Vec<f64>> {
+        dy: &mut Vec<f64>,
+    ) -> Result<()> {
         let contacts = self.contacts_at(t, y)?;
-        let dy = self.derivative_at(&contacts, y, modes, frozen);
+        let mut multipliers = std::mem::take(&mut self.stage_multipliers);
+        self.parts_into(&contacts, y, modes, frozen, dy, &mut multipliers);
+        self.stage_multipliers = multipliers;
         self.spare = Some(contacts);
-        Ok(dy)
+        Ok(())
     }
 
-    /// [`derivative`](Self::derivative) with the contact space at `y` given: `contacts` must be
-    /// what the machine assembled last (its state and system are read too), as a step's start
-    /// is — its first RK4 stage, shared by the step and every bisection point, then costs no
-    /// assembly.
-    pub(super) fn derivative_at(
-        &self,
-        contacts: &InstanceContacts,
-        y: &[f64],
-        modes: &[ContactMode],
-        frozen: &[Option<[f64; 2]>],
-    ) -> Vec<f64> {
-        self.derivative_parts_at(contacts, y, modes, frozen).0
-    }
-
-    /// [`derivative_at`](Self::derivative_at) and the multipliers it found (per row).
+    /// `ẏ` at `y` with the contact space at `y` given, and the multipliers it found (per row):
+    /// `contacts` must be what the machine assembled last (its state and system are read too),
+    /// as a step's start is — its first RK4 stage, shared by the step and every bisection point,
+    /// then costs no assembly.
     pub(super) fn derivative_parts_at(
-        &self,
+        &mut self,
         contacts: &InstanceContacts,
         y: &[f64],
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
     ) -> (Vec<f64>, DVector<f64>) {
-        let sets: Vec<RowSet> = modes
-            .iter()
-            .zip(contacts.space.contacts())
-            .zip(frozen.iter().zip(&self.coefficients))
-            .enumerate()
-            .map(|(c, ((mode, rows), (start, k)))| match *mode {
-                ContactMode::Open => RowSet::Off,
-                ContactMode::Stick => RowSet::Stick,
-                ContactMode::Slide { direction } => {
-                    let (sx, sy) = (contacts.velocity[rows[0]], contacts.velocity[rows[1]]);
-                    let speed = sx.hypot(sy);
-                    let start = start.unwrap_or(direction);
-                    let slip = [sx / speed, sy / speed];
-                    let direction = if self.follows.get(c).copied().unwrap_or(true)
-                        && speed >= self.tol.v_roll
-                        && slip[0] * start[0] + slip[1] * start[1] > 0.0
-                    {
-                        slip
-                    } else {
-                        start
-                    };
-                    RowSet::Slide {
-                        direction,
-                        mu: k.mu_dynamic,
+        let (mut dy, mut multipliers) = (Vec::new(), DVector::zeros(0));
+        self.parts_into(contacts, y, modes, frozen, &mut dy, &mut multipliers);
+        (dy, multipliers)
+    }
+
+    /// [`derivative_parts_at`](Self::derivative_parts_at) into `dy` and `multipliers`, whose
+    /// buffers are reused: the event path computes four derivatives a step, and allocating
+    /// their vectors took a sixth of its time.
+    fn parts_into(
+        &mut self,
+        contacts: &InstanceContacts,
+        y: &[f64],
+        modes: &[ContactMode],
+        frozen: &[Option<[f64; 2]>],
+        dy: &mut Vec<f64>,
+        multipliers: &mut DVector<f64>,
+    ) {
+        let mut sets = std::mem::take(&mut self.sets);
+        sets.clear();
+        sets.extend(
+            modes
+                .iter()
+                .zip(contacts.space.contacts())
+                .zip(frozen.iter().zip(&self.coefficients))
+                .enumerate()
+                .map(|(c, ((mode, rows), (start, k)))| match *mode {
+                    ContactMode::Open => RowSet::Off,
+                    ContactMode::Stick => RowSet::Stick,
+                    ContactMode::Slide { direction } => {
+                        let (sx, sy) = (contacts.velocity[rows[0]], contacts.velocity[rows[1]]);
+                        let speed = sx.hypot(sy);
+                        let start = start.unwrap_or(direction);
+                        let slip = [sx / speed, sy / speed];
+                        let direction = if self.follows.get(c).copied().unwrap_or(true)
+                            && speed >= self.tol.v_roll
+                            && slip[0] * start[0] + slip[1] * start[1] > 0.0
+                        {
+                            slip
+                        } else {
+                            start
+                        };
+                        RowSet::Slide {
+                            direction,
+                            mu: k.mu_dynamic,
+                        }
                     }
-                }
-            })
-            .collect();
-        let multipliers = linear_step(&contacts.space, &contacts.free_acceleration, &sets, &[]);
+                }),
+        );
+        linear_step_into(
+            &contacts.space,
+            &contacts.free_acceleration,
+            &sets,
+            &[],
+            multipliers,
+        );
+        self.sets = sets;
+        let multipliers = &*multipliers;
         let l = self.layout;
-        let mut dy = vec![0.0; y.len()];
-        contacts.udot_into(&multipliers, &mut dy[l.nq..l.nq + l.nu]);
+        dy.clear();
+        dy.resize(y.len(), 0.0);
+        contacts.udot_into(multipliers, &mut dy[l.nq..l.nq + l.nu]);
         let poses = (0..self.state.q.len())
             .map(|k| (7 * k, l.nq + 6 * k))
             .chain((0..self.state.pose.len()).map(|k| (l.poses + 7 * k, l.velocities + 6 * k)));
@@ -212,9 +240,8 @@ impl Machine<'_> {
         // Work on the free bodies: the forces −Gᵀλ deliver −λ · G u = −λ · v + λ · c, where
         // c = v − G u is what the prescribed bodies' motion adds to the row velocities. The
         // contacts take λ · v (above); the prescribed bodies do λ · c. Applied loads do F · v.
-        dy[l.work] = self.motion_power(contacts, &multipliers);
+        dy[l.work] = self.motion_power(contacts, multipliers);
         dy[l.work + 1] = applied_power(self.batch, self.instance, &self.state);
-        (dy, multipliers)
     }
 
     /// The longest step with which RK4 integrates the sliding contacts' friction stably, at
@@ -318,22 +345,32 @@ impl Machine<'_> {
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
     ) -> Result<Vec<f64>> {
-        // The stages' states, one after the other in one buffer.
-        let mut stage = vec![0.0; y.len()];
+        // The stages' states, one after the other in one buffer; the stages' derivatives in
+        // buffers the machine keeps.
+        let [mut stage, mut k2, mut k3, mut k4] = std::mem::take(&mut self.stages);
+        stage.clear();
+        stage.resize(y.len(), 0.0);
         let add = |stage: &mut [f64], b: &[f64], s: f64| {
             for ((out, x), d) in stage.iter_mut().zip(y).zip(b) {
                 *out = x + s * d;
             }
         };
         add(&mut stage, k1, h / 2.0);
-        let k2 = self.derivative(t + h / 2.0, &stage, modes, frozen)?;
-        add(&mut stage, &k2, h / 2.0);
-        let k3 = self.derivative(t + h / 2.0, &stage, modes, frozen)?;
-        add(&mut stage, &k3, h);
-        let k4 = self.derivative(t + h, &stage, modes, frozen)?;
-        let mut out: Vec<f64> = (0..y.len())
-            .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
-            .collect();
+        let mut stages = || -> Result<()> {
+            self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k2)?;
+            add(&mut stage, &k2, h / 2.0);
+            self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k3)?;
+            add(&mut stage, &k3, h);
+            self.derivative_into(t + h, &stage, modes, frozen, &mut k4)
+        };
+        let done = stages();
+        let out = done.map(|()| {
+            (0..y.len())
+                .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
+                .collect::<Vec<f64>>()
+        });
+        self.stages = [stage, k2, k3, k4];
+        let mut out = out?;
         let poses = self.layout.poses;
         for at in (0..self.state.q.len())
             .map(|k| 7 * k)

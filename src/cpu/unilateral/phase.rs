@@ -67,23 +67,39 @@ pub(crate) fn linear_step(
     sets: &[RowSet],
     known: &[Option<f64>],
 ) -> DVector<f64> {
+    let mut value = DVector::zeros(0);
+    linear_step_into(space, target, sets, known, &mut value);
+    value
+}
+
+/// [`linear_step`] into `value`, whose buffer is reused (the event path takes one at every
+/// derivative).
+pub(crate) fn linear_step_into(
+    space: &ContactSpace,
+    target: &DVector<f64>,
+    sets: &[RowSet],
+    known: &[Option<f64>],
+    value: &mut DVector<f64>,
+) {
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut scratch) => linear_step_in(space, target, sets, known, &mut scratch),
+        Ok(mut scratch) => linear_step_in(space, target, sets, known, &mut scratch, value),
         // Not reentrant today; were it ever, a fresh scratch keeps it correct.
-        Err(_) => linear_step_in(space, target, sets, known, &mut Scratch::default()),
+        Err(_) => linear_step_in(space, target, sets, known, &mut Scratch::default(), value),
     })
 }
 
-/// [`linear_step`] in `scratch`'s buffers.
+/// [`linear_step`] in `scratch`'s buffers, into `value`.
 fn linear_step_in(
     space: &ContactSpace,
     target: &DVector<f64>,
     sets: &[RowSet],
     known: &[Option<f64>],
     scratch: &mut Scratch,
-) -> DVector<f64> {
+    value: &mut DVector<f64>,
+) {
     let w = space.delassus();
-    let mut value = DVector::zeros(space.rows());
+    super::system::shape_vector(value, space.rows());
+    value.fill(0.0);
     let Scratch {
         columns,
         equations,
@@ -134,12 +150,12 @@ fn linear_step_in(
     }
     let n = columns.len();
     if n == 0 {
-        return value;
+        return;
     }
     // With nothing known, `value` is zero and the target is what is left.
     let rest_known;
     let rest = if any_known {
-        rest_known = target - w * &value;
+        rest_known = target - w * &*value;
         &rest_known
     } else {
         target
@@ -157,24 +173,25 @@ fn linear_step_in(
         let rhs = DVector::from_column_slice(rhs);
         // The solver iterates on its input; a non-finite one has no answer.
         if !a.iter().chain(rhs.iter()).all(|x| x.is_finite()) {
-            return DVector::from_element(space.rows(), f64::NAN);
+            value.fill(f64::NAN);
+            return;
         }
         let x = solve_min_norm_general(&a, &rhs).0;
-        add_columns(&mut value, columns, x.as_slice());
-        return value;
+        add_columns(value, columns, x.as_slice());
+        return;
     }
     a.clear();
     a.extend((0..n * n).map(|at| entry(at / n, at % n)));
     if !a.iter().chain(rhs.iter()).all(|x| x.is_finite()) {
-        return DVector::from_element(space.rows(), f64::NAN);
+        value.fill(f64::NAN);
+        return;
     }
     x.clear();
     x.resize(n, 0.0);
     work.clear();
     work.resize(n * n + n, 0.0);
     solve_min_norm_rows(a, n, rhs, x, work);
-    add_columns(&mut value, columns, x);
-    value
+    add_columns(value, columns, x);
 }
 
 /// `value += Σ_k x_k · column_k`.

@@ -213,6 +213,9 @@ fn machine_at<'a>(
         armed: vec![false; contacts.len()],
         follows: vec![true; contacts.len()],
         spare: None,
+        sets: Vec::new(),
+        stage_multipliers: nalgebra::DVector::zeros(0),
+        stages: Default::default(),
     };
     let t = machine.state.time;
     machine.contacts_at(t, &y)?;
