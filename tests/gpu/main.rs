@@ -8,6 +8,7 @@
 mod common;
 
 mod contact_laws;
+mod contact_laws_general;
 mod env;
 mod evaluation;
 mod events;

@@ -15,16 +15,19 @@
 //! [`ANSWER_FIELDS`]), emitted as the kernel's constants.
 
 use crate::contact::{Coefficients, ContactMode, ImpactLaw, Tolerances};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::Precision;
-use crate::gpu::buffers::{gpu_allocation_error, layout_entry, read_back_into, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::shader::{KernelSource, launch_constants};
+use run::run_cases;
+
+pub mod general;
+mod run;
 
 /// `shaders/contact_laws.wgsl`.
-pub const CONTACT_LAWS: &str = include_str!("../../shaders/contact_laws.wgsl");
+pub const CONTACT_LAWS: &str = include_str!("../../../shaders/contact_laws.wgsl");
 /// `shaders/contact_laws_batch.wgsl`.
-pub const CONTACT_LAWS_BATCH: &str = include_str!("../../shaders/contact_laws_batch.wgsl");
+pub const CONTACT_LAWS_BATCH: &str = include_str!("../../../shaders/contact_laws_batch.wgsl");
 
 /// A case's values in the kernel's input, in order, with their widths.
 pub const CASE_FIELDS: [(&str, usize); 11] = [
@@ -306,157 +309,23 @@ pub fn solve_contact_laws(
     precision: Precision,
     cases: &[LawCase],
 ) -> Result<Vec<LawAnswer>> {
-    if precision == Precision::F64 && !device.supports_f64 {
-        return Err(Error::InvalidOption {
-            option: "precision",
-            value: "f64".into(),
-            accepted: format!("f32 on {} (no SHADER_F64)", device.info.name),
-        });
-    }
-    if cases.is_empty() {
-        return Ok(Vec::new());
-    }
-    let d = &device.device;
-    let bytes = precision.bytes() as u64;
     let (_, case_len) = offsets(&CASE_FIELDS);
     let (_, answer_len) = offsets(&ANSWER_FIELDS);
-    let workgroup = device.default_workgroup_size();
-    let by_binding = device.limits.max_storage_buffer_binding_size / (case_len as u64 * bytes);
-    let by_dispatch = device.limits.max_compute_workgroups_per_dimension as u64 * workgroup as u64;
-    let chunk = by_binding.min(by_dispatch).clamp(1, cases.len() as u64) as usize;
-
-    let layout = device.kernels.layout(
-        d,
-        "simbatch contact laws",
-        &[
-            layout_entry(0, wgpu::BufferBindingType::Storage { read_only: true }),
-            layout_entry(1, wgpu::BufferBindingType::Storage { read_only: false }),
-            layout_entry(2, wgpu::BufferBindingType::Uniform),
-        ],
-    );
-    let source = kernel_source(precision, workgroup);
-    source.check()?;
-    let pipeline = device
-        .kernels
-        .pipeline(
-            d,
-            &layout,
-            "simbatch contact laws",
-            &source.text,
-            "contact_laws_main",
-        )
-        .map_err(|e| Error::Gpu(format!("the contact laws' kernel: {e}")))?;
-
-    let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-    let make = |label, size: u64, usage| {
-        d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: size.max(16),
-            usage,
-            mapped_at_creation: false,
-        })
-    };
-    let input = make(
-        "simbatch law cases",
-        chunk as u64 * case_len as u64 * bytes,
-        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-    );
-    let output_size = chunk as u64 * answer_len as u64 * bytes;
-    let output = make(
-        "simbatch law answers",
-        output_size,
-        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-    );
-    let staging = make(
-        "simbatch law staging",
-        output_size,
-        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-    );
-    let uniform = make(
-        "simbatch law launch",
-        16,
-        wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-    );
-    if let Some(e) = pollster::block_on(oom.pop()) {
-        return Err(gpu_allocation_error(
-            device,
-            chunk,
-            (output_size * 2 + chunk as u64 * case_len as u64 * bytes) as u128,
-            Some(e),
-        ));
-    }
-    let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("simbatch contact laws"),
-        layout: &layout.bind_group,
-        entries: &[
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: input.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: output.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 2,
-                resource: uniform.as_entire_binding(),
-            },
-        ],
-    });
-
-    let mut answers = Vec::with_capacity(cases.len());
-    let mut values: Vec<f64> = Vec::new();
-    for part in cases.chunks(chunk) {
-        let count = part.len();
-        write_reals(
-            device,
-            precision,
-            &input,
-            0,
-            count * case_len,
-            part.iter().flat_map(case_values),
-        )?;
-        device.queue.write_buffer(
-            &uniform,
-            0,
-            bytemuck::cast_slice(&[count as u32, 0u32, 0u32, 0u32]),
-        );
-        let mut encoder = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("simbatch contact laws"),
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("simbatch contact laws"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(count.div_ceil(workgroup as usize) as u32, 1, 1);
-        }
-        device.queue.submit([encoder.finish()]);
-        let size = count as u64 * answer_len as u64 * bytes;
-        read_back_into(
-            device,
-            &staging,
-            &[(&output, 0, size)],
-            &mut values,
-            |view, out| match precision {
-                Precision::F32 => out.extend(
-                    view.chunks_exact(4)
-                        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as f64),
-                ),
-                Precision::F64 => {
-                    out.extend(view.chunks_exact(8).map(|b| {
-                        f64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-                    }))
-                }
-            },
-        )?;
-        for (c, a) in part.iter().zip(values.chunks_exact(answer_len)) {
-            answers.push(answer_of(c, a));
-        }
-    }
-    Ok(answers)
+    let source = kernel_source(precision, device.default_workgroup_size());
+    let values = run_cases(
+        device,
+        precision,
+        &source,
+        ("contact_laws_main", device.default_workgroup_size()),
+        (case_len, answer_len),
+        cases.len(),
+        |k| case_values(&cases[k]),
+    )?;
+    Ok(cases
+        .iter()
+        .zip(values.chunks_exact(answer_len))
+        .map(|(c, a)| answer_of(c, a))
+        .collect())
 }
 
 #[cfg(test)]
