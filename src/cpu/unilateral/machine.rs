@@ -114,8 +114,8 @@ impl Machine<'_> {
     /// `ẏ` at `y` with the contacts in `modes` into `dy`; a sliding contact slides along its
     /// slip while that is faster than `v_roll` and not reversed against `frozen` (its direction
     /// at the step start), else along `frozen` (so a slip that stops inside a step does not
-    /// flip the friction between stages). An RK4 stage's: its multipliers go to a buffer the
-    /// machine keeps, as the stages' do not need them.
+    /// flip the friction between stages). For an RK4 stage: the multipliers, which the stages
+    /// do not need, go to a buffer the machine keeps.
     pub(super) fn derivative_into(
         &mut self,
         t: f64,
