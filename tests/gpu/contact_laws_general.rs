@@ -470,6 +470,14 @@ fn cases_of_another_shape_are_refused() {
     cases[1].coefficients.pop();
     let e = solve_general_contact_laws(&device, Precision::F32, shape, &cases).unwrap_err();
     assert!(e.to_string().contains("coefficients"), "{e}");
+    // A shape built without `SpaceShape::new` (its fields are public) is checked too.
+    let unchecked = SpaceShape {
+        contacts: 0,
+        bilateral: 0,
+    };
+    let e =
+        solve_general_contact_laws(&device, Precision::F32, unchecked, &cases[..1]).unwrap_err();
+    assert!(e.to_string().contains("contacts"), "{e}");
 }
 
 /// An invocation's answer must not depend on the cases beside it. On lavapipe it does once the

@@ -455,6 +455,8 @@ pub fn solve_general_contact_laws(
     shape: SpaceShape,
     cases: &[GeneralLawCase],
 ) -> Result<Vec<Option<GeneralLawAnswer>>> {
+    // Its fields are public: a shape built without `new` is checked here.
+    SpaceShape::new(shape.contacts, shape.bilateral)?;
     for c in cases {
         check_case(shape, c)?;
     }
