@@ -8,7 +8,8 @@
 // contact space has LAW_ROWS = 3K + LAW_BILATERAL rows in canonical order — contact k's slip and
 // normal rows (x, y, z) at 3k, 3k + 1, 3k + 2, the bilateral rows after them — and W is
 // LAW_ROWS × LAW_ROWS, row-major. Per-contact flags are bit masks (bit k: contact k).
-// Infinite friction (the impact's last resort) is the flag `infinite`, not μ = ∞.
+// Infinite friction (the impact's last resort) is the flag `infinite`, not μ = ∞. The codes,
+// constants and tolerances shared with the one-contact laws are contact_common.wgsl's.
 
 // Loop iterations this invocation has run, every loop of the laws and of the batch kernel
 // counted (`SOFTWARE_LOOP_BUDGET` in src/gpu/contact_laws/general.rs says why).
@@ -24,48 +25,8 @@ alias Rows = array<real, LAW_ROWS>;
 alias Square = array<real, LAW_ROWS_SQ>;
 alias PerContact = array<real, LAW_CONTACTS>;
 
-// A contact's rows in a linear step (`RowSet`).
-const SET_OFF: u32 = 0u;
-const SET_STICK: u32 = 1u;
-const SET_SLIDE: u32 = 2u;
-
-// A contact's mode (`ContactMode`), and the mode determination's impending slip (§3.2).
-const MODE_OPEN: u32 = 0u;
-const MODE_STICK: u32 = 1u;
-const MODE_SLIDE: u32 = 2u;
-const MODE_IMPENDING: u32 = 3u;
-
-// `phase.rs`'s and `impact.rs`'s constants.
-const MAX_DIRECTION_ITERATIONS: u32 = 50u;
-const PAINLEVE: real = 1e-8;
+// `phase.rs`'s tie: violations within this fraction of the worst are pruned together.
 const TIE: real = 1e-9;
-const GUARD_STEPS: u32 = 50u;
-const PI_REAL: real = 3.141592653589793;
-const TAU_REAL: real = 6.283185307179586;
-
-// The residual slip angle at which a sliding direction counts as settled: the CPU's 1e-12 in
-// f64; in f32, what its rounding resolves of an end slip `slip` that is a difference of row
-// velocities of size `scale`.
-fn direction_tolerance(scale: real, slip: real) -> real {
-    if REAL_EPSILON > 1e-10 {
-        return 64.0 * REAL_EPSILON * (1.0 + scale / slip);
-    }
-    return 1e-12;
-}
-
-fn gain_tolerance() -> real {
-    return max(1e-12, 4096.0 * REAL_EPSILON);
-}
-
-// The tolerances of unilateral.md §8 for one instance (`Tolerances`).
-struct ContactTolerances {
-    p_tol: real,
-    v_tol: real,
-    v_cap: real,
-    v_roll: real,
-    f_tol: real,
-    a_tol: real,
-}
 
 // One contact's rows in a linear step: which (SET_*), the sliding direction and coefficient.
 // A known normal value (an expander's) is passed beside the sets, as the CPU's `known`.
@@ -85,19 +46,9 @@ fn has(mask: u32, k: u32) -> bool {
     return (mask & (1u << k)) != 0u;
 }
 
-fn hypot2(v: vec2<real>) -> real {
-    return sqrt(v.x * v.x + v.y * v.y);
-}
-
 // Contact k's tangential pair of `v`.
 fn pair(v: Rows, k: u32) -> vec2<real> {
     return vec2<real>(v[3u * k], v[3u * k + 1u]);
-}
-
-// `a` wrapped into (−π, π] (`wrap_angle`).
-fn wrap_angle(a: real) -> real {
-    let r = a - TAU_REAL * floor(a / TAU_REAL);
-    return select(r, r - TAU_REAL, r > PI_REAL);
 }
 
 // W v.

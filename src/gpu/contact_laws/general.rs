@@ -18,6 +18,7 @@
 //! host gives, which is how `tests/gpu/contact_laws.rs` holds them to the CPU's answers.
 
 use super::run::run_cases;
+use super::{KINDS, impact_kind, modes_kind, offset, offsets};
 use crate::contact::{Coefficients, ContactMode, ImpactLaw, Tolerances};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
@@ -130,25 +131,22 @@ impl SpaceShape {
             ("CASE", self.case_fields()),
             ("ANSWER", self.answer_fields()),
         ] {
-            let mut at = 0;
-            for (name, width) in fields {
+            let (named, len) = offsets(&fields);
+            for (name, at) in named {
                 w.push_str(&format!("const {prefix}_{name}: u32 = {at}u;\n"));
-                at += width;
             }
-            w.push_str(&format!("const {prefix}_LEN: u32 = {at}u;\n"));
+            w.push_str(&format!("const {prefix}_LEN: u32 = {len}u;\n"));
         }
-        for (name, value) in CODES {
+        for (name, value) in KINDS.iter().chain(&CODES) {
             w.push_str(&format!("const {name}: u32 = {value}u;\n"));
         }
         w
     }
 }
 
-/// Case kinds and answer flags, shared with the kernel.
-const CODES: [(&str, u32); 8] = [
-    ("KIND_MODES", 0),
-    ("KIND_POISSON", 1),
-    ("KIND_NEWTON", 2),
+/// Answer flags, shared with the kernel (the case kinds are the one-contact kernel's,
+/// [`super::KINDS`]).
+const CODES: [(&str, u32); 5] = [
     ("FLAG_MODE_CYCLE", 1),
     ("FLAG_CLAMPED", 1),
     ("FLAG_UNCONVERGED", 2),
@@ -169,18 +167,6 @@ const CODES: [(&str, u32); 8] = [
 /// 65 535 is a margin only.
 pub const SOFTWARE_LOOP_BUDGET: u32 = 60_000;
 
-/// Offset of field `name` in `fields`.
-fn offset(fields: &[(&str, usize)], name: &str) -> usize {
-    let mut at = 0;
-    for (n, width) in fields {
-        if *n == name {
-            return at;
-        }
-        at += width;
-    }
-    usize::MAX
-}
-
 /// The several-contact kernel's source for `shape` in `precision`.
 pub fn general_kernel_source(
     precision: Precision,
@@ -197,6 +183,7 @@ pub fn general_kernel_source(
         &[
             ("the contact space's constants", &shape.constants()),
             ("the launch constants", &launch),
+            ("contact_common.wgsl", super::CONTACT_COMMON),
             ("contact_laws_general.wgsl", CONTACT_LAWS_GENERAL),
             ("contact_phases_general.wgsl", CONTACT_PHASES_GENERAL),
             ("contact_impact_general.wgsl", CONTACT_IMPACT_GENERAL),
@@ -358,19 +345,25 @@ fn case_values(c: &GeneralLawCase) -> Vec<f64> {
             modes,
             touching,
             slips,
-        } => (free, 0.0, mask(touching), Some((modes, slips)), 0.0),
+        } => (
+            free,
+            modes_kind(),
+            mask(touching),
+            Some((modes, slips)),
+            0.0,
+        ),
         GeneralLawQuery::Impact {
             velocity,
             energy,
             participates,
             law,
-        } => {
-            let kind = match law {
-                ImpactLaw::Poisson => 1.0,
-                ImpactLaw::Newton => 2.0,
-            };
-            (velocity, kind, mask(participates), None, *energy)
-        }
+        } => (
+            velocity,
+            impact_kind(*law),
+            mask(participates),
+            None,
+            *energy,
+        ),
     };
     let t = &c.tolerances;
     v.extend(rows);

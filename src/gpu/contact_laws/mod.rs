@@ -26,6 +26,9 @@ mod run;
 
 /// `shaders/contact_laws.wgsl`.
 pub const CONTACT_LAWS: &str = include_str!("../../../shaders/contact_laws.wgsl");
+/// `shaders/contact_common.wgsl`: what the one-contact and the several-contact laws share
+/// (codes, constants, tolerances, small helpers); every laws kernel has it before its laws.
+pub const CONTACT_COMMON: &str = include_str!("../../../shaders/contact_common.wgsl");
 /// `shaders/contact_laws_batch.wgsl`.
 pub const CONTACT_LAWS_BATCH: &str = include_str!("../../../shaders/contact_laws_batch.wgsl");
 
@@ -57,11 +60,25 @@ pub const ANSWER_FIELDS: [(&str, usize); 9] = [
     ("FLAGS", 1),
 ];
 
-/// Case kinds and answer flags, shared with the kernel.
-const CODES: [(&str, u32); 10] = [
-    ("KIND_MODES", 0),
-    ("KIND_POISSON", 1),
-    ("KIND_NEWTON", 2),
+/// Case kinds, shared with both laws kernels (the one-contact and the several-contact one).
+pub(super) const KINDS: [(&str, u32); 3] =
+    [("KIND_MODES", 0), ("KIND_POISSON", 1), ("KIND_NEWTON", 2)];
+
+/// The case kind of a mode determination, as the host writes it.
+pub(super) fn modes_kind() -> f64 {
+    f64::from(KINDS[0].1)
+}
+
+/// The case kind of an impact under `law`, as the host writes it.
+pub(super) fn impact_kind(law: ImpactLaw) -> f64 {
+    f64::from(match law {
+        ImpactLaw::Poisson => KINDS[1].1,
+        ImpactLaw::Newton => KINDS[2].1,
+    })
+}
+
+/// Answer flags, shared with the kernel.
+const CODES: [(&str, u32); 7] = [
     ("FLAG_PAINLEVE", 1),
     ("FLAG_MODE_CYCLE", 2),
     ("FLAG_CLOSED", 1),
@@ -71,7 +88,8 @@ const CODES: [(&str, u32); 10] = [
     ("FLAG_EXHAUSTED", 16),
 ];
 
-fn offsets(fields: &[(&str, usize)]) -> (Vec<(String, usize)>, usize) {
+/// Each field's offset in a record of `fields` (names and widths, in order), and the length.
+pub(super) fn offsets(fields: &[(&str, usize)]) -> (Vec<(String, usize)>, usize) {
     let mut at = 0;
     let mut out = Vec::new();
     for (name, width) in fields {
@@ -81,7 +99,8 @@ fn offsets(fields: &[(&str, usize)]) -> (Vec<(String, usize)>, usize) {
     (out, at)
 }
 
-fn offset(fields: &[(&str, usize)], name: &str) -> usize {
+/// The offset of field `name` in a record of `fields`.
+pub(super) fn offset(fields: &[(&str, usize)], name: &str) -> usize {
     offsets(fields)
         .0
         .into_iter()
@@ -107,7 +126,7 @@ pub fn layout_constants() -> String {
         }
         w.push_str(&format!("const {prefix}_LEN: u32 = {len}u;\n"));
     }
-    for (name, value) in CODES {
+    for (name, value) in KINDS.iter().chain(&CODES) {
         w.push_str(&format!("const {name}: u32 = {value}u;\n"));
     }
     w
@@ -120,6 +139,7 @@ pub fn kernel_source(precision: Precision, workgroup_size: u32) -> KernelSource 
         &[
             ("the contact laws' layout constants", &layout_constants()),
             ("the launch constants", &launch_constants(workgroup_size)),
+            ("contact_common.wgsl", CONTACT_COMMON),
             ("contact_laws.wgsl", CONTACT_LAWS),
             ("contact_laws_batch.wgsl", CONTACT_LAWS_BATCH),
         ],
@@ -229,28 +249,30 @@ fn case_values(c: &LawCase) -> Vec<f64> {
             slip,
         } => {
             let (code, direction) = mode.code();
-            (free, 0.0, touching, f64::from(code), direction, slip, 0.0)
+            (
+                free,
+                modes_kind(),
+                touching,
+                f64::from(code),
+                direction,
+                slip,
+                0.0,
+            )
         }
         LawQuery::Impact {
             velocity,
             energy,
             participates,
             law,
-        } => {
-            let kind = match law {
-                ImpactLaw::Poisson => 1.0,
-                ImpactLaw::Newton => 2.0,
-            };
-            (
-                velocity,
-                kind,
-                participates,
-                0.0,
-                [1.0, 0.0],
-                [0.0; 2],
-                energy,
-            )
-        }
+        } => (
+            velocity,
+            impact_kind(law),
+            participates,
+            0.0,
+            [1.0, 0.0],
+            [0.0; 2],
+            energy,
+        ),
     };
     let t = &c.tolerances;
     let k = &c.coefficients;

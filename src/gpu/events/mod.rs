@@ -63,6 +63,10 @@ pub fn event_kernel_source(
 ) -> KernelSource {
     let mut source = stepping_source(precision, layout, workgroup_size, 1, false);
     source.append("the event constants", &event_constants(rows));
+    source.append(
+        "contact_common.wgsl",
+        crate::gpu::contact_laws::CONTACT_COMMON,
+    );
     source.append("contact_laws.wgsl", crate::gpu::contact_laws::CONTACT_LAWS);
     source.append("event_machine.wgsl", EVENT_MACHINE);
     source.append("event_step.wgsl", EVENT_STEP);
