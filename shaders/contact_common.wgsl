@@ -2,6 +2,10 @@
 // (contact_laws_general.wgsl): row-set and mode codes, `phase.rs`'s and `impact.rs`'s
 // constants, the tolerances of unilateral.md §8, and the small helpers both twins use.
 
+// Loop iterations this invocation has run: the several-contact laws and the event kernels count
+// every loop they run (`SOFTWARE_LOOP_BUDGET` in src/gpu/contact_laws/general.rs says why).
+var<private> loop_count: u32;
+
 // A contact's rows in a linear step (`RowSet`).
 const SET_OFF: u32 = 0u;
 const SET_STICK: u32 = 1u;

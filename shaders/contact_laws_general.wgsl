@@ -11,10 +11,6 @@
 // Infinite friction (the impact's last resort) is the flag `infinite`, not μ = ∞. The codes,
 // constants and tolerances shared with the one-contact laws are contact_common.wgsl's.
 
-// Loop iterations this invocation has run, every loop of the laws and of the batch kernel
-// counted (`SOFTWARE_LOOP_BUDGET` in src/gpu/contact_laws/general.rs says why).
-var<private> loop_count: u32;
-
 // `atan2_real` with the iterations of its loop (two, in f64's `trig_f64.wgsl`) counted.
 fn counted_atan2(y: real, x: real) -> real {
     loop_count += 2u;

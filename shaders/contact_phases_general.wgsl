@@ -8,16 +8,16 @@ alias Jacobian = array<real, LAW_CONTACTS_SQ>;
 // `lu().solve`; `ok` false where a pivot is zero or the answer not finite. Every index is a loop
 // counter (the same in every invocation): the pivot's row swap is a select, not a store at a
 // per-invocation index, which lavapipe's vectorised invocations do not always keep apart.
-struct Solved {
+struct LuSolved {
     x: PerContact,
     ok: bool,
 }
 
-fn lu_solve(j_in: Jacobian, rhs: PerContact) -> Solved {
+fn lu_solve(j_in: Jacobian, rhs: PerContact) -> LuSolved {
     let n = LAW_CONTACTS;
     var a = j_in;
     var b = rhs;
-    var out: Solved;
+    var out: LuSolved;
     out.ok = true;
     for (var k = 0u; k < n; k++) { loop_count += 1u;
         var p = k;

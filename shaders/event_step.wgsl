@@ -1,24 +1,11 @@
-// Event-driven stepping of instances with one unilateral contact (stage 1 of
-// docs/gpu-unilateral.md): twin of `simulate` (src/cpu/unilateral/stepper.rs), `settle`
-// (event.rs) and the `Machine` (machine.rs), with the laws of contact_laws.wgsl. Appended to the
-// stepping kernel (RK4, no projection), whose state, derivative pieces and generated body walks
-// it uses.
-//
-// Each instance is a state machine that resumes across dispatches (lavapipe's JIT cannot take
-// an event's 200 bisection steps in one): a dispatch runs at most `launch.steps` trials — a
-// plain RK4 step, one bisection point, or the settling at an event — and leaves its progress in
-// the carry columns (EVENT_*, offsets from the host). The state stays in the input columns.
-// From the host: CONTACT_ROW_X, _Y, _Z (the contact's rows in the template's row order), the
-// carry offsets, EVENT_PHASE_*, MAX_BISECTIONS, MIN_STEP_FRACTION, STABLE_STEP_FACTOR.
-
-struct EventParams {
-    step: real,
-    duration: real,
-    max_events: u32,
-    newton: u32,
-}
-
-@group(0) @binding(4) var<storage, read> event_params: EventParams;
+// The one-contact half of event-driven stepping (stage 1 of docs/gpu-unilateral.md): the
+// contact space of an instance with one unilateral contact, the derivative in its mode, the
+// event test and the settling at an event — twin of src/cpu/unilateral/{machine.rs, event.rs}
+// for one contact, with the laws of contact_laws.wgsl. Appended to the stepping kernel (RK4, no
+// projection), whose state, derivative pieces and generated body walks it uses; the entry point
+// is event_trial.wgsl's. From the host: CONTACT_ROW_X, _Y, _Z (the contact's
+// rows in the template's row order), the carry offsets, EVENT_PHASE_*, MAX_BISECTIONS,
+// MIN_STEP_FRACTION, STABLE_STEP_FACTOR, LOOP_BUDGET.
 
 // The instance's contact space at a state (`InstanceContacts`): W over the contact's rows
 // (symmetrised), their velocities and free accelerations a₀ = G u̇₀ − b, the separation, and
@@ -91,6 +78,43 @@ fn apply_impulse(s: ptr<function, State>, c: Space, impulse: vec3<real>) {
     (*s).work.x += dot(impulse, c.velocity - c.gu);
 }
 
+// The friction-loss integral (one contact).
+alias Losses = real;
+
+// The multipliers over the contact space's rows.
+alias Values = vec3<real>;
+
+fn integrate_losses(start: Losses, h: real, k1: Losses, k2: Losses, k3: Losses, k4: Losses) -> Losses {
+    return start + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+}
+
+// The sliding direction frozen at a step's start and whether the friction follows the slip at
+// the step's stages (`simulate`'s `frozen` and `Machine::follows`).
+struct Frozen {
+    direction: vec2<real>,
+    follows: bool,
+}
+
+// At a step's start `c`: a sliding contact is armed once its slip exceeds v_roll; the friction
+// keeps the mode's direction below it, and follows the slip at the stages only above it.
+fn step_start(m: ptr<function, Machine>, c: Space) -> Frozen {
+    var out = Frozen((*m).direction, true);
+    if (*m).mode == MODE_SLIDE {
+        let speed = hypot2(c.velocity.xy);
+        if speed > (*m).tol.v_roll {
+            (*m).armed = true;
+            out.direction = c.velocity.xy / speed;
+        }
+        out.follows = speed > (*m).tol.v_roll;
+    }
+    return out;
+}
+
+// How deep the contact is inside its plane (≥ 0).
+fn deepest_penetration(c: Space) -> real {
+    return max(0.0, -c.separation);
+}
+
 // ẏ with the contact in its mode (`derivative_parts_at`): the rates of the bodies and the work,
 // the friction loss's rate λ · v, and λ.
 struct EventDerivative {
@@ -99,15 +123,15 @@ struct EventDerivative {
     multipliers: vec3<real>,
 }
 
-fn event_derivative(i: u32, s: State, c: Space, m: Machine, frozen: vec2<real>, follows: bool) -> EventDerivative {
-    var rowset = RowSet(SET_OFF, frozen, m.mu_dynamic, false, 0.0);
+fn event_derivative(i: u32, s: State, c: Space, m: Machine, frozen: Frozen) -> EventDerivative {
+    var rowset = RowSet(SET_OFF, frozen.direction, m.mu_dynamic, false, 0.0);
     if m.mode == MODE_STICK {
         rowset.kind = SET_STICK;
     } else if m.mode == MODE_SLIDE {
         rowset.kind = SET_SLIDE;
         let speed = hypot2(c.velocity.xy);
         let slip = c.velocity.xy / speed;
-        if follows && speed >= m.tol.v_roll && dot(slip, frozen) > 0.0 {
+        if frozen.follows && speed >= m.tol.v_roll && dot(slip, frozen.direction) > 0.0 {
             rowset.direction = slip;
         }
     }
@@ -128,8 +152,8 @@ fn event_derivative(i: u32, s: State, c: Space, m: Machine, frozen: vec2<real>, 
 
 // The longest step RK4 takes the sliding friction stably with (`stable_step`): 2 / κ with
 // κ = ‖W_TT‖∞ μ_d N / max(|v_t|, v_roll), for a contact whose friction follows its slip.
-fn stable_step(c: Space, m: Machine, follows: bool, multipliers: vec3<real>) -> real {
-    if m.mode != MODE_SLIDE || !follows {
+fn stable_step(c: Space, m: Machine, frozen: Frozen, multipliers: vec3<real>) -> real {
+    if m.mode != MODE_SLIDE || !frozen.follows {
         return -1.0;
     }
     let speed = hypot2(c.velocity.xy);
@@ -141,67 +165,21 @@ fn stable_step(c: Space, m: Machine, follows: bool, multipliers: vec3<real>) -> 
     return STABLE_STEP_FACTOR / (norm * rate);
 }
 
-// The least value of the cubic Hermite interpolant of s over a step at its interior critical
-// points (`hermite_minimum`); a large value when it has none.
-fn hermite_minimum(s_a: real, v_a: real, s_b: real, v_b: real, h: real) -> real {
-    let delta = s_b - s_a;
-    let c1 = h * v_a;
-    let c2 = 3.0 * delta - h * (2.0 * v_a + v_b);
-    let c3 = h * (v_a + v_b) - 2.0 * delta;
-    let qa = 3.0 * c3;
-    let qb = 2.0 * c2;
-    let qc = c1;
-    var least: real = 1.0;
-    var none = true;
-    var roots = vec2<real>(-1.0, -1.0);
-    if abs(qa) < 1e-30 {
-        if abs(qb) > 0.0 {
-            roots.x = -qc / qb;
-        }
-    } else {
-        let disc = qb * qb - 4.0 * qa * qc;
-        if disc >= 0.0 {
-            let r = sqrt(disc);
-            roots = vec2<real>((-qb - r) / (2.0 * qa), (-qb + r) / (2.0 * qa));
-        }
-    }
-    for (var k = 0u; k < 2u; k++) {
-        let t = roots[k];
-        if t > 0.0 && t < 1.0 {
-            let value = s_a + t * (c1 + t * (c2 + t * c3));
-            if none || value < least {
-                least = value;
-                none = false;
-            }
-        }
-    }
-    return select(least, 1.0, none);
-}
-
 // Whether the step from (a) to (b) of length h holds an event (`has_event`): the open contact
 // closes (its separation, or the Hermite dip inside the step), the armed sliding contact's slip
 // along its step-start direction falls to v_roll, or the modes determined at b differ.
-fn has_event(a: Space, b: Space, h: real, m: Machine, frozen: vec2<real>) -> bool {
+fn has_event(a: Space, b: Space, h: real, m: Machine, frozen: Frozen) -> bool {
     let v_tol = m.tol.v_tol;
     if m.mode == MODE_OPEN {
         let s_a = a.separation;
         let v_a = a.velocity.z;
         let s_b = b.separation;
         let v_b = b.velocity.z;
-        let dips = hermite_minimum(s_a, v_a, s_b, v_b, h) <= 0.0;
-        var closes = false;
-        if s_a > 0.0 {
-            closes = s_b <= 0.0 || dips;
-        } else if s_b <= 0.0 {
-            closes = v_b < -v_tol || (v_a > v_tol && v_b <= v_tol);
-        } else {
-            closes = dips;
-        }
-        if closes {
+        if closes(s_a, v_a, s_b, v_b, h, v_tol) {
             return true;
         }
     }
-    if m.mode == MODE_SLIDE && m.armed && dot(b.velocity.xy, frozen) <= m.tol.v_roll {
+    if m.mode == MODE_SLIDE && m.armed && dot(b.velocity.xy, frozen.direction) <= m.tol.v_roll {
         return true;
     }
     let determined = solve_modes(b.w, b.free, m.mode, m.direction, m.mode != MODE_OPEN, b.velocity.xy, m.mu_static, m.mu_dynamic, m.tol);
@@ -345,36 +323,21 @@ fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, i
     return true;
 }
 
-// The bracket an event is located to at time t (`bracket_at`): t_tol, or 4 ulp of t where that
-// is wider (bounded here by 4 |t| ε).
-fn bracket_at(m: Machine, t: real) -> real {
-    return max(m.t_tol, 4.0 * abs(t) * REAL_EPSILON);
-}
-
-fn machine_time(m: Machine) -> real {
-    return m.start + (m.elapsed - m.elapsed_low);
-}
-
-// Adds h to the elapsed time, compensated (as the stepping kernel's).
-fn add_elapsed(m: ptr<function, Machine>, h: real) {
-    let y = h - (*m).elapsed_low;
-    let t = (*m).elapsed + y;
-    (*m).elapsed_low = (t - (*m).elapsed) - y;
-    (*m).elapsed = t;
-}
-
-// One trial of the machine: a step (committed, or the start of a bracket), one bisection
-// point, or the step that ends a bracket and the settling after it. The RK4 stages, the step's
-// start and its end share one assembly and one derivative in one loop. False when the instance
-// is done or stopped.
+// One trial of the machine: the settling at the start (the modes there, and the impact of a
+// contact approaching), a step (committed, or the start of a bracket), one bisection point, or
+// the step that ends a bracket and the settling after it. The RK4 stages, the step's start and
+// its end share one assembly and one derivative in one loop, and both settlings one call, so the
+// kernel holds one copy of each (lavapipe compiles a copy per call site). False when the
+// instance is done or stopped.
 fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     let y = *s;
     let t = y.time;
     let left = event_params.duration - ((*m).elapsed - (*m).elapsed_low);
+    let starting = (*m).phase == EVENT_PHASE_START;
     let bisecting = (*m).phase == EVENT_PHASE_BISECT;
-    if !bisecting && left <= 64.0 * REAL_EPSILON * max(event_params.duration, 1.0) {
+    if !starting && !bisecting && left <= 64.0 * REAL_EPSILON * max(event_params.duration, 1.0) {
         let end = contact_space(i, y);
-        (*m).penetration = max(0.0, -end.separation);
+        (*m).penetration = deepest_penetration(end);
         if (*m).penetration > (*m).tol.p_tol {
             (*m).status |= CONSTRAINT_VIOLATED;
         }
@@ -382,17 +345,19 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
         return false;
     }
     var a: Space;
-    var frozen = (*m).direction;
-    var follows = true;
+    var frozen: Frozen;
     var k1: EventDerivative;
     var k2: EventDerivative;
     var k3: EventDerivative;
     var h: real = 0.0;
     var closing = false;
     var y_b = y;
-    var loss_b: real = 0.0;
+    var loss_b: Losses;
     var event = false;
-    for (var k = 0u; k < 5u; k++) {
+    for (var k = 0u; k < 5u; k++) { loop_count += 1u;
+        if starting {
+            break;
+        }
         var y_k = y;
         if k == 1u {
             y_k = at_time(advance_state(y, h / 2.0, k1.d), t + h / 2.0);
@@ -414,129 +379,52 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
         }
         if k == 0u {
             a = c;
-            let speed = hypot2(c.velocity.xy);
-            if (*m).mode == MODE_SLIDE {
-                // Armed once the slip exceeds v_roll; the friction keeps the mode's direction
-                // below it, and follows the slip at the stages only above it.
-                if speed > (*m).tol.v_roll {
-                    (*m).armed = true;
-                    frozen = c.velocity.xy / speed;
-                }
-                follows = speed > (*m).tol.v_roll;
-            }
+            frozen = step_start(m, c);
         }
-        let dk = event_derivative(i, y_k, c, *m, frozen, follows);
+        let dk = event_derivative(i, y_k, c, *m, frozen);
         if !dk.d.ok {
             (*m).status |= NONFINITE_STATE;
             return false;
         }
         if k == 0u {
             k1 = dk;
-            if bisecting {
-                closing = (*m).hi - (*m).lo <= bracket_at(*m, t + (*m).hi) || (*m).bisections >= MAX_BISECTIONS;
-                h = select(0.5 * ((*m).lo + (*m).hi), (*m).hi, closing);
-            } else {
-                let stable = stable_step(c, *m, follows, dk.multipliers);
-                h = event_params.step;
-                if stable >= 0.0 {
-                    h = min(h, max(stable, event_params.step * MIN_STEP_FRACTION));
-                }
-                h = min(h, left);
-            }
+            h = step_length(c, *m, frozen, dk.multipliers, t, left, &closing);
         } else if k == 1u {
             k2 = dk;
         } else if k == 2u {
             k3 = dk;
         } else {
-            var next = y;
-            next.work += h / 6.0 * (k1.d.power + 2.0 * k2.d.power + 2.0 * k3.d.power + dk.d.power);
-            rk4_bodies(&next, h, k1.d, k2.d, k3.d, dk.d);
-            next.time = t + h;
-            if !normalize_state(&next) {
+            var next: State;
+            if !rk4_end(y, t, h, k1.d, k2.d, k3.d, dk.d, &next) {
                 (*m).status |= NONFINITE_STATE;
                 return false;
             }
             y_b = next;
-            loss_b = (*m).friction_loss + h / 6.0 * (k1.loss + 2.0 * k2.loss + 2.0 * k3.loss + dk.loss);
+            loss_b = integrate_losses((*m).friction_loss, h, k1.loss, k2.loss, k3.loss, dk.loss);
             if closing {
                 break;
             }
         }
     }
-    if closing {
-        // The bracket is closed: commit its upper end and settle there.
-        *s = y_b;
-        (*m).friction_loss = loss_b;
-        add_elapsed(m, h);
-        (*m).steps += 1u;
+    if starting || closing {
+        if closing {
+            // The bracket is closed: commit its upper end and settle there.
+            *s = y_b;
+            (*m).friction_loss = loss_b;
+            add_elapsed(m, h);
+            (*m).steps += 1u;
+        }
         (*m).phase = EVENT_PHASE_STEP;
-        if !settle(i, s, m, t + h, false) {
+        if !settle(i, s, m, t + h, starting) {
             (*m).status |= NONFINITE_STATE;
             return false;
         }
-        if (*m).events > event_params.max_events {
+        if !starting && (*m).events > event_params.max_events {
             (*m).status |= STEP_FAILED;
             return false;
         }
         return true;
     }
-    if bisecting {
-        if event {
-            (*m).hi = h;
-        } else {
-            (*m).lo = h;
-        }
-        (*m).bisections += 1u;
-        return true;
-    }
-    if !event {
-        *s = y_b;
-        (*m).friction_loss = loss_b;
-        add_elapsed(m, h);
-        (*m).steps += 1u;
-        return true;
-    }
-    // An event inside this step: bisect on real steps from its start, in (0, h].
-    (*m).phase = EVENT_PHASE_BISECT;
-    (*m).lo = 0.0;
-    (*m).hi = h;
-    (*m).bisections = 0u;
-    return true;
+    return after_step(s, m, y_b, loss_b, h, event);
 }
 
-// One thread per instance, at most `launch.steps` trials per dispatch.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn event_main(@builtin(global_invocation_id) id: vec3<u32>) {
-    let i = id.x;
-    if i >= launch.count {
-        return;
-    }
-    var m = load_machine(i);
-    if m.status != 0u || m.phase == EVENT_PHASE_DONE {
-        return;
-    }
-    var s = load_state(i);
-    s.time = machine_time(m);
-    for (var k = 0u; k < launch.steps; k++) {
-        if m.phase == EVENT_PHASE_START {
-            // The modes at the start, and the impact of a contact approaching there.
-            if !settle(i, &s, &m, s.time, true) {
-                m.status |= NONFINITE_STATE;
-                break;
-            }
-            m.phase = EVENT_PHASE_STEP;
-            continue;
-        }
-        if !trial(i, &s, &m) {
-            break;
-        }
-        s.time = machine_time(m);
-    }
-    if m.status == 0u {
-        store_state(i, s);
-        if m.phase == EVENT_PHASE_DONE {
-            input[input_at(TIME_IN, 1u, i)] = s.time;
-        }
-    }
-    store_machine(i, m);
-}

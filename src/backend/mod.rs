@@ -13,6 +13,7 @@
 
 mod evaluator;
 mod stepper;
+mod unilateral;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use crate::gpu::{GpuDevice, Precision};
 
 pub use evaluator::Evaluator;
 pub use stepper::Stepper;
+pub use unilateral::{UnilateralCall, UnilateralRunner};
 
 /// Environment variable that overrides the backend chosen in code.
 pub const BACKEND_ENV: &str = "SIMBATCH_BACKEND";

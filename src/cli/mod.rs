@@ -382,24 +382,19 @@ pub fn run_study(
     study::check_fits(scenario, &range)?;
     study::validate(scenario, range.clone())?;
     let (runner, backend_text) = Runner::resolve(backend, scenario.simulation.precision)?;
-    // Unilateral contacts run on the GPU's event kernel when each instance is one ball and
-    // its contact (stage 1 of docs/gpu-unilateral.md), else on the event-driven CPU path
-    // whatever was asked: say so.
+    // Unilateral contacts run on the GPU's event kernels when the template is within their
+    // reach (docs/gpu-unilateral.md), else on the event-driven CPU path (said on the log).
     let unilateral = scenario
         .constraints
         .iter()
         .any(|c| c.unilateral().is_some());
     let (runner, backend_text) = match runner {
-        Runner::Gpu(_) if unilateral && !unilateral::gpu_stage_one(scenario) => (
-            Runner::Cpu,
-            format!(
-                "cpu (unilateral contacts run on the CPU unless each instance is one body \
-                 with one contact; {backend_text} not used)"
-            ),
-        ),
         Runner::Gpu(d) if unilateral => (
             Runner::Gpu(d),
-            format!("{backend_text}, event-driven unilateral kernel"),
+            format!(
+                "{backend_text}, event-driven unilateral kernels (a template outside their \
+                 reach, and instances a software adapter's loop budget withholds, run on the CPU)"
+            ),
         ),
         runner => (runner, backend_text),
     };

@@ -1,25 +1,24 @@
 //! A study group whose contacts are unilateral (`contact = "unilateral"`): every instance runs
-//! event-driven from checkpoint to checkpoint — on the CPU path
-//! (`cpu::unilateral::run_batch_resuming`), or on the GPU's event kernel
-//! (`gpu::events::GpuEventStepper`) when the study runs on a GPU and each instance is one body
-//! with one contact ([`gpu_stage_one`]) — with its own drawn restitution and friction, and
-//! reports per contact its final mode, impacts, first impact, last mode change and the energy
-//! its impacts took.
+//! event-driven from checkpoint to checkpoint through `backend::UnilateralRunner` — on the GPU's
+//! event kernels when the study runs on a GPU and the template is within their reach (up to 8
+//! contacts beside up to 12 bilateral rows), else on the CPU path — with its own drawn
+//! restitution and friction, and reports per contact its final mode, impacts, first impact, last
+//! mode change and the energy its impacts took.
 
 use super::CliError;
 use super::instances::Sampled;
 use super::scenario::Scenario;
 use super::study::{GroupOutput, Progress, Runner, checkpoint, checkpoint_count};
+use crate::backend::UnilateralRunner;
 use crate::batch::{Batch, status};
 use crate::constraints::Params;
 use crate::cpu::assembly::{AssemblyOptions, assemble_positions, assemble_velocities};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::unilateral::{
     Coefficients, ContactMode, ContactRecord, EventOptions, InstanceContacts, UnilateralContact,
-    contact_multipliers, run_batch_resuming,
+    contact_multipliers,
 };
 use crate::gpu::GpuOptions;
-use crate::gpu::events::GpuEventStepper;
 use crate::model::{BodyId, ConstraintId};
 use crate::step::{Integrator, Stabilization};
 
@@ -39,16 +38,9 @@ pub fn mode_code(mode: ContactMode) -> f64 {
     f64::from(mode.code().0)
 }
 
-/// Whether a scenario's instances are what the GPU's event kernel runs (stage 1 of
-/// `docs/gpu-unilateral.md`): one free body and one constraint, a unilateral contact, on Ground
-/// or a prescribed plane.
-pub fn gpu_stage_one(sc: &Scenario) -> bool {
-    sc.bodies.len() == 1 && sc.constraints.len() == 1 && sc.constraints[0].unilateral().is_some()
-}
-
 /// Runs one group (every constraint a unilateral contact; the scenario checks it), on the
-/// GPU's event kernel when `runner` is a GPU (the caller has checked [`gpu_stage_one`]), else
-/// on the CPU's event path.
+/// GPU's event kernels when `runner` is a GPU and the template is within their reach, else on
+/// the CPU's event path (saying why on the log).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_group(
     sc: &Scenario,
@@ -69,16 +61,19 @@ pub(super) fn run_group(
         assembly_failed,
     } = setup;
     let contacts = |i: usize| contacts_of(&ids, &coefficients[i]);
-    let mut gpu = match runner {
-        Runner::Gpu(device) => Some(GpuEventStepper::new(
+    let mut events_runner = match runner {
+        Runner::Gpu(device) => UnilateralRunner::gpu(
             device.clone(),
             &batch,
-            ids[0],
+            &ids,
             sc.simulation.precision,
             GpuOptions::default(),
-        )?),
-        Runner::Cpu => None,
+        )?,
+        Runner::Cpu => UnilateralRunner::cpu(&ids),
     };
+    if let Some(note) = events_runner.note() {
+        log::warn!("{note}");
+    }
     let energy0: Vec<f64> = (0..n)
         .map(|i| batch.energy(i).unwrap_or(f64::NAN))
         .collect();
@@ -144,22 +139,14 @@ pub(super) fn run_group(
             .iter()
             .map(|per| per.iter().copied().collect())
             .collect();
-        let runs: Vec<Option<Vec<ContactRecord>>> = match &mut gpu {
-            Some(stepper) => {
-                let first: Vec<Coefficients> = coefficients.iter().map(|k| k[0]).collect();
-                let previous: Vec<Option<ContactRecord>> =
-                    previous.iter().map(|p| p.as_ref().map(|p| p[0])).collect();
-                stepper
-                    .run(&mut batch, &first, t - elapsed, &events, &previous)?
-                    .into_iter()
-                    .map(|run| run.map(|r| vec![r.contact]))
-                    .collect()
-            }
-            None => run_batch_resuming(&mut batch, &contacts, t - elapsed, &events, &previous)?
-                .into_iter()
-                .map(|run| run.map(|r| r.contacts))
-                .collect(),
-        };
+        let call = events_runner.run(&mut batch, &coefficients, t - elapsed, &events, &previous)?;
+        if events_runner.on_gpu() && call.handed_to_cpu() > 0 {
+            log::info!(
+                "checkpoint {k}: {} instances the GPU's event kernel withheld ran on the CPU",
+                call.handed_to_cpu()
+            );
+        }
+        let runs = call.records;
         elapsed = t;
         for (per, run) in records.iter_mut().zip(runs) {
             let Some(run) = run else { continue };

@@ -38,6 +38,7 @@ pub use modes::{ModeContact, ModeSolution, solve_modes};
 pub use phase::RowSet;
 pub use stepper::{
     Event, EventRun, contact_multipliers, run_batch, run_batch_resuming, run_instance,
+    run_selected_resuming,
 };
 pub use system::InstanceContacts;
 

@@ -87,7 +87,7 @@ pub fn run_batch(
     duration: f64,
     options: &EventOptions,
 ) -> Result<Vec<Option<EventRun>>> {
-    run_batch_from(batch, contacts, duration, options, &|_| None)
+    run_batch_from(batch, contacts, duration, options, &|_| None, &|_| true)
 }
 
 /// How one instance's run ended: its state laid out as [`InstanceState::to_vec`](crate::batch::InstanceState::to_vec), time and
@@ -111,6 +111,52 @@ pub fn run_batch_resuming(
     options: &EventOptions,
     previous: &[Option<Vec<ContactRecord>>],
 ) -> Result<Vec<Option<EventRun>>> {
+    check_previous(batch, contacts, previous)?;
+    run_batch_from(
+        batch,
+        contacts,
+        duration,
+        options,
+        &|i| previous[i].as_deref(),
+        &|_| true,
+    )
+}
+
+/// [`run_batch_resuming`] for the instances `selected` (one flag per instance) only: the others
+/// are left as they are, their entries `None`. What the GPU's event kernel gives back (an
+/// instance it withheld) runs here.
+pub fn run_selected_resuming(
+    batch: &mut Batch,
+    selected: &[bool],
+    contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
+    duration: f64,
+    options: &EventOptions,
+    previous: &[Option<Vec<ContactRecord>>],
+) -> Result<Vec<Option<EventRun>>> {
+    if selected.len() != batch.len() {
+        return Err(Error::Dimension {
+            what: "selected instances (one flag per instance)",
+            got: selected.len(),
+            expected: batch.len(),
+        });
+    }
+    check_previous(batch, contacts, previous)?;
+    run_batch_from(
+        batch,
+        contacts,
+        duration,
+        options,
+        &|i| previous[i].as_deref(),
+        &|i| selected[i],
+    )
+}
+
+/// `previous` has one entry per instance, each with one record per contact.
+fn check_previous(
+    batch: &Batch,
+    contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
+    previous: &[Option<Vec<ContactRecord>>],
+) -> Result<()> {
     if previous.len() != batch.len() {
         return Err(Error::Dimension {
             what: "previous contact records (one entry per instance)",
@@ -129,18 +175,18 @@ pub fn run_batch_resuming(
             });
         }
     }
-    run_batch_from(batch, contacts, duration, options, &|i| {
-        previous[i].as_deref()
-    })
+    Ok(())
 }
 
-/// [`run_batch`] and [`run_batch_resuming`]: instance `i` resumes from `previous(i)`.
+/// [`run_batch`] and its kin: instance `i` resumes from `previous(i)`; only the instances
+/// `selected` run.
 fn run_batch_from<'p>(
     batch: &mut Batch,
     contacts: &(dyn Fn(usize) -> Vec<UnilateralContact> + Sync),
     duration: f64,
     options: &EventOptions,
     previous: &(dyn Fn(usize) -> Option<&'p [ContactRecord]> + Sync),
+    selected: &(dyn Fn(usize) -> bool + Sync),
 ) -> Result<Vec<Option<EventRun>>> {
     use rayon::prelude::*;
     options.check(duration)?;
@@ -148,18 +194,18 @@ fn run_batch_from<'p>(
     // steps, rather than failing (or stepping with a NaN) one by one.
     (0..batch.len())
         .into_par_iter()
+        .filter(|i| selected(*i))
         .try_for_each(|i| contacts(i).iter().try_for_each(|c| c.coefficients.check()))?;
     let shared: &Batch = batch;
     let outcomes: Vec<Option<Result<Ended>>> = (0..shared.len())
         .into_par_iter()
         .map(|i| {
-            (shared.status()[i] & status::HALTED == 0)
+            (selected(i) && shared.status()[i] & status::HALTED == 0)
                 .then(|| simulate(shared, i, &contacts(i), duration, options, previous(i)))
         })
         .collect();
     let mut runs = Vec::with_capacity(outcomes.len());
     for (i, outcome) in outcomes.into_iter().enumerate() {
-        let state = batch.state_of(i);
         match outcome {
             Some(Ok((y, t, run))) => {
                 let flags = if run.violated {
@@ -171,6 +217,7 @@ fn run_batch_from<'p>(
                 runs.push(Some(run));
             }
             Some(Err(_)) => {
+                let state = batch.state_of(i);
                 batch.store_values(i, state.time, &state.to_vec(), status::STEP_FAILED);
                 runs.push(None);
             }

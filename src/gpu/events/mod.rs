@@ -1,8 +1,14 @@
-//! Event-driven stepping of unilateral contact on the GPU (`shaders/event_step.wgsl`): the twin
-//! of `cpu::unilateral::run_batch_resuming` for templates of stage 1 of
-//! `docs/gpu-unilateral.md` — one free body and one unilateral contact (a `SphereOnPlaneContact`
-//! with rolling rows, or any constraint reporting slip x, slip y and normal rows) as the only
-//! rows, on a plane that is Ground, a constant-law body or a driven one.
+//! Event-driven stepping of unilateral contact on the GPU: the twin of
+//! `cpu::unilateral::run_batch_resuming`. Two kernels share the machine
+//! (`shaders/event_trial.wgsl`): the one-contact kernel (`shaders/event_step.wgsl`, stage 1 of
+//! `docs/gpu-unilateral.md`) for one free body whose only rows are one unilateral contact's, and
+//! the several-contact kernel (`shaders/event_contacts.wgsl`, stage 2) for up to
+//! [`MAX_CONTACTS`](crate::gpu::contact_laws::general::MAX_CONTACTS) contacts (a
+//! `SphereOnPlaneContact` with rolling rows, or any constraint reporting slip x, slip y and
+//! normal rows) on any free bodies beside up to
+//! [`MAX_BILATERAL`](crate::gpu::contact_laws::general::MAX_BILATERAL) bilateral rows — bricks
+//! on their corners, several balls, a ball beside a rail — with the laws of
+//! `gpu::contact_laws::general`. Planes are Ground, constant-law or driven bodies.
 //!
 //! Each instance runs the CPU's event machine — RK4 steps with the mode fixed, the event test
 //! at each step's end, bisection on real steps to `t_tol`, and at the event the impact law, the
@@ -14,67 +20,50 @@
 //! shorten the others' steps.
 
 mod carry;
+mod host;
+mod source;
 
-pub use carry::{EVENT_CARRY, carry_width, event_constants};
-use carry::{carry_offset, initial_values, run_of, tolerances};
+pub use carry::{
+    CarryLayout, EVENT_CARRY, EVENT_WITHHELD, carry_width, event_constants, general_event_constants,
+};
+pub use source::{
+    EVENT_CONTACTS, EVENT_CONTACTS_TRIAL, EVENT_MACHINE, EVENT_MACHINE_GENERAL, EVENT_STEP,
+    EVENT_TRIAL, assembly_loops, event_kernel_source, general_event_kernel_source,
+};
 
 use std::sync::Arc;
 
-use crate::batch::{Batch, status};
+use crate::batch::Batch;
 use crate::contact::{
-    Coefficients, ContactRecord, EventOptions, ImpactLaw, MAX_BISECTIONS, MIN_STEP_FRACTION,
+    Coefficients, ContactRecord, EventOptions, MAX_BISECTIONS, MIN_STEP_FRACTION,
 };
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{
-    Launch, bind_entry, gpu_allocation_error, layout_entry, staging_size, submit_round, write_reals,
-};
+use crate::gpu::buffers::layout_entry;
 use crate::gpu::cache::KernelLayout;
+use crate::gpu::contact_laws::general::{SOFTWARE_LOOP_BUDGET, SpaceShape};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::layout::Layout;
-use crate::gpu::shader::{KernelSource, stepping_source};
-use crate::gpu::step::readback::{read_chunk, read_state, state_columns, state_inputs, state_len};
+use crate::gpu::shader::KernelSource;
+use crate::gpu::step::readback::state_columns;
 use crate::gpu::{GpuOptions, Precision};
-use crate::math::vec3;
 use crate::model::ConstraintId;
 
-/// `shaders/event_step.wgsl`.
-pub const EVENT_STEP: &str = include_str!("../../../shaders/event_step.wgsl");
-/// `shaders/event_machine.wgsl`.
-pub const EVENT_MACHINE: &str = include_str!("../../../shaders/event_machine.wgsl");
-
-/// The `option` of the error [`GpuEventStepper::new`] refuses a template outside stage 1 with
-/// (a caller that has the CPU's event path to fall back on matches it).
+/// The `option` of the error [`GpuEventStepper::new`] and [`GpuEventStepper::with_contacts`]
+/// refuse a template outside the kernels' reach with (a caller that has the CPU's event path to
+/// fall back on matches it).
 pub const OUTSIDE_STAGE_ONE: &str = "GPU unilateral contact";
 
 /// Trials (RK4 steps, bisection points, settlings) per instance per dispatch: as the stepping
-/// kernel's, short enough for lavapipe's JIT.
+/// kernel's, short enough for lavapipe's JIT (the several-contact kernel on a software adapter
+/// takes one).
 const TRIALS_PER_DISPATCH: u32 = 16;
 /// Most dispatches in one submit.
 const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
 
-/// The event kernel for a template's layout whose contact has the rows `rows` (x, y, z): the
-/// RK4 stepping kernel, the event constants, the contact laws and `event_step.wgsl`.
-pub fn event_kernel_source(
-    precision: Precision,
-    layout: &Layout,
-    workgroup_size: u32,
-    rows: [usize; 3],
-) -> KernelSource {
-    let mut source = stepping_source(precision, layout, workgroup_size, 1, false);
-    source.append("the event constants", &event_constants(rows));
-    source.append(
-        "contact_common.wgsl",
-        crate::gpu::contact_laws::CONTACT_COMMON,
-    );
-    source.append("contact_laws.wgsl", crate::gpu::contact_laws::CONTACT_LAWS);
-    source.append("event_machine.wgsl", EVENT_MACHINE);
-    source.append("event_step.wgsl", EVENT_STEP);
-    source
-}
-
-/// What one instance's GPU run did (the one-contact `cpu::unilateral::EventRun`,
-/// with the events counted rather than listed: the kernel keeps no list).
+/// What one instance's GPU run did, for an instance with one contact (the one-contact
+/// `cpu::unilateral::EventRun`, with the events counted rather than listed: the kernel keeps no
+/// list).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuEventRun {
     /// The contact's record.
@@ -89,6 +78,54 @@ pub struct GpuEventRun {
     pub violated: bool,
 }
 
+/// What one instance's GPU run did, any number of contacts (`cpu::unilateral::EventRun` with
+/// the events counted rather than listed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuEventRuns {
+    /// Per contact, its record.
+    pub contacts: Vec<ContactRecord>,
+    /// Events located (impacts, mode changes).
+    pub events: usize,
+    /// RK4 steps committed.
+    pub steps: usize,
+    /// Deepest penetration of a contact at the end (m, ≥ 0).
+    pub penetration: f64,
+    /// The penetration exceeds `p_tol`: the instance is flagged `status::CONSTRAINT_VIOLATED`.
+    pub violated: bool,
+    /// The most loop iterations one dispatch of it ran, as the several-contact kernel counts
+    /// them (how near it came to a software adapter's budget; the one-contact kernel counts
+    /// only a few loops of its own).
+    pub most_loop_iterations: u64,
+}
+
+/// How one instance's call ended on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GpuEventOutcome {
+    /// It ran the call; its state is stored in the batch.
+    Ran(GpuEventRuns),
+    /// It was halted before the call, or failed in it (kept at its state, flagged
+    /// `status::STEP_FAILED`), as the CPU's `None`.
+    Stopped,
+    /// The kernel gave it back: on a software adapter one of its dispatches passed the loop
+    /// budget (`gpu::contact_laws::general::SOFTWARE_LOOP_BUDGET`), so its loops may have been
+    /// cut short. Its state is left at the call's start, for the caller to run on the CPU's
+    /// event path (`backend::UnilateralRunner` does).
+    Withheld,
+}
+
+/// Which event kernel a template takes.
+#[derive(Debug, Clone, PartialEq)]
+enum Kernel {
+    /// One contact, its rows (x, y, z) the template's `rows` (stage 1).
+    One { rows: [usize; 3] },
+    /// Several contacts and bilateral rows: the contact space's shape and the template row of
+    /// each of its rows in canonical order (stage 2).
+    General {
+        shape: SpaceShape,
+        space_rows: Vec<usize>,
+    },
+}
+
 /// A chunk's event buffers: its launch uniform and carry, bound to its input buffer.
 struct EventChunk {
     launch: wgpu::Buffer,
@@ -96,11 +133,18 @@ struct EventChunk {
     bind_group: wgpu::BindGroup,
 }
 
-/// The event-driven stepping kernel of one stage-1 template.
+/// The event-driven stepping kernel of one template.
 pub struct GpuEventStepper {
     evaluator: GpuEvaluator,
-    contact: ConstraintId,
-    rows: [usize; 3],
+    contacts: Vec<ConstraintId>,
+    kernel: Kernel,
+    carry: CarryLayout,
+    /// The event kernel's workgroup size, trials per dispatch and loop budget: one instance per
+    /// workgroup, one trial per dispatch and `SOFTWARE_LOOP_BUDGET` for the several-contact
+    /// kernel on a software adapter; else the evaluator's workgroups, 16 trials, no budget.
+    workgroup: u32,
+    trials: u32,
+    loop_budget: u32,
     kernel_layout: KernelLayout,
     pipeline: Option<wgpu::ComputePipeline>,
     params: wgpu::Buffer,
@@ -114,15 +158,37 @@ impl std::fmt::Debug for GpuEventStepper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuEventStepper")
             .field("evaluator", &self.evaluator)
-            .field("contact", &self.contact)
+            .field("contacts", &self.contacts)
+            .field("kernel", &self.kernel)
             .finish()
     }
 }
 
+/// The error a template outside the event kernels' reach is refused with.
+fn unsupported(reason: String, accepted: &str) -> Error {
+    Error::InvalidOption {
+        option: OUTSIDE_STAGE_ONE,
+        value: reason,
+        accepted: accepted.into(),
+    }
+}
+
+const STAGE_ONE: &str = "one free body whose only rows are one unilateral contact's slip and \
+                         normal rows (stage 1 of docs/gpu-unilateral.md); others run on the CPU";
+/// What the several-contact kernel takes.
+fn stage_two() -> String {
+    use crate::gpu::contact_laws::general::{MAX_BILATERAL, MAX_CONTACTS};
+    format!(
+        "1 to {MAX_CONTACTS} unilateral contacts with slip and normal rows and at most \
+         {MAX_BILATERAL} bilateral rows beside them (docs/gpu-unilateral.md); others run on the CPU"
+    )
+}
+
 impl GpuEventStepper {
-    /// The kernel for `batch`'s template with `contact` as its unilateral contact. Refused with
-    /// an error naming what is outside stage 1: more than one free body, rows other than the
-    /// contact's three, a contact without slip and normal rows (those run on the CPU path).
+    /// The one-contact kernel for `batch`'s template with `contact` as its unilateral contact.
+    /// Refused with an error naming what is outside stage 1: more than one free body, rows
+    /// other than the contact's three, a contact without slip and normal rows
+    /// ([`with_contacts`](Self::with_contacts) takes those).
     pub fn new(
         device: Arc<GpuDevice>,
         batch: &Batch,
@@ -130,40 +196,68 @@ impl GpuEventStepper {
         precision: Precision,
         options: GpuOptions,
     ) -> Result<Self> {
-        let template = batch.template();
-        let unsupported = |reason: String| Error::InvalidOption {
-            option: OUTSIDE_STAGE_ONE,
-            value: reason,
-            accepted: "one free body whose only rows are one unilateral contact's slip and \
-                       normal rows (stage 1 of docs/gpu-unilateral.md); others run on the CPU"
-                .into(),
-        };
-        let free = template.free_bodies().len();
+        let free = batch.template().free_bodies().len();
         if free != 1 {
-            return Err(unsupported(format!("{free} free bodies")));
+            return Err(unsupported(format!("{free} free bodies"), STAGE_ONE));
         }
-        let slot = template.constraint(contact)?;
-        let slots = slot.constraint.report_slots();
-        let [Some(x), Some(y), Some(z)] = slots else {
-            return Err(unsupported(format!(
-                "{} has no slip and normal rows",
-                slot.constraint.kind_name()
-            )));
-        };
+        let evaluator = GpuEvaluator::new(device, batch, precision, options)?;
+        let space_rows = contact_rows(batch, &evaluator.layout, &[contact], STAGE_ONE)?;
+        if evaluator.layout.rows != 3 {
+            return Err(unsupported(
+                format!(
+                    "{} rows in all, 3 of them the contact's",
+                    evaluator.layout.rows
+                ),
+                STAGE_ONE,
+            ));
+        }
+        let rows = [space_rows[0], space_rows[1], space_rows[2]];
+        Self::build(evaluator, vec![contact], Kernel::One { rows })
+    }
+
+    /// The event kernel for `batch`'s template with `contacts` (in this order) as its
+    /// unilateral contacts and every other row bilateral: the one-contact kernel where it
+    /// applies, else the several-contact one. Refused with an error naming what is outside
+    /// their reach: no contact or more than
+    /// [`MAX_CONTACTS`](crate::gpu::contact_laws::general::MAX_CONTACTS), more than [`MAX_BILATERAL`](crate::gpu::contact_laws::general::MAX_BILATERAL)
+    /// bilateral rows, a contact without slip and normal rows, a repeated contact.
+    pub fn with_contacts(
+        device: Arc<GpuDevice>,
+        batch: &Batch,
+        contacts: &[ConstraintId],
+        precision: Precision,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        let free = batch.template().free_bodies().len();
+        // The one-contact kernel where it applies (it refuses other rows beside the contact).
+        if contacts.len() == 1
+            && free == 1
+            && let Ok(one) = Self::new(device.clone(), batch, contacts[0], precision, options)
+        {
+            return Ok(one);
+        }
         let evaluator = GpuEvaluator::new(device, batch, precision, options)?;
         let layout = &evaluator.layout;
-        let placement = layout
-            .placements
-            .get(contact.0)
-            .ok_or_else(|| unsupported("the contact is not in the kernel's layout".into()))?;
-        if layout.rows != 3 || placement.rows != 3 {
-            return Err(unsupported(format!(
-                "{} rows in all, {} of them the contact's",
-                layout.rows, placement.rows
-            )));
-        }
-        let first = placement.first_row;
-        let rows = [first + *x, first + *y, first + *z];
+        let mut space_rows = contact_rows(batch, layout, contacts, &stage_two())?;
+        let bilateral: Vec<usize> = (0..layout.rows)
+            .filter(|r| !space_rows.contains(r))
+            .collect();
+        let shape = SpaceShape::new(contacts.len(), bilateral.len())
+            .map_err(|e| unsupported(e.to_string(), &stage_two()))?;
+        space_rows.extend(bilateral);
+        Self::build(
+            evaluator,
+            contacts.to_vec(),
+            Kernel::General { shape, space_rows },
+        )
+    }
+
+    fn build(evaluator: GpuEvaluator, contacts: Vec<ConstraintId>, kernel: Kernel) -> Result<Self> {
+        let software = evaluator.device.info.device_type == wgpu::DeviceType::Cpu;
+        let (workgroup, trials, loop_budget) = match kernel {
+            Kernel::General { .. } if software => (1, 1, SOFTWARE_LOOP_BUDGET),
+            _ => (evaluator.workgroup_size, TRIALS_PER_DISPATCH, u32::MAX),
+        };
         let d = &evaluator.device.device;
         let kernel_layout = evaluator.device.kernels.layout(
             d,
@@ -183,8 +277,12 @@ impl GpuEventStepper {
         });
         Ok(Self {
             evaluator,
-            contact,
-            rows,
+            carry: CarryLayout::new(contacts.len()),
+            contacts,
+            kernel,
+            workgroup,
+            trials,
+            loop_budget,
             kernel_layout,
             pipeline: None,
             params,
@@ -195,10 +293,27 @@ impl GpuEventStepper {
         })
     }
 
+    /// Whether this is the several-contact kernel (stage 2).
+    pub fn is_general(&self) -> bool {
+        matches!(self.kernel, Kernel::General { .. })
+    }
+
     /// The kernel's whole source.
     pub fn kernel_source(&self) -> KernelSource {
         let gpu = &self.evaluator;
-        event_kernel_source(gpu.precision, &gpu.layout, gpu.workgroup_size, self.rows)
+        match &self.kernel {
+            Kernel::One { rows } => {
+                event_kernel_source(gpu.precision, &gpu.layout, self.workgroup, *rows)
+            }
+            Kernel::General { shape, space_rows } => general_event_kernel_source(
+                gpu.precision,
+                &gpu.layout,
+                self.workgroup,
+                *shape,
+                space_rows,
+                self.loop_budget,
+            ),
+        }
     }
 
     /// Bytes of GPU memory these kernels hold (the evaluator's, the carry, the staging buffer).
@@ -213,10 +328,12 @@ impl GpuEventStepper {
 
     /// Runs every instance of `batch` for `duration` with its contact's coefficients
     /// `coefficients[i]`, resuming from `previous[i]` (its mode and slip → stick readiness; `None`:
-    /// afresh), as `cpu::unilateral::run_batch_resuming` does. Returns each instance's run,
-    /// `None` for one halted before the call or failed in it (kept at its state, flagged
-    /// `status::STEP_FAILED`); one ending deeper in its plane than `p_tol` is flagged
-    /// `status::CONSTRAINT_VIOLATED`.
+    /// afresh), as `cpu::unilateral::run_batch_resuming` does, on a kernel with one contact.
+    /// Returns each instance's run, `None` for one halted before the call or failed in it (kept
+    /// at its state, flagged `status::STEP_FAILED`); one ending deeper in its plane than `p_tol`
+    /// is flagged `status::CONSTRAINT_VIOLATED`. An instance the kernel withholds
+    /// ([`GpuEventOutcome::Withheld`], only the several-contact kernel on a software adapter
+    /// does) is an error here: [`run_contacts`](Self::run_contacts) hands it back.
     pub fn run(
         &mut self,
         batch: &mut Batch,
@@ -225,14 +342,55 @@ impl GpuEventStepper {
         options: &EventOptions,
         previous: &[Option<ContactRecord>],
     ) -> Result<Vec<Option<GpuEventRun>>> {
+        if self.contacts.len() != 1 {
+            return Err(Error::Dimension {
+                what: "unilateral contacts of GpuEventStepper::run (use run_contacts)",
+                got: self.contacts.len(),
+                expected: 1,
+            });
+        }
+        let coefficients: Vec<Vec<Coefficients>> = coefficients.iter().map(|k| vec![*k]).collect();
+        let previous: Vec<Option<Vec<ContactRecord>>> =
+            previous.iter().map(|p| p.map(|r| vec![r])).collect();
+        let outcomes = self.run_contacts(batch, &coefficients, duration, options, &previous)?;
+        outcomes
+            .into_iter()
+            .map(|o| match o {
+                GpuEventOutcome::Ran(r) => Ok(Some(GpuEventRun {
+                    contact: r.contacts[0],
+                    events: r.events,
+                    steps: r.steps,
+                    penetration: r.penetration,
+                    violated: r.violated,
+                })),
+                GpuEventOutcome::Stopped => Ok(None),
+                GpuEventOutcome::Withheld => Err(Error::Gpu(
+                    "the event kernel withheld an instance (use run_contacts)".into(),
+                )),
+            })
+            .collect()
+    }
+
+    /// Runs every instance of `batch` for `duration`, instance `i` with its contacts'
+    /// coefficients `coefficients[i]` (one per contact, in the order the kernel was built
+    /// with), resuming from `previous[i]` (one record per contact; `None`: afresh), as
+    /// `cpu::unilateral::run_batch_resuming` does. Returns how each instance's call ended.
+    pub fn run_contacts(
+        &mut self,
+        batch: &mut Batch,
+        coefficients: &[Vec<Coefficients>],
+        duration: f64,
+        options: &EventOptions,
+        previous: &[Option<Vec<ContactRecord>>],
+    ) -> Result<Vec<GpuEventOutcome>> {
         let n = batch.len();
         for (what, got) in [
             (
-                "contact coefficients (one per instance)",
+                "contact coefficients (one entry per instance)",
                 coefficients.len(),
             ),
             (
-                "previous contact records (one per instance)",
+                "previous contact records (one entry per instance)",
                 previous.len(),
             ),
         ] {
@@ -244,320 +402,89 @@ impl GpuEventStepper {
                 });
             }
         }
-        options.check(duration)?;
-        for k in coefficients {
-            k.check()?;
-        }
-        let gpu = &mut self.evaluator;
-        if gpu.rebuild_for(batch)? {
-            self.pipeline = None;
-        }
-        gpu.prepare(batch)?;
-        gpu.last_upload_bytes = gpu.upload(batch)?;
-        if self.pipeline.is_none() {
-            let source = self.kernel_source();
-            source.check()?;
-            let gpu = &self.evaluator;
-            let pipeline = gpu
-                .device
-                .kernels
-                .pipeline(
-                    &gpu.device.device,
-                    &self.kernel_layout,
-                    "simbatch events",
-                    &source.text,
-                    "event_main",
-                )
-                .map_err(|e| Error::Gpu(format!("event kernel build failed: {e}")))?;
-            self.pipeline = Some(pipeline);
-        }
-        let precision = self.evaluator.precision;
-        let mut params = Vec::new();
-        for x in [options.step, duration] {
-            match precision {
-                Precision::F32 => params.extend((x as f32).to_ne_bytes()),
-                Precision::F64 => params.extend(x.to_ne_bytes()),
+        let k = self.contacts.len();
+        for (i, per) in coefficients.iter().enumerate() {
+            if per.len() != k {
+                return Err(Error::Dimension {
+                    what: "contact coefficients of an instance (one per contact)",
+                    got: per.len(),
+                    expected: k,
+                });
+            }
+            if let Some(records) = &previous[i]
+                && records.len() != k
+            {
+                return Err(Error::Dimension {
+                    what: "previous contact records of an instance (one per contact)",
+                    got: records.len(),
+                    expected: k,
+                });
+            }
+            for c in per {
+                c.check()?;
             }
         }
-        let newton = u32::from(options.law == ImpactLaw::Newton);
-        let max_events = options.max_events.min(u32::MAX as usize - 1) as u32;
-        params.extend(max_events.to_ne_bytes());
-        params.extend(newton.to_ne_bytes());
-        self.evaluator
-            .device
-            .queue
-            .write_buffer(&self.params, 0, &params);
+        options.check(duration)?;
+        self.prepare(batch)?;
+        self.write_params(duration, options);
         let columns = state_columns(batch);
         let state_width: usize = columns.iter().map(|(_, w)| w).sum();
         self.bind_chunks(batch, state_width)?;
         self.write_carry(batch, coefficients, options, previous)?;
         let steps = duration / options.step;
         let events = options.max_events as f64 + 1.0;
-        let most_trials = steps / MIN_STEP_FRACTION + 2.0 + events * (MAX_BISECTIONS as f64 + 2.0);
+        let most_trials = steps / MIN_STEP_FRACTION + 2.0 + events * (MAX_BISECTIONS as f64 + 3.0);
         self.dispatch_until_done(&columns, steps + 16.0, most_trials)?;
         self.store(batch, state_width, duration)
     }
+}
 
-    /// Makes each chunk's launch, carry and bind group (when the chunks were remade) and the
-    /// staging buffer.
-    fn bind_chunks(&mut self, batch: &Batch, state_width: usize) -> Result<()> {
-        let gpu = &self.evaluator;
-        if self.bound_to == gpu.generation && self.chunks.len() == gpu.chunks.len() {
-            return Ok(());
-        }
-        let d = &gpu.device.device;
-        let bytes = gpu.precision.bytes() as u64;
-        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let mut chunks = Vec::with_capacity(gpu.chunks.len());
-        for chunk in &gpu.chunks {
-            let launch = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch event launch"),
-                size: std::mem::size_of::<Launch>() as u64,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let carry = d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch event carry"),
-                size: (carry_width() * chunk.count) as u64 * bytes,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("simbatch events"),
-                layout: &self.kernel_layout.bind_group,
-                entries: &[
-                    bind_entry(0, &launch),
-                    bind_entry(1, &chunk.input),
-                    bind_entry(2, &carry),
-                    bind_entry(4, &self.params),
-                ],
-            });
-            let count = chunk.count as u32;
-            let l = Launch {
-                count,
-                capacity: count,
-                steps: TRIALS_PER_DISPATCH,
-                out_capacity: count,
-                ..Launch::default()
-            };
-            gpu.device
-                .queue
-                .write_buffer(&launch, 0, bytemuck::bytes_of(&l));
-            chunks.push(EventChunk {
-                launch,
-                carry,
-                bind_group,
-            });
-        }
-        let largest = gpu.chunks.iter().map(|c| c.count).max().unwrap_or(1) as u64;
-        let size = staging_size((carry_width() + state_width) as u64 * largest * bytes);
-        let staging = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("simbatch event staging"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        if let Some(e) = pollster::block_on(oom.pop()) {
-            let total = (carry_width() * batch.len()) as u128 * bytes as u128;
-            return Err(gpu_allocation_error(
-                &gpu.device,
-                batch.len(),
-                total,
-                Some(e),
+/// The template rows of `contacts`' (x, y, z) rows in order, each contact a constraint of the
+/// kernel's layout with slip and normal rows, none repeated.
+fn contact_rows(
+    batch: &Batch,
+    layout: &Layout,
+    contacts: &[ConstraintId],
+    accepted: &str,
+) -> Result<Vec<usize>> {
+    let template = batch.template();
+    let mut rows = Vec::with_capacity(3 * contacts.len());
+    for (k, contact) in contacts.iter().enumerate() {
+        if contacts[..k].contains(contact) {
+            return Err(unsupported(
+                format!("constraint {} is named twice", contact.0),
+                accepted,
             ));
         }
-        self.chunks = chunks;
-        self.staging = Some(staging);
-        self.bound_to = gpu.generation;
-        Ok(())
-    }
-
-    /// Each instance's machine at the call's start: halted ones stay halted, a disabled contact
-    /// fails the instance (as on the CPU), the mode and readiness from `previous`.
-    fn write_carry(
-        &self,
-        batch: &Batch,
-        coefficients: &[Coefficients],
-        options: &EventOptions,
-        previous: &[Option<ContactRecord>],
-    ) -> Result<()> {
-        let gpu = &self.evaluator;
-        let width = carry_width();
-        let enabled = &batch.all_constraint_columns()[self.contact.0].enabled;
-        let free = &batch.free_columns()[0];
-        let mut values = vec![0.0; width];
-        for (chunk, events) in gpu.chunks.iter().zip(&self.chunks) {
-            let count = chunk.count;
-            let mut carry = vec![0.0; width * count];
-            for local in 0..count {
-                let i = chunk.start + local;
-                let tol = tolerances(
-                    gpu.precision,
-                    options,
-                    vec3(&batch.gravity_column()[i]).norm(),
-                    free.mass[i],
-                );
-                initial_values(
-                    &mut values,
-                    batch.status()[i],
-                    enabled[i] != 0,
-                    batch.time()[i],
-                    coefficients[i],
-                    &tol,
-                    previous[i],
-                );
-                for (column, x) in values.iter().enumerate() {
-                    carry[column * count + local] = *x;
-                }
-            }
-            write_reals(
-                &gpu.device,
-                gpu.precision,
-                &events.carry,
-                0,
-                width * count,
-                carry.into_iter(),
-            )?;
+        let slot = template.constraint(*contact)?;
+        let [Some(x), Some(y), Some(z)] = slot.constraint.report_slots() else {
+            return Err(unsupported(
+                format!(
+                    "{} has no slip and normal rows",
+                    slot.constraint.kind_name()
+                ),
+                accepted,
+            ));
+        };
+        let placement = layout.placements.get(contact.0).ok_or_else(|| {
+            unsupported("a contact is not in the kernel's layout".into(), accepted)
+        })?;
+        if placement.rows != 3 {
+            return Err(unsupported(
+                format!("a contact with {} rows", placement.rows),
+                accepted,
+            ));
         }
-        Ok(())
+        let first = placement.first_row;
+        rows.extend([first + x, first + y, first + z]);
     }
-
-    /// Submits rounds of dispatches (doubling each round) until every instance is done or
-    /// stopped, reading back the carry and the state columns after each round.
-    fn dispatch_until_done(
-        &mut self,
-        columns: &[(crate::batch::Column, usize)],
-        trials: f64,
-        most_trials: f64,
-    ) -> Result<()> {
-        let gpu = &self.evaluator;
-        let d = &gpu.device.device;
-        let precision = gpu.precision;
-        let pipeline = self
-            .pipeline
-            .as_ref()
-            .ok_or_else(|| Error::Gpu("event pipeline missing".into()))?;
-        let staging = self
-            .staging
-            .as_ref()
-            .ok_or_else(|| Error::Gpu("event staging buffer missing".into()))?;
-        let inputs = state_inputs(&gpu.layout, columns)?;
-        let workgroup = gpu.workgroup_size as usize;
-        let width = carry_width();
-        let (status_at, phase_at) = (carry_offset("STATUS"), carry_offset("PHASE"));
-        let mut dispatches = ((trials / TRIALS_PER_DISPATCH as f64).ceil() as usize)
-            .clamp(1, MAX_DISPATCHES_PER_SUBMIT);
-        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
-        self.readback.resize_with(gpu.chunks.len(), Vec::new);
-        let mut pending = vec![true; gpu.chunks.len()];
-        // Every trial makes progress: it commits a step (at least MIN_STEP_FRACTION of the
-        // scenario's step, so at most `most_steps` of them), or is one of an event's bisection
-        // points and settling (at most MAX_BISECTIONS + 2 per event, max_events + 1 events).
-        // That bounds an instance's trials, and so the rounds of this loop.
-        let most_trials = most_trials.max(1.0);
-        let per_round = (TRIALS_PER_DISPATCH as usize * MAX_DISPATCHES_PER_SUBMIT) as f64;
-        let most_rounds = (most_trials / per_round).ceil() as usize + 12;
-        let mut rounds = 0;
-        while pending.iter().any(|p| *p) {
-            rounds += 1;
-            if rounds > most_rounds {
-                return Err(Error::Gpu(format!(
-                    "event kernel: instances still running after {most_rounds} rounds of dispatches, more than their trials allow"
-                )));
-            }
-            let live = gpu.chunks.iter().zip(&self.chunks).zip(&pending);
-            let groups = live
-                .filter(|(_, p)| **p)
-                .map(|((chunk, events), _)| (&events.bind_group, chunk.count));
-            submit_round(
-                &gpu.device,
-                "simbatch events",
-                pipeline,
-                groups,
-                dispatches,
-                workgroup,
-            );
-            for (k, (chunk, events)) in gpu.chunks.iter().zip(&self.chunks).enumerate() {
-                if !pending[k] {
-                    continue;
-                }
-                let v = &mut self.readback[k];
-                read_chunk(
-                    &gpu.device,
-                    staging,
-                    precision,
-                    &gpu.layout,
-                    chunk,
-                    &events.carry,
-                    width,
-                    columns,
-                    &inputs,
-                    v,
-                )?;
-                let n = chunk.count;
-                pending[k] = (0..n)
-                    .any(|local| v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0);
-            }
-            dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
-        }
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("event kernel failed: {e}")));
-        }
-        Ok(())
-    }
-
-    /// The read-back states into the batch, and each instance's run.
-    fn store(
-        &mut self,
-        batch: &mut Batch,
-        state_width: usize,
-        duration: f64,
-    ) -> Result<Vec<Option<GpuEventRun>>> {
-        let width = carry_width();
-        let mut y = vec![0.0; state_len(batch)];
-        let mut runs = Vec::with_capacity(batch.len());
-        for (chunk, v) in self.evaluator.chunks.iter().zip(&self.readback) {
-            let count = chunk.count;
-            if v.len() != (width + state_width) * count {
-                return Err(Error::Gpu(format!(
-                    "an event chunk read back {} values, expected {}",
-                    v.len(),
-                    (width + state_width) * count
-                )));
-            }
-            for local in 0..count {
-                let i = chunk.start + local;
-                let carry = |name: &str, k: usize| v[(carry_offset(name) + k) * count + local];
-                if batch.status()[i] & status::HALTED != 0 {
-                    runs.push(None);
-                    continue;
-                }
-                let flags = carry("STATUS", 0) as u32;
-                if flags & !status::CONSTRAINT_VIOLATED != 0 {
-                    // Failed: kept at its state, as the CPU keeps it.
-                    let state = batch.state_of(i);
-                    batch.store_values(i, state.time, &state.to_vec(), status::STEP_FAILED);
-                    runs.push(None);
-                    continue;
-                }
-                read_state(batch, i, &mut y, v, width * count, count, local);
-                let run = run_of(&carry);
-                let time = batch.time()[i] + duration;
-                batch.store_values(i, time, &y, flags);
-                runs.push(Some(run));
-            }
-        }
-        batch.touch_state_columns();
-        Ok(runs)
-    }
+    Ok(rows)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prelude::{GROUND, SphereOnPlaneContact, SystemTemplate};
+    use crate::prelude::{GROUND, PointOnPlaneContact, SphereOnPlaneContact, SystemTemplate};
 
     #[test]
     fn the_event_kernel_validates_in_both_precisions() {
@@ -570,6 +497,36 @@ mod tests {
             if let Err(e) = event_kernel_source(precision, &layout, 64, [0, 1, 2]).check() {
                 panic!("{precision:?}: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn the_several_contact_event_kernel_validates_for_a_brick_and_two_balls() {
+        let mut brick = SystemTemplate::new();
+        let body = brick.add_free_body("brick");
+        for (x, y) in [(0.4, 0.25), (0.4, -0.25), (-0.4, 0.25), (-0.4, -0.25)] {
+            let corner = PointOnPlaneContact::new(GROUND, body).with_follower_point([x, y, -0.1]);
+            brick.add_constraint(corner).unwrap();
+        }
+        let mut balls = SystemTemplate::new();
+        for name in ["a", "b"] {
+            let ball = balls.add_free_body(name);
+            balls
+                .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true))
+                .unwrap();
+        }
+        for (template, contacts) in [(brick, 4), (balls, 2)] {
+            let layout = Layout::new(&template).unwrap();
+            let shape = SpaceShape::new(contacts, 0).unwrap();
+            let rows: Vec<usize> = (0..3 * contacts).collect();
+            for precision in [Precision::F32, Precision::F64] {
+                let source =
+                    general_event_kernel_source(precision, &layout, 1, shape, &rows, 60_000);
+                if let Err(e) = source.check() {
+                    panic!("{contacts} contacts, {precision:?}: {e}");
+                }
+            }
+            assert!(assembly_loops(&layout) > 0);
         }
     }
 }
