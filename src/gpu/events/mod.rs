@@ -229,12 +229,17 @@ impl GpuEventStepper {
         options: GpuOptions,
     ) -> Result<Self> {
         let free = batch.template().free_bodies().len();
-        // The one-contact kernel where it applies (it refuses other rows beside the contact).
-        if contacts.len() == 1
-            && free == 1
-            && let Ok(one) = Self::new(device.clone(), batch, contacts[0], precision, options)
-        {
-            return Ok(one);
+        // The one-contact kernel where it applies (it refuses other rows beside the contact);
+        // any other error is the caller's.
+        if contacts.len() == 1 && free == 1 {
+            match Self::new(device.clone(), batch, contacts[0], precision, options) {
+                Ok(one) => return Ok(one),
+                Err(Error::InvalidOption {
+                    option: OUTSIDE_STAGE_ONE,
+                    ..
+                }) => {}
+                Err(e) => return Err(e),
+            }
         }
         let evaluator = GpuEvaluator::new(device, batch, precision, options)?;
         let layout = &evaluator.layout;
