@@ -27,7 +27,8 @@ impl GpuEventStepper {
         gpu.prepare(batch)?;
         gpu.last_upload_bytes = gpu.upload(batch)?;
         if self.workgroup == 1 {
-            // One instance per workgroup: a chunk may not have more than a dispatch holds.
+            // One instance per workgroup: a chunk may not have more than a dispatch holds (the
+            // evaluator, built for workgroups of one, sizes them so; this is a guard).
             let most = gpu.device.limits.max_compute_workgroups_per_dimension as usize;
             if let Some(chunk) = gpu.chunks.iter().find(|c| c.count > most) {
                 return Err(Error::InvalidOption {
@@ -35,7 +36,8 @@ impl GpuEventStepper {
                     value: chunk.count.to_string(),
                     accepted: format!(
                         "at most {most} on a software adapter for the several-contact event \
-                         kernel (one instance per workgroup); lower GpuOptions::max_chunk_instances"
+                         kernel (one instance per workgroup); a lower \
+                         GpuOptions::max_binding_bytes makes smaller chunks"
                     ),
                 });
             }

@@ -241,6 +241,17 @@ impl GpuEventStepper {
                 Err(e) => return Err(e),
             }
         }
+        // On a software adapter the several-contact kernel runs one instance per workgroup, so
+        // the evaluator's chunks are sized for that too (at most a dispatch's workgroups each).
+        let software = device.info.device_type == wgpu::DeviceType::Cpu;
+        let options = if software {
+            GpuOptions {
+                workgroup_size: Some(1),
+                ..options
+            }
+        } else {
+            options
+        };
         let evaluator = GpuEvaluator::new(device, batch, precision, options)?;
         let layout = &evaluator.layout;
         let mut space_rows = contact_rows(batch, layout, contacts, &stage_two())?;
