@@ -113,6 +113,14 @@ impl UnilateralRunner {
                 expected: batch.len(),
             });
         }
+        // One coefficient per contact in every instance: a short list would drop contacts.
+        if let Some(per) = coefficients.iter().find(|k| k.len() != self.contacts.len()) {
+            return Err(Error::Dimension {
+                what: "contact coefficients of an instance (one per contact)",
+                got: per.len(),
+                expected: self.contacts.len(),
+            });
+        }
         let ids = &self.contacts;
         let contacts = |i: usize| -> Vec<UnilateralContact> {
             ids.iter()

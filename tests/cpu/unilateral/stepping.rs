@@ -521,3 +521,62 @@ fn coefficients_built_without_their_checks_are_refused() {
     }
     assert!(good.check().is_ok());
 }
+
+/// `backend::UnilateralRunner` on the CPU gives `run_batch_resuming`'s runs, bit for bit, and
+/// refuses an instance whose coefficients do not name every contact (a short list would have
+/// dropped contacts silently).
+#[test]
+fn the_unilateral_runner_on_the_cpu_is_the_cpus_event_path_and_checks_its_input() {
+    use simbatch::backend::UnilateralRunner;
+    use simbatch::cpu::unilateral::{Coefficients, UnilateralContact, run_batch_resuming};
+    use simbatch::prelude::*;
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    let contact = t
+        .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1))
+        .unwrap();
+    let mut batch = Batch::new(t, 3).unwrap();
+    for i in 0..3 {
+        let height = 0.1 + 0.2 * i as f64;
+        batch
+            .set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, height])
+            .unwrap();
+        batch
+            .set_u(ball, i, [0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+            .unwrap();
+    }
+    let k = Coefficients::new(0.5, 0.4, 0.3).unwrap();
+    let options = EventOptions::default();
+    let previous = vec![None; 3];
+    let mut reference = batch.clone();
+    let contacts = |_: usize| {
+        vec![UnilateralContact {
+            constraint: contact,
+            coefficients: k,
+        }]
+    };
+    let expected = run_batch_resuming(&mut reference, &contacts, 0.4, &options, &previous).unwrap();
+    let mut runner = UnilateralRunner::cpu(&[contact]);
+    assert!(!runner.on_gpu());
+    let call = runner
+        .run(&mut batch, &vec![vec![k]; 3], 0.4, &options, &previous)
+        .unwrap();
+    assert_eq!(call.handed_to_cpu(), 3);
+    for (i, run) in expected.iter().enumerate() {
+        let runs = run.as_ref().map(|r| r.contacts.clone());
+        assert_eq!(call.records[i], runs, "instance {i}");
+        assert_eq!(
+            batch.instance_state(i).unwrap().to_vec(),
+            reference.instance_state(i).unwrap().to_vec()
+        );
+    }
+    let short = vec![vec![k], vec![], vec![k]];
+    match runner.run(&mut batch, &short, 0.4, &options, &previous) {
+        Err(Error::Dimension {
+            got: 0,
+            expected: 1,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
