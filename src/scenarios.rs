@@ -324,3 +324,73 @@ pub fn standing_sticks(n: usize) -> Result<Batch> {
     b.share_uniform_columns();
     Ok(b)
 }
+
+/// The unilateral benchmark brick: N bricks of 2 kg, 0.4 × 0.3 × 0.1 m, on their four bottom
+/// corners (four unilateral `point_on_plane` contacts with Ground's plane), tilted up to 0.1 rad
+/// about x and y so that their corners land one after another, their lowest corner 0–5 mm above
+/// the plane, sliding along x at up to 1 m/s and turning about z, with restitution 0.1–0.5 and
+/// friction 0.2–0.8 drawn per brick (the same at its four corners; a deterministic sequence):
+/// within their first 50 ms they land corner by corner, then slide, rock and stick. The batch,
+/// the corners' contacts and each brick's coefficients (one per corner).
+pub fn sliding_bricks(
+    n: usize,
+) -> Result<(
+    Batch,
+    Vec<ConstraintId>,
+    Vec<Vec<crate::contact::Coefficients>>,
+)> {
+    let (m, half) = (2.0, [0.2, 0.15, 0.05]);
+    let mut t = SystemTemplate::new();
+    let brick = t.add_free_body("brick");
+    let corners = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
+        .map(|(x, y)| Vector3::new(x * half[0], y * half[1], -half[2]));
+    let mut contacts = Vec::with_capacity(corners.len());
+    for p in &corners {
+        let corner = PointOnPlaneContact::new(GROUND, brick).with_follower_point([p.x, p.y, p.z]);
+        contacts.push(t.add_constraint(corner)?);
+    }
+    let mut b = Batch::new(t, n)?;
+    // A solid box's principal moments m (b² + c²) / 3 with half-widths a, b, c.
+    let moment = |u: f64, v: f64| m * (u * u + v * v) / 3.0;
+    let inertia = [
+        moment(half[1], half[2]),
+        moment(half[0], half[2]),
+        moment(half[0], half[1]),
+        0.0,
+        0.0,
+        0.0,
+    ];
+    let spread = |i: usize, salt: f64| ((i as f64 + salt) * 0.618_033_988_749_895).fract();
+    let mut coefficients = Vec::with_capacity(n);
+    for i in 0..n {
+        let (ax, ay) = (0.2 * spread(i, 0.2) - 0.1, 0.2 * spread(i, 0.4) - 0.1);
+        let norm = (1.0 + 0.25 * (ax * ax + ay * ay)).sqrt();
+        let quaternion = [1.0 / norm, 0.5 * ax / norm, 0.5 * ay / norm, 0.0];
+        let rotation = rotation_from_quaternion(&quaternion).unwrap_or_default();
+        let lowest = corners
+            .iter()
+            .map(|p| (rotation * p).z)
+            .fold(f64::INFINITY, f64::min);
+        let height = 0.005 * spread(i, 0.6) - lowest;
+        b.set_mass_properties(brick, i, m, [0.0; 3], inertia)?;
+        let [q0, q1, q2, q3] = quaternion;
+        b.set_q(brick, i, [q0, q1, q2, q3, 0.0, 0.0, height])?;
+        b.set_u(
+            brick,
+            i,
+            [
+                0.0,
+                0.0,
+                4.0 * spread(i, 0.8) - 2.0,
+                spread(i, 0.3),
+                0.0,
+                0.0,
+            ],
+        )?;
+        let mu = 0.2 + 0.6 * spread(i, 0.5);
+        let per = crate::contact::Coefficients::with_friction(0.1 + 0.4 * spread(i, 0.9), mu)?;
+        coefficients.push(vec![per; contacts.len()]);
+    }
+    b.share_uniform_columns();
+    Ok((b, contacts, coefficients))
+}

@@ -314,8 +314,9 @@ class VectorEnv(gym.vector.VectorEnv):
 
     @property
     def unilateral_on_gpu(self) -> bool:
-        """Whether the unilateral contacts (``BallToss-v0``) step on the GPU's event kernel: a
-        GPU backend and one body with one contact per environment, from the first step on."""
+        """Whether the unilateral contacts (``BallToss-v0``) step on the GPU's event kernels: a
+        GPU backend and a task within their reach (up to 8 contacts beside up to 12 bilateral
+        rows), from the first step on."""
         return self._core.unilateral_on_gpu
 
     @property

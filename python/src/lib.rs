@@ -301,8 +301,8 @@ impl Core {
         Ok(env.backend_note().map(str::to_string))
     }
 
-    /// Whether the task's unilateral contacts step on the GPU's event kernel (a GPU backend and
-    /// one body with one contact per environment, from the first step on); else on the CPU.
+    /// Whether the task's unilateral contacts step on the GPU's event kernels (a GPU backend and
+    /// a task within their reach, from the first step on); else on the CPU.
     #[getter]
     fn unilateral_on_gpu(&self) -> PyResult<bool> {
         let env = self.lock()?;

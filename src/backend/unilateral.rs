@@ -90,6 +90,11 @@ impl UnilateralRunner {
         self.gpu.is_some()
     }
 
+    /// Bytes of GPU memory the event kernel holds (`None` on the CPU).
+    pub fn device_bytes(&self) -> Option<u64> {
+        self.gpu.as_ref().map(GpuEventStepper::device_bytes)
+    }
+
     /// Why a GPU run was asked for and the CPU runs instead.
     pub fn note(&self) -> Option<&str> {
         self.note.as_deref()

@@ -222,9 +222,12 @@ pub trait Task: Send + Sync {
     fn outcome(&self, batch: &Batch, env: usize, task: &[f64], action: &[f32]) -> (f32, bool);
 
     /// The unilateral contacts of environment `env`, with its coefficients, for a task whose
-    /// contacts bounce, slide and lift off: its environments are then stepped event-driven on
-    /// the CPU ([`cpu::unilateral::run_batch`](crate::cpu::unilateral::run_batch)) instead of by
-    /// the backend's stepper. `None` (the default): every constraint is bilateral.
+    /// contacts bounce, slide and lift off: its environments are then stepped event-driven
+    /// instead of by the backend's stepper — on a GPU backend by the event kernels when the
+    /// task is within their reach ([`backend::UnilateralRunner`](crate::backend::UnilateralRunner)),
+    /// else on the CPU ([`cpu::unilateral::run_batch`](crate::cpu::unilateral::run_batch)). Every
+    /// environment names the same constraints, in the same order. `None` (the default): every
+    /// constraint is bilateral.
     fn unilateral_contacts(&self, env: usize, task: &[f64]) -> Option<Vec<UnilateralContact>> {
         let _ = (env, task);
         None

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::*;
-use crate::backend::{Backend, Stepper};
+use crate::backend::{Backend, Stepper, UnilateralRunner};
 use crate::batch::{Batch, status};
 use crate::cpu::unilateral::{ContactRecord, EventOptions, run_batch_resuming};
 use crate::error::{Error, Result, try_filled};
-use crate::gpu::events::{GpuEventStepper, OUTSIDE_STAGE_ONE};
 use crate::gpu::{GpuDevice, Precision};
 
 /// How a [`VectorEnv`] runs.
@@ -72,9 +71,10 @@ pub struct VectorEnv {
     /// Per environment with unilateral contacts, what its last step left them in (modes, slip
     /// readiness): the next step resumes from it; `None` after a reset.
     contact_records: Vec<Option<Vec<ContactRecord>>>,
-    /// On a GPU backend, the event kernel of a task whose environments are one body and one
-    /// unilateral contact (stage 1 of `docs/gpu-unilateral.md`), built on the first step.
-    events_gpu: Option<GpuEventStepper>,
+    /// On a GPU backend, the runner of the GPU's event kernels (`backend::UnilateralRunner`:
+    /// one contact or several, withheld environments on the CPU in the same step), built on the
+    /// first step; `None` on the CPU, or when the task is outside the kernels' reach.
+    events_gpu: Option<UnilateralRunner>,
     /// Whether the first step has decided where the unilateral contacts step.
     events_gpu_decided: bool,
 }
@@ -206,9 +206,11 @@ impl VectorEnv {
         self.autoreset
     }
 
-    /// Whether the task's unilateral contacts step on the GPU's event kernel (`gpu::events`):
-    /// on a GPU backend, for a task whose environments are one body and one contact, from the
-    /// first step on. Otherwise they step on the CPU's event path (f64), whatever the backend.
+    /// Whether the task's unilateral contacts step on the GPU's event kernels (`gpu::events`):
+    /// on a GPU backend, for a task within their reach (one contact, or up to 8 contacts beside
+    /// up to 12 bilateral rows), from the first step on; an environment the kernel withholds
+    /// (a software adapter's loop budget) runs that step on the CPU. Otherwise they step on the
+    /// CPU's event path (f64), whatever the backend.
     pub fn unilateral_on_gpu(&self) -> bool {
         self.events_gpu.is_some()
     }
@@ -395,62 +397,35 @@ impl VectorEnv {
                 step: self.spec.control_dt / self.spec.substeps as f64,
                 ..EventOptions::default()
             };
-            // On a GPU backend, the event kernel where the task's environments are what it
-            // runs (one body, one contact); the CPU's event path otherwise.
-            let first = contacts(0);
-            // Decided once, on the first step: a task outside the kernel's stage (refused with
-            // `OUTSIDE_STAGE_ONE`) stays on the CPU; any other error is the caller's.
+            // On a GPU backend, the event kernels where the task is within their reach; the
+            // CPU's event path otherwise. Decided once, on the first step: a task outside the
+            // kernels' reach stays on the CPU; any other error is the caller's.
             if !self.events_gpu_decided
-                && first.len() == 1
                 && let Some((device, precision, gpu_options)) = self.stepper.evaluator().gpu_setup()
             {
-                self.events_gpu = match GpuEventStepper::new(
-                    device,
-                    &self.batch,
-                    first[0].constraint,
-                    precision,
-                    gpu_options,
-                ) {
-                    Ok(stepper) => Some(stepper),
-                    Err(Error::InvalidOption {
-                        option: OUTSIDE_STAGE_ONE,
-                        ..
-                    }) => None,
-                    Err(e) => return Err(e),
-                };
+                let ids: Vec<_> = contacts(0).iter().map(|c| c.constraint).collect();
+                let runner =
+                    UnilateralRunner::gpu(device, &self.batch, &ids, precision, gpu_options)?;
+                if let Some(note) = runner.note() {
+                    log::warn!("{}: {note}", self.spec.name);
+                }
+                self.events_gpu = runner.on_gpu().then_some(runner);
             }
             self.events_gpu_decided = true;
-            if let Some(gpu) = &mut self.events_gpu {
+            if let Some(runner) = &mut self.events_gpu {
                 let n = self.batch.len();
                 let mut coefficients = Vec::with_capacity(n);
                 for i in 0..n {
-                    match contacts(i).first() {
-                        Some(c) => coefficients.push(c.coefficients),
-                        None => {
-                            return Err(Error::InvalidValue {
-                                field: "task unilateral contacts".into(),
-                                instance: i,
-                                value: "none".into(),
-                                accepted: "the contact every environment of the task has".into(),
-                            });
-                        }
-                    }
+                    coefficients.push(contacts(i).iter().map(|c| c.coefficients).collect());
                 }
-                let previous: Vec<Option<ContactRecord>> = self
-                    .contact_records
-                    .iter()
-                    .map(|r| r.as_ref().and_then(|r| r.first().copied()))
-                    .collect();
-                let runs = gpu.run(
+                let call = runner.run(
                     &mut self.batch,
                     &coefficients,
                     self.spec.control_dt,
                     &options,
-                    &previous,
+                    &self.contact_records,
                 )?;
-                for (last, run) in self.contact_records.iter_mut().zip(runs) {
-                    *last = run.map(|run| vec![run.contact]);
-                }
+                self.contact_records = call.records;
             } else {
                 let runs = run_batch_resuming(
                     &mut self.batch,

@@ -1720,21 +1720,26 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc["cpu_threads"], 1);
     let rows = doc["rows"].as_array().unwrap();
-    // `--unilateral`: the bouncing balls on the CPU's event path: the batch's columns and the
-    // runs the call returns (records and event lists).
-    let bouncing = rows
-        .iter()
-        .find(|r| r["system"] == "bouncing ball (unilateral)" && r["backend"] == "cpu")
-        .unwrap_or_else(|| panic!("no unilateral row in {rows:?}"));
-    assert_eq!(bouncing["integrator"], "events");
-    assert!(bouncing["per_second"].as_f64().unwrap() > 0.0, "{bouncing}");
+    // `--unilateral`: the bouncing balls and the bricks on the CPU's event path: the batch's
+    // columns and the records the call returns (one per contact).
     let (bouncing_batch, _, _) = simbatch::scenarios::bouncing_balls(64).unwrap();
-    let bytes = bouncing["bytes_per_instance"].as_u64().unwrap() as usize;
-    let runs = std::mem::size_of::<Option<simbatch::cpu::unilateral::EventRun>>();
-    assert!(
-        bytes >= bouncing_batch.bytes().div_ceil(64) + runs,
-        "{bouncing}"
-    );
+    let (brick_batch, corners, _) = simbatch::scenarios::sliding_bricks(64).unwrap();
+    for (system, batch, contacts) in [
+        ("bouncing ball (unilateral)", &bouncing_batch, 1),
+        ("brick 4 corners (unilateral)", &brick_batch, corners.len()),
+    ] {
+        let row = rows
+            .iter()
+            .find(|r| r["system"] == system && r["backend"] == "cpu")
+            .unwrap_or_else(|| panic!("no {system} row in {rows:?}"));
+        assert_eq!(row["integrator"], "events");
+        assert!(row["per_second"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["handed_to_cpu"].is_null(), "{row}");
+        let bytes = row["bytes_per_instance"].as_u64().unwrap() as usize;
+        let records = std::mem::size_of::<Option<Vec<simbatch::cpu::unilateral::ContactRecord>>>()
+            + contacts * std::mem::size_of::<simbatch::cpu::unilateral::ContactRecord>();
+        assert!(bytes >= batch.bytes().div_ceil(64) + records, "{row}");
+    }
     let balls = simbatch::scenarios::rolling_balls(64).unwrap();
     // Shared columns count once; the lane path's call holds one block's outcomes.
     let columns = balls.bytes().div_ceil(64);

@@ -3,10 +3,12 @@
 
 use crate::common;
 
+use simbatch::cpu::unilateral::{Coefficients, UnilateralContact};
 use simbatch::env::ball_on_plate::{BallOnPlate, BallOnPlateConfig};
 use simbatch::env::brick_push::{BrickPush, BrickPushConfig};
-use simbatch::env::{AutoReset, EnvOptions, StepOut, Task, VectorEnv};
+use simbatch::env::{AutoReset, BoxSpace, Draws, EnvOptions, EnvSpec, StepOut, Task, VectorEnv};
 use simbatch::prelude::*;
+use simbatch::sample::Scalar;
 use simbatch::scenarios::Rng;
 
 /// Largest observation difference allowed between the f32 GPU and the f64 CPU path over the
@@ -91,8 +93,8 @@ fn compare_in(
     let od = cpu.spec().observation.dim();
     let (first_cpu, a, _) = run(cpu, steps);
     let (first_gpu, b, events_on_gpu) = run(gpu, steps);
-    if name == "BallToss" {
-        assert!(events_on_gpu, "BallToss stepped on the CPU's event path");
+    if name == "BallToss" || name == "BallPair" {
+        assert!(events_on_gpu, "{name} stepped on the CPU's event path");
     }
     // Draws and initial states are made on the host: identical bits.
     assert_eq!(first_cpu, first_gpu, "{name}: reset observations");
@@ -164,5 +166,154 @@ fn ball_toss_gpu_event_kernel_matches_cpu() {
         Precision::F64,
         1e-5,
         (24, 3),
+    );
+}
+
+/// Two balls tossed side by side, each on its own unilateral contact with Ground (a test task):
+/// the action sets both balls' velocity along x and z, the restitution and friction are drawn per
+/// episode (the same for both), and an episode lasts four steps, so each step resumes the
+/// contacts' modes from the last.
+struct BallPair {
+    spec: EnvSpec,
+    balls: [BodyId; 2],
+    contacts: [ConstraintId; 2],
+}
+
+impl BallPair {
+    fn template() -> (SystemTemplate, [BodyId; 2], [ConstraintId; 2]) {
+        let mut t = SystemTemplate::new();
+        let balls = [t.add_free_body("left"), t.add_free_body("right")];
+        let contacts = balls.map(|b| {
+            t.add_constraint(SphereOnPlaneContact::new(GROUND, b, true))
+                .unwrap()
+        });
+        (t, balls, contacts)
+    }
+
+    fn new() -> Self {
+        let (_, balls, contacts) = Self::template();
+        let inf = f32::INFINITY;
+        Self {
+            spec: EnvSpec {
+                name: "BallPair-test",
+                observation: BoxSpace {
+                    low: vec![-inf; 8],
+                    high: vec![inf; 8],
+                },
+                action: BoxSpace::uniform(2, -1.0, 1.0),
+                observation_names: vec!["x0", "z0", "vx0", "vz0", "x1", "z1", "vx1", "vz1"],
+                action_names: vec!["vx", "vz"],
+                control_dt: 0.4,
+                substeps: 400,
+                max_episode_steps: 4,
+                stabilization: Stabilization::None,
+            },
+            balls,
+            contacts,
+        }
+    }
+}
+
+impl Task for BallPair {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    fn template(&self) -> Result<SystemTemplate> {
+        Ok(Self::template().0)
+    }
+
+    fn task_width(&self) -> usize {
+        2
+    }
+
+    fn reset_env(
+        &self,
+        batch: &mut Batch,
+        env: usize,
+        draws: &Draws,
+        task: &mut [f64],
+    ) -> Result<()> {
+        task[0] = draws.draw("restitution", &Scalar::Uniform(0.3, 0.9));
+        task[1] = draws.draw("friction", &Scalar::Uniform(0.1, 0.6));
+        for (k, (ball, contact)) in self.balls.iter().zip(&self.contacts).enumerate() {
+            let height = draws.draw(["height0", "height1"][k], &Scalar::Uniform(0.1, 0.5));
+            let x = [-0.3, 0.3][k];
+            batch.set_q(*ball, env, [1.0, 0.0, 0.0, 0.0, x, 0.0, height + 0.05])?;
+            batch.set_u(*ball, env, [0.0; 6])?;
+            let moment = 0.4 * 0.2 * 0.05 * 0.05;
+            batch.set_mass_properties(
+                *ball,
+                env,
+                0.2,
+                [0.0; 3],
+                [moment, moment, moment, 0.0, 0.0, 0.0],
+            )?;
+            batch.set_param(*contact, "radius", env, &[0.05])?;
+            batch.set_enabled(*contact, env, true)?;
+        }
+        batch.set_gravity(env, [0.0, 0.0, -9.81])
+    }
+
+    fn apply_action(
+        &self,
+        batch: &mut Batch,
+        env: usize,
+        action: &[f32],
+        _task: &[f64],
+    ) -> Result<()> {
+        for (k, ball) in self.balls.iter().enumerate() {
+            let mut u = batch.u(*ball)?[env];
+            u[3] += 2.0 * f64::from(action[0]) * [1.0, -1.0][k];
+            u[5] += 2.0 * f64::from(action[1]).abs();
+            batch.set_u(*ball, env, u)?;
+        }
+        Ok(())
+    }
+
+    fn observe(&self, batch: &Batch, env: usize, _task: &[f64], obs: &mut [f32]) {
+        for (k, ball) in self.balls.iter().enumerate() {
+            let q = batch.q(*ball).map(|q| q[env]).unwrap_or([f64::NAN; 7]);
+            let u = batch.u(*ball).map(|u| u[env]).unwrap_or([f64::NAN; 6]);
+            for (o, x) in obs[4 * k..4 * k + 4]
+                .iter_mut()
+                .zip([q[4], q[6], u[3], u[5]])
+            {
+                *o = x as f32;
+            }
+        }
+    }
+
+    fn outcome(&self, batch: &Batch, env: usize, _task: &[f64], _action: &[f32]) -> (f32, bool) {
+        let x = |b: BodyId| batch.q(b).map(|q| q[env][4]).unwrap_or(f64::NAN);
+        (-(x(self.balls[0]) + x(self.balls[1])).abs() as f32, false)
+    }
+
+    fn unilateral_contacts(&self, _env: usize, task: &[f64]) -> Option<Vec<UnilateralContact>> {
+        let coefficients = Coefficients::new(task[0], task[1], task[1]).ok()?;
+        Some(
+            self.contacts
+                .iter()
+                .map(|c| UnilateralContact {
+                    constraint: *c,
+                    coefficients,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A task with two unilateral contacts per environment steps on the several-contact event
+/// kernel through `VectorEnv` (`backend::UnilateralRunner`), resuming each step from the last
+/// one's contact records, and in f64 gives the CPU's transitions to the observations' f32
+/// rounding.
+#[test]
+fn a_task_with_two_unilateral_contacts_steps_on_the_several_contact_kernel() {
+    compare_in(
+        || Box::new(BallPair::new()),
+        "BallPair",
+        Precision::F64,
+        1e-5,
+        (16, 4),
     );
 }

@@ -476,3 +476,124 @@ fn f32_bricks_stay_on_or_above_their_planes_and_follow_the_slope() {
         a * duration
     );
 }
+
+/// unilateral.md §9 (a) on the several-contact kernel in f32: two balls (mass 1, radius 0.1) of
+/// one instance dropped side by side, ball `a` from h = 1 with e = 0.8, ball `b` from h = 0.5
+/// with e = 0.5. Impacts at t₀ (1 + 2e + … + 2e^(k−1)), t₀ = √(2h/g), each losing (1 − e²) of
+/// its arrival's kinetic energy, rest at t₀ (1 + e) / (1 − e) with all of m g h lost: `b` rests
+/// within the first call (0.958 s), `a` has bounced four times by its end (2.3 s) and rests in
+/// the second (4.066 s), resumed from the first's records. Every instance is the kernel's own.
+#[test]
+fn f32_two_balls_dropped_together_bounce_at_the_closed_form_times_and_come_to_rest() {
+    let Some(device) = device() else { return };
+    let n = 4;
+    let mut t = SystemTemplate::new();
+    let (mut ids, mut balls) = (Vec::new(), Vec::new());
+    for name in ["a", "b"] {
+        let ball = t.add_free_body(name);
+        balls.push(ball);
+        let contact = SphereOnPlaneContact::new(GROUND, ball, true).with_radius(0.1);
+        ids.push(t.add_constraint(contact).unwrap());
+    }
+    let mut batch = Batch::new(t, n).unwrap();
+    let (heights, restitution) = ([1.0, 0.5], [0.8, 0.5]);
+    for i in 0..n {
+        batch.set_gravity(i, [0.0, 0.0, -9.81]).unwrap();
+        for (k, ball) in balls.iter().enumerate() {
+            let inertia = [0.004, 0.004, 0.004, 0.0, 0.0, 0.0];
+            batch
+                .set_mass_properties(*ball, i, 1.0, [0.0; 3], inertia)
+                .unwrap();
+            let x = [-0.5, 0.5][k];
+            batch
+                .set_q(*ball, i, [1.0, 0.0, 0.0, 0.0, x, 0.0, 0.1 + heights[k]])
+                .unwrap();
+        }
+    }
+    let coefficients: Vec<Vec<Coefficients>> = (0..n)
+        .map(|_| {
+            restitution
+                .iter()
+                .map(|e| Coefficients::with_friction(*e, 0.5).unwrap())
+                .collect()
+        })
+        .collect();
+    let mut stepper =
+        GpuEventStepper::with_contacts(device, &batch, &ids, Precision::F32, GpuOptions::default())
+            .unwrap();
+    assert!(stepper.is_general());
+    let records =
+        |outcomes: Vec<simbatch::gpu::events::GpuEventOutcome>| -> Vec<Vec<ContactRecord>> {
+            outcomes
+                .into_iter()
+                .enumerate()
+                .map(|(i, o)| match o {
+                    simbatch::gpu::events::GpuEventOutcome::Ran(run) => run.contacts,
+                    other => panic!("instance {i}: {other:?}"),
+                })
+                .collect()
+        };
+    let t0 = heights.map(|h: f64| (2.0 * h / 9.81).sqrt());
+    let rest = [0, 1].map(|k| t0[k] * (1.0 + restitution[k]) / (1.0 - restitution[k]));
+    let fresh = vec![None; n];
+    let first = records(
+        stepper
+            .run_contacts(&mut batch, &coefficients, 2.3, &ball_options(), &fresh)
+            .unwrap(),
+    );
+    for (i, r) in first.iter().enumerate() {
+        let (a, b) = (&r[0], &r[1]);
+        // a: four impacts by 2.3 s, losses (1 − e²) m g h e^(2k) for k = 0..3.
+        assert_eq!(a.impacts, 4, "instance {i}: {a:?}");
+        let at = a.first_impact.unwrap();
+        assert!((at - t0[0]).abs() < 2e-5, "first impact {at} vs {}", t0[0]);
+        let losses: f64 = (0..4).map(|k| 0.36 * 9.81 * 0.64f64.powi(k)).sum();
+        assert!(
+            (a.impact_loss - losses).abs() < 1e-3 * losses,
+            "{} vs {losses}",
+            a.impact_loss
+        );
+        assert_eq!(a.mode, ContactMode::Open, "instance {i}: {a:?}");
+        // b: at rest by its closed form, all of m g h lost in its impacts.
+        let at = b.first_impact.unwrap();
+        assert!((at - t0[1]).abs() < 2e-5, "first impact {at} vs {}", t0[1]);
+        assert_eq!(b.mode, ContactMode::Stick, "instance {i}: {b:?}");
+        let at = b.last_mode_change.unwrap();
+        assert!(
+            (at - rest[1]).abs() < 2e-3,
+            "b at rest from {at}, closed form {}",
+            rest[1]
+        );
+        let mgh = 9.81 * heights[1];
+        assert!(
+            (b.impact_loss - mgh).abs() < 1e-3 * mgh,
+            "{} vs {mgh}",
+            b.impact_loss
+        );
+    }
+    let previous: Vec<_> = first.into_iter().map(Some).collect();
+    let second = records(
+        stepper
+            .run_contacts(&mut batch, &coefficients, 2.0, &ball_options(), &previous)
+            .unwrap(),
+    );
+    for (i, r) in second.iter().enumerate() {
+        let a = &r[0];
+        assert_eq!(a.mode, ContactMode::Stick, "instance {i}: {a:?}");
+        let at = a.last_mode_change.unwrap();
+        assert!(
+            (at - rest[0]).abs() < 2e-3,
+            "a at rest from {at}, closed form {}",
+            rest[0]
+        );
+        assert_eq!(r[1].mode, ContactMode::Stick, "instance {i}: {:?}", r[1]);
+        for ball in &balls {
+            let q = batch.q(*ball).unwrap()[i];
+            let u = batch.u(*ball).unwrap()[i];
+            assert!((q[6] - 0.1).abs() < 1e-4, "on the plane: {}", q[6]);
+            assert!(u.iter().all(|v| v.abs() < 1e-3), "at rest: {u:?}");
+        }
+        assert_eq!(batch.status()[i], 0);
+        assert!((batch.time()[i] - 4.3).abs() < 1e-12);
+    }
+}

@@ -258,3 +258,80 @@ duration = 4.0
     }
     assert!(resting >= 8, "{resting} instances hold");
 }
+
+/// The benchmark's bricks (`scenarios::sliding_bricks`, `simbatch bench --unilateral`) are what
+/// its doc says: the lowest corner 0–5 mm above the plane and every corner at most 7.5 cm above
+/// it (up to 0.1 rad of tilt about x and about y: 0.4 · 0.1 + 0.3 · 0.1 between opposite
+/// corners). Over 0.5 s every brick lands (its corners'
+/// impacts), ends finite and unflagged with its corners on or above the plane, no energy gained
+/// and its books closed (E − E₀ = −losses), and those friction stops in time (μ g t past the
+/// sliding speed, with the landing's rocking) end at rest.
+#[test]
+fn the_benchmark_bricks_land_corner_by_corner_and_settle() {
+    use simbatch::cpu::unilateral::{UnilateralContact, run_batch};
+    use simbatch::prelude::*;
+    let n = 24;
+    let (mut batch, corners, coefficients) = simbatch::scenarios::sliding_bricks(n).unwrap();
+    let mut evaluator = Evaluator::cpu();
+    let heights = evaluator.evaluate(&batch).unwrap();
+    for i in 0..n {
+        let h: Vec<f64> = (0..corners.len())
+            .map(|k| heights.constraints[k].position_errors[i])
+            .collect();
+        let lowest = h.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!((0.0..=0.005).contains(&lowest), "instance {i}: {h:?}");
+        assert!(h.iter().all(|x| *x <= 0.075), "instance {i}: {h:?}");
+    }
+    let energy0: Vec<f64> = (0..n).map(|i| batch.energy(i).unwrap()).collect();
+    let contacts = |i: usize| -> Vec<UnilateralContact> {
+        corners
+            .iter()
+            .zip(&coefficients[i])
+            .map(|(c, k)| UnilateralContact {
+                constraint: *c,
+                coefficients: *k,
+            })
+            .collect()
+    };
+    let duration = 0.5;
+    let runs = run_batch(&mut batch, &contacts, duration, &EventOptions::default()).unwrap();
+    let after = evaluator.evaluate(&batch).unwrap();
+    let brick = BodyId::new(1);
+    let mut resting = 0;
+    for (i, run) in runs.iter().enumerate() {
+        let run = run.as_ref().unwrap();
+        assert_eq!(batch.status()[i], 0, "instance {i}");
+        let impacts: u32 = run.contacts.iter().map(|r| r.impacts).sum();
+        assert!(impacts >= 1, "instance {i} never landed");
+        for k in 0..corners.len() {
+            let h = after.constraints[k].position_errors[i];
+            assert!(h >= -1e-4, "instance {i}: corner {k} at {h}");
+        }
+        let energy = batch.energy(i).unwrap();
+        let lost: f64 = run
+            .contacts
+            .iter()
+            .map(|r| r.impact_loss + r.friction_loss)
+            .sum();
+        assert!(energy <= energy0[i] + 1e-9, "instance {i} gained energy");
+        let books = energy - energy0[i] + lost;
+        assert!(books.abs() <= 1e-5, "instance {i}: books out by {books:e}");
+        let mu = coefficients[i][0].mu_dynamic;
+        let speed = batch.u(brick).unwrap()[i][3];
+        let u0 = simbatch::scenarios::sliding_bricks(n)
+            .unwrap()
+            .0
+            .u(brick)
+            .unwrap()[i];
+        if mu * 9.81 * (duration - 0.1) > 1.5 * u0[3].abs() {
+            resting += 1;
+            let u = batch.u(brick).unwrap()[i];
+            assert!(
+                u.iter().all(|x| x.abs() <= 1e-6),
+                "instance {i}: still moving {u:?} (speed {speed})"
+            );
+        }
+    }
+    eprintln!("{resting} of {n} benchmark bricks at rest after {duration} s");
+    assert!(resting >= n / 2, "only {resting} of {n} came to rest");
+}

@@ -1,6 +1,8 @@
 //! `simbatch bench`: throughput per backend, system, N and substeps per call, as a table and
 //! as JSON. Times are medians over repeated calls (at least 3, about `--seconds` each).
 
+mod unilateral;
+
 use std::time::Instant;
 
 use serde_json::json;
@@ -45,10 +47,12 @@ pub struct BenchArgs {
     /// adapter's default only. Results do not depend on the size; this finds the fastest.
     #[arg(long, value_delimiter = ',')]
     pub workgroup_sizes: Vec<u32>,
-    /// Also measure unilateral contact: the bouncing balls (`scenarios::bouncing_balls`), each
-    /// call simulating `substeps` ms of event-driven RK4 (h = 1 ms) from the same start, on the
-    /// CPU's event path and the GPU's event kernel. Rows count instance-steps of 1 ms, as the
-    /// stepping rows do.
+    /// Also measure unilateral contact: the bouncing balls (`scenarios::bouncing_balls`, one
+    /// contact) and the sliding bricks (`scenarios::sliding_bricks`, four corners), each call
+    /// simulating `substeps` ms of event-driven RK4 (h = 1 ms) from the same start, on the
+    /// CPU's event path and the GPU's event kernels (`backend::UnilateralRunner`; instances a
+    /// software adapter's kernel withholds run on the CPU in the call, and the row says how
+    /// many). Rows count instance-steps of 1 ms, as the stepping rows do.
     #[arg(long)]
     pub unilateral: bool,
     /// Seconds of repeated calls per measurement.
@@ -98,6 +102,8 @@ struct Row<'a> {
     bytes_per_instance: usize,
     /// GPU rows: invocations per workgroup.
     workgroup_size: Option<u32>,
+    /// Unilateral GPU rows: the instances of a call the kernel handed to the CPU.
+    handed_to_cpu: Option<usize>,
 }
 
 /// The stepping options a `--integrators` entry names, or `None`.
@@ -307,7 +313,14 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             "bytes_per_instance": row.bytes_per_instance,
             "first_call_s": timing.first,
             "workgroup_size": row.workgroup_size,
+            "handed_to_cpu": row.handed_to_cpu,
         }));
+        if let Some(k) = row.handed_to_cpu.filter(|k| *k > 0) {
+            println!(
+                "  ({k} of {} instances a call handed to the CPU: the kernel's loop budget)",
+                row.n
+            );
+        }
     };
     let gpu_name = format!("gpu-{}", args.precision);
     let cpu = args.backends.iter().any(|b| b == "cpu");
@@ -324,6 +337,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 what,
                 bytes_per_instance,
                 workgroup_size,
+                handed_to_cpu: None,
             };
             if cpu {
                 // Every output, then u̇ and λ alone (what a study of the dynamics reads).
@@ -375,6 +389,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                         what: "steps",
                         bytes_per_instance,
                         workgroup_size,
+                        handed_to_cpu: None,
                     };
                     if cpu {
                         let mut stepper = Stepper::new(options)?;
@@ -409,7 +424,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
     }
     if args.unilateral {
         for &n in &args.n {
-            bounce(
+            unilateral::rows(
                 args,
                 n,
                 cpu,
@@ -438,107 +453,6 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             source,
         })?;
         println!("wrote {}", path.display());
-    }
-    Ok(())
-}
-
-/// The unilateral rows at `n` balls: each call runs `k` ms (`--substeps`) of event-driven
-/// stepping from the same start (the states stored back first, on both backends, so the GPU
-/// keeps its buffers and uploads only the state columns).
-#[allow(clippy::too_many_arguments)]
-fn bounce(
-    args: &BenchArgs,
-    n: usize,
-    cpu: bool,
-    device: &Option<std::sync::Arc<crate::gpu::GpuDevice>>,
-    workgroups: &[u32],
-    precision: Precision,
-    gpu_name: &str,
-    report: &mut impl FnMut(Row<'_>, f64, Timing),
-) -> Result<(), CliError> {
-    use crate::contact::{EventOptions, UnilateralContact};
-    let (start, contact, coefficients) = crate::scenarios::bouncing_balls(n)?;
-    let options = EventOptions::default();
-    let states: Vec<Vec<f64>> = (0..n).map(|i| start.state_of(i).to_vec()).collect();
-    let restore = |batch: &mut Batch| {
-        for (i, y) in states.iter().enumerate() {
-            batch.store_values(i, start.time()[i], y, 0);
-        }
-        batch.touch_state_columns();
-    };
-    for &k in &args.substeps {
-        let duration = k as f64 * options.step;
-        let row = |backend, bytes_per_instance, workgroup_size| Row {
-            system: "bouncing ball (unilateral)",
-            n,
-            backend,
-            integrator: "events",
-            substeps: k,
-            what: "steps",
-            bytes_per_instance,
-            workgroup_size,
-        };
-        if cpu {
-            let contacts = |i: usize| {
-                vec![UnilateralContact {
-                    constraint: contact,
-                    coefficients: coefficients[i],
-                }]
-            };
-            let mut batch = start.clone();
-            // The call's own per-instance memory: the runs it returns (records, event lists).
-            let mut returned = 0;
-            let s = time(
-                || {
-                    restore(&mut batch);
-                    let runs = crate::cpu::unilateral::run_batch(
-                        &mut batch, &contacts, duration, &options,
-                    )?;
-                    returned = runs
-                        .iter()
-                        .flatten()
-                        .map(|r| {
-                            std::mem::size_of_val(r)
-                                + std::mem::size_of_val(r.contacts.as_slice())
-                                + std::mem::size_of_val(r.events.as_slice())
-                        })
-                        .sum::<usize>()
-                        + std::mem::size_of_val(runs.as_slice());
-                    Ok(())
-                },
-                args.seconds,
-            )?;
-            let bytes = host_bytes_per_instance(&batch, returned.div_ceil(n));
-            report(row("cpu", bytes, None), (n * k) as f64, s);
-        }
-        for (d, &workgroup) in device
-            .iter()
-            .flat_map(|d| workgroups.iter().map(move |w| (d, w)))
-        {
-            let gpu_options = GpuOptions {
-                workgroup_size: Some(workgroup),
-                ..GpuOptions::default()
-            };
-            let mut batch = start.clone();
-            let mut stepper = crate::gpu::events::GpuEventStepper::new(
-                d.clone(),
-                &batch,
-                contact,
-                precision,
-                gpu_options,
-            )?;
-            let previous = vec![None; n];
-            let s = time(
-                || {
-                    restore(&mut batch);
-                    stepper.run(&mut batch, &coefficients, duration, &options, &previous)?;
-                    Ok(())
-                },
-                args.seconds,
-            )?;
-            let bytes = gpu_bytes_per_instance(Some(stepper.device_bytes()), n);
-            report(row(gpu_name, bytes, Some(workgroup)), (n * k) as f64, s);
-        }
     }
     Ok(())
 }
