@@ -125,7 +125,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 /// Asserts that the GPU's records of instance `i` are the CPU's: modes, impacts and readiness
 /// exactly, times and energies to `tol`.
-fn same_records(i: usize, gpu: &[ContactRecord], cpu: &[ContactRecord], tol: f64) {
+pub(crate) fn same_records(i: usize, gpu: &[ContactRecord], cpu: &[ContactRecord], tol: f64) {
     for (k, (g, c)) in gpu.iter().zip(cpu).enumerate() {
         let what = format!("instance {i}, contact {k}: {g:?} vs {c:?}");
         assert_eq!(g.mode.code().0, c.mode.code().0, "{what}");
@@ -146,7 +146,7 @@ fn same_records(i: usize, gpu: &[ContactRecord], cpu: &[ContactRecord], tol: f64
 }
 
 /// The largest difference between two batches' free-body states of instance `i`.
-fn state_difference(a: &Batch, b: &Batch, i: usize) -> f64 {
+pub(crate) fn state_difference(a: &Batch, b: &Batch, i: usize) -> f64 {
     let (x, y) = (
         a.instance_state(i).unwrap().to_vec(),
         b.instance_state(i).unwrap().to_vec(),

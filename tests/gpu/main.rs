@@ -12,6 +12,7 @@ mod contact_laws_general;
 mod env;
 mod evaluation;
 mod events;
+mod events_bilateral;
 mod events_general;
 mod host_copies;
 mod shaders;
