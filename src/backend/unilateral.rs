@@ -65,12 +65,25 @@ impl UnilateralRunner {
         precision: Precision,
         options: GpuOptions,
     ) -> Result<Self> {
+        let software = super::is_software(&device);
         match GpuEventStepper::with_contacts(device, batch, contacts, precision, options) {
-            Ok(stepper) => Ok(Self {
-                contacts: contacts.to_vec(),
-                gpu: Some(stepper),
-                note: None,
-            }),
+            Ok(stepper) => {
+                if software && stepper.is_general() {
+                    // It answers, but it is a check of the kernel rather than a way to run.
+                    log::warn!(
+                        "simbatch: the several-contact event kernel on a software adapter runs \
+                         one instance per workgroup and one trial per dispatch (lavapipe's \
+                         loop limit): expect 100-1000x the CPU event path's time (on the \
+                         2-core CI VM, bricks on four corners stepped 50 steps/s against the \
+                         CPU's 6e4); the cpu or auto backend runs it on the CPU"
+                    );
+                }
+                Ok(Self {
+                    contacts: contacts.to_vec(),
+                    gpu: Some(stepper),
+                    note: None,
+                })
+            }
             Err(Error::InvalidOption {
                 option: OUTSIDE_STAGE_ONE,
                 value,

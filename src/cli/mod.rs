@@ -186,8 +186,38 @@ pub enum Command {
     Render(render::RenderArgs),
 }
 
-/// Runs the command line `args` (including the program name); what `main` calls.
+/// The command's logger: the library's warnings (`log::warn!` from `simbatch`'s own modules:
+/// an `auto` backend that passed over a software adapter, unilateral contacts that run on the
+/// CPU though the GPU was asked for, and why) on standard error, one line each. Other crates'
+/// records (wgpu's) and lower levels are left out.
+struct Warnings;
+
+impl log::Log for Warnings {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Warn && metadata.target().starts_with("simbatch")
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("warning: {}", record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Installs [`Warnings`] unless a logger is already set (a host program's, or an earlier call's).
+fn install_logger() {
+    static LOGGER: Warnings = Warnings;
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
+    }
+}
+
+/// Runs the command line `args` (including the program name); what `main` calls. The
+/// library's warnings go to standard error (unless the host program set a logger of its own).
 pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(), CliError> {
+    install_logger();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

@@ -72,7 +72,7 @@ pub(super) fn run_group(
         Runner::Cpu => UnilateralRunner::cpu(&ids),
     };
     if let Some(note) = events_runner.note() {
-        log::warn!("{note}");
+        log::warn!("simbatch: {note}");
     }
     let energy0: Vec<f64> = (0..n)
         .map(|i| batch.energy(i).unwrap_or(f64::NAN))

@@ -407,7 +407,7 @@ impl VectorEnv {
                 let runner =
                     UnilateralRunner::gpu(device, &self.batch, &ids, precision, gpu_options)?;
                 if let Some(note) = runner.note() {
-                    log::warn!("{}: {note}", self.spec.name);
+                    log::warn!("simbatch: {}: {note}", self.spec.name);
                 }
                 self.events_gpu = runner.on_gpu().then_some(runner);
             }

@@ -1889,3 +1889,49 @@ fn a_refused_draw_names_the_scenarios_body_and_the_instance_once() {
         "{message}"
     );
 }
+
+/// The library's warnings reach the command's standard error: a run with `--backend auto`
+/// either took a hardware GPU (the manifest says so, and there is nothing to warn about) or
+/// fell back to the CPU, and then the reason the manifest records (`auto passed over` a
+/// software adapter, or no GPU at all) is also a `warning:` line on standard error; other
+/// crates' log records (wgpu's) are not.
+#[test]
+fn the_commands_warnings_reach_standard_error() {
+    let dir = scratch("warnings");
+    let o = bin()
+        .args([
+            "run",
+            "--instances",
+            "8",
+            "--backend",
+            "auto",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("out").join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let backend = manifest["backend"].as_str().unwrap();
+    match backend.split_once("; ") {
+        Some((_, note)) => assert!(
+            stderr.contains(&format!("warning: simbatch: {note}")),
+            "manifest note {note:?} not on stderr: {stderr}"
+        ),
+        None => assert!(backend.starts_with("gpu"), "{backend}"),
+    }
+    // Every warning the logger prints is the library's own (they all say `simbatch:`).
+    assert!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .all(|l| l.starts_with("warning: simbatch: ")),
+        "other crates' records: {stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
