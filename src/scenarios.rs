@@ -330,8 +330,9 @@ pub fn standing_sticks(n: usize) -> Result<Batch> {
 /// about x and y so that their corners land one after another, their lowest corner 0–5 mm above
 /// the plane, sliding along x at up to 1 m/s and turning about z, with restitution 0.1–0.5 and
 /// friction 0.2–0.8 drawn per brick (the same at its four corners; a deterministic sequence):
-/// within their first 50 ms they land corner by corner, then slide, rock and stick. The batch,
-/// the corners' contacts and each brick's coefficients (one per corner).
+/// the lowest corner lands within 32 ms and the others as the brick rocks down onto them, then
+/// they slide and stick (21 of the first 24 rest by 0.5 s). The batch, the corners' contacts
+/// and each brick's coefficients (one per corner).
 pub fn sliding_bricks(
     n: usize,
 ) -> Result<(
