@@ -254,20 +254,21 @@ impl Chunk<'_> {
             ok = ok | self.min_norm_multipliers(redundant, g, y_blocks, &rhs, lambda);
         }
 
-        // u̇ = u̇₀ − M⁻¹ Gᵀ λ, each body's sum taken over the rows in order.
-        let mut sums = [[splat(0.0); 6]; MAX_FREE];
-        for r in 0..m {
-            for (j, s) in slots[r].iter().enumerate() {
-                if let Some(s) = *s {
-                    for k in 0..6 {
-                        sums[s][k] += y_blocks[r][j][k] * lambda[r];
+        // u̇ = u̇₀ − M⁻¹ Gᵀ λ, each body's sum taken over the rows in order (one body at a
+        // time: a sum per body of the batch's shape, not a zeroed array of `MAX_FREE`).
+        for slot in 0..free {
+            let mut sum = [splat(0.0); 6];
+            for r in 0..m {
+                for (j, s) in slots[r].iter().enumerate() {
+                    if *s == Some(slot) {
+                        for k in 0..6 {
+                            sum[k] += y_blocks[r][j][k] * lambda[r];
+                        }
                     }
                 }
             }
-        }
-        for slot in 0..free {
             for k in 0..6 {
-                udot[slot][k] = udot0[slot][k] - sums[slot][k];
+                udot[slot][k] = udot0[slot][k] - sum[k];
             }
         }
         ok

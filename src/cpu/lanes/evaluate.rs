@@ -61,6 +61,18 @@ fn put_rows<const W: usize>(column: &mut [[f64; W]], at: usize, count: usize, x:
     }
 }
 
+/// Per report slot, `value` of the row it reports (0 where it reports none).
+#[inline(always)]
+fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -> [Lane; MAX_ROWS] {
+    let mut x = [splat(0.0); MAX_ROWS];
+    for (s, row) in slots.iter().enumerate() {
+        if let Some(r) = *row {
+            x[s] = value(r);
+        }
+    }
+    x
+}
+
 /// What a rayon job of an evaluation keeps across its blocks.
 pub(crate) struct Buffers<'a> {
     pub(super) chunk: Chunk<'a>,
@@ -206,33 +218,24 @@ impl Chunk<'_> {
             }
 
             if per_row {
-                // Each selected output's reported values, then one write per output.
-                let (mut p, mut v, mut a, mut mu) = (
-                    [zero; MAX_ROWS],
-                    [zero; MAX_ROWS],
-                    [zero; MAX_ROWS],
-                    [zero; MAX_ROWS],
-                );
-                let w = out.width;
-                for (s, row) in c.report_slots.iter().enumerate() {
-                    if let Some(r) = *row {
-                        p[s] = own[r].position_error;
-                        v[s] = own[r].velocity_error;
-                        a[s] = acceleration_errors[r];
-                        mu[s] = multipliers[r];
-                    }
-                }
-                let n = c.report_slots.len();
+                // Each selected output's reported values (0 in a slot no row reports), written
+                // at once; an output not selected is not gathered.
+                let (w, n) = (out.width, c.report_slots.len());
+                let slots = &c.report_slots;
                 if selected.position_errors {
+                    let p = reported(slots, |r| own[r].position_error);
                     put(out.position_errors, w, 0, at, count, &p[..n]);
                 }
                 if selected.velocity_errors {
+                    let v = reported(slots, |r| own[r].velocity_error);
                     put(out.velocity_errors, w, 0, at, count, &v[..n]);
                 }
                 if selected.acceleration_errors {
+                    let a = reported(slots, |r| acceleration_errors[r]);
                     put(out.acceleration_errors, w, 0, at, count, &a[..n]);
                 }
                 if selected.multipliers {
+                    let mu = reported(slots, |r| multipliers[r]);
                     put(out.multipliers, w, 0, at, count, &mu[..n]);
                 }
             }
