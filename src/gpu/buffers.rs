@@ -83,15 +83,20 @@ pub(crate) fn map_read<R>(
         .device
         .poll(wgpu::PollType::wait_indefinitely())
         .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+    // A lost device fails the mapping: say why.
+    let failed = |what: String| device.fault().err().unwrap_or(Error::Gpu(what));
     rx.recv()
-        .map_err(|e| Error::Gpu(format!("readback lost: {e}")))?
-        .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
+        .map_err(|e| failed(format!("readback lost: {e}")))?
+        .map_err(|e| failed(format!("readback failed: {e}")))?;
     let view = slice
         .get_mapped_range()
         .map_err(|e| Error::Gpu(format!("readback failed: {e}")))?;
     let out = f(&view);
     drop(view);
     buffer.unmap();
+    // A command of the call that failed outside an error scope, or a lost device: the
+    // buffer's bytes are not the call's answer.
+    device.fault()?;
     Ok(out)
 }
 
@@ -156,7 +161,10 @@ pub(crate) fn write_reals(
     let mut view = device
         .queue
         .write_buffer_with(buffer, offset, size)
-        .ok_or_else(|| Error::Gpu(format!("could not write {size} bytes at {offset}")))?;
+        .ok_or_else(|| match device.fault() {
+            Err(fault) => fault,
+            Ok(()) => Error::Gpu(format!("could not write {size} bytes at {offset}")),
+        })?;
     let values = values.chain(std::iter::repeat(0.0)).take(count);
     match precision {
         Precision::F32 => {

@@ -1,4 +1,8 @@
-//! Opening a GPU: adapter, device and queue, with the adapter's own limits.
+//! Opening a GPU: adapter, device and queue, with the adapter's own limits, and what the
+//! device reports outside any error scope (a lost device, an uncaptured error), kept for the
+//! next readback to return as an error instead of wgpu's default of panicking.
+
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::gpu::cache::KernelCache;
@@ -18,6 +22,18 @@ pub struct GpuDevice {
     pub supports_f64: bool,
     /// The kernels built on this device, reused by later evaluators and steppers.
     pub kernels: KernelCache,
+    /// What the device reported outside an error scope ([`GpuDevice::fault`]).
+    faults: Arc<Mutex<Faults>>,
+}
+
+/// A device's reports outside any error scope.
+#[derive(Debug, Default)]
+struct Faults {
+    /// Why the device was lost: every later call on it fails.
+    lost: Option<String>,
+    /// The first uncaptured error since the last [`GpuDevice::fault`] (a kernel or buffer that
+    /// failed to be made, or a command on it).
+    uncaptured: Option<String>,
 }
 
 impl GpuDevice {
@@ -58,6 +74,24 @@ impl GpuDevice {
             })
             .await
             .map_err(|e| Error::NoGpuAdapter(format!("{} ({:?}): {e}", info.name, info.backend)))?;
+        // wgpu's defaults panic on an uncaptured error and say nothing of a lost device; a
+        // library must return both as errors (a device lost under one batch, seen on an H200,
+        // otherwise surfaced as a panic on the next buffer write).
+        let faults = Arc::new(Mutex::new(Faults::default()));
+        let on_error = Arc::clone(&faults);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            log::error!("simbatch: uncaptured GPU error: {e}");
+            if let Ok(mut f) = on_error.lock() {
+                f.uncaptured.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let on_lost = Arc::clone(&faults);
+        device.set_device_lost_callback(move |reason, message| {
+            log::error!("simbatch: GPU device lost ({reason:?}): {message}");
+            if let Ok(mut f) = on_lost.lock() {
+                f.lost = Some(format!("device lost ({reason:?}): {message}"));
+            }
+        });
         Ok(Self {
             device,
             queue,
@@ -65,7 +99,25 @@ impl GpuDevice {
             limits,
             supports_f64,
             kernels: KernelCache::default(),
+            faults,
         })
+    }
+
+    /// What the device reported outside any error scope since the last call, as an error: the
+    /// device lost (for good: every later call says so too), or the first uncaptured error
+    /// (reported once). Readbacks check it, so a call whose commands failed returns an error
+    /// rather than whatever the buffers held.
+    pub fn fault(&self) -> Result<()> {
+        let Ok(mut f) = self.faults.lock() else {
+            return Err(Error::Gpu("the device's fault record is poisoned".into()));
+        };
+        if let Some(lost) = &f.lost {
+            return Err(Error::Gpu(format!("{} on {}", lost, self.info.name)));
+        }
+        match f.uncaptured.take() {
+            Some(e) => Err(Error::Gpu(format!("{} reported: {e}", self.info.name))),
+            None => Ok(()),
+        }
     }
 
     /// Largest workgroup the adapter runs: its invocation limit and its x-size limit.

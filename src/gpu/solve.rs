@@ -99,7 +99,12 @@ pub fn solve_multipliers(rows: usize) -> String {
     let _ = writeln!(w, "    ok = ok && is_finite_real(bound) && bound < 1.0;");
     let _ = writeln!(
         w,
-        "    if !ok {{\n        return solve_min_norm_spd(a, rhs);\n    }}"
+        "    if !ok {{\n        \
+         // The eigen route indexes its matrix at run time, which puts an array in local\n        \
+         // memory on NVIDIA: it works on copies, so that `a` and `rhs`, indexed by constants\n        \
+         // everywhere else, may stay in registers.\n        \
+         var a_copy = *a;\n        var rhs_copy = *rhs;\n        \
+         return solve_min_norm_spd(&a_copy, &rhs_copy);\n    }}"
     );
     // L y = rhs, then Lᵀ x = y.
     for i in 0..m {

@@ -418,9 +418,14 @@ fn f64_several_contact_laws_give_the_cpus_answers() {
             cases.len()
         );
         assert_withheld_few(withheld, cases.len());
-        // Unsettled directions are the exception, not what the comparison rests on.
+        // Impacts whose slip direction did not settle (frozen after 50 iterations and flagged:
+        // two corners sliding along one edge split their friction indeterminately) still
+        // compare, the iteration being the same; but most of the comparison must rest on
+        // settled ones. Counted over the compared impacts: a software adapter withholds many of
+        // the unsettled ones (its loop budget), a hardware one none (an H200 compared 101
+        // unsettled of 300 four-contact impacts).
         assert!(
-            unsettled * 10 <= impacts,
+            (impacts - unsettled) * 2 >= impacts,
             "{unsettled} of {impacts} impacts unsettled"
         );
     }

@@ -102,11 +102,21 @@ fn f64_kernels_compute_sin_and_cos_to_libm_accuracy() {
         xs.push(((s >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2e4);
     }
     let out = sin_cos_on(&device, &xs);
+    // A software adapter keeps the reduction's order: libm's accuracy. A hardware driver may
+    // fold the five parts of π/2 into one rounded constant (NVIDIA 580 on an H200 did: sin 100
+    // off by 3.3e-15, cos by 2.0e-15, which is exactly 64 · (π/2 − fl(π/2)) = 3.9e-15 in the
+    // reduced angle), leaving |x| · 3.9e-17; the bound allows 2.5 times that.
+    let software = device.info.device_type == wgpu::DeviceType::Cpu;
     let mut worst = 0.0f64;
     for (x, (s, c)) in xs.iter().zip(&out) {
         let e = (s - x.sin()).abs().max((c - x.cos()).abs());
+        let bound = if software {
+            4e-16
+        } else {
+            4e-16 + 1e-16 * x.abs()
+        };
         assert!(
-            e <= 4e-16,
+            e <= bound,
             "x = {x:e}: sin {s:e} vs {:e}, cos {c:e} vs {:e}",
             x.sin(),
             x.cos()
@@ -174,4 +184,44 @@ fn a_second_stepper_for_the_same_template_reuses_the_kernels() {
         "Euler's stepping kernel only"
     );
     assert_eq!(device.kernels.len(), 3);
+}
+
+/// wgpu panics on an error raised outside any error scope unless told otherwise; the library
+/// keeps it for the next readback to return (an H200 lost its device under one test and every
+/// later buffer write panicked). On a device of its own, so that the shared one's other users
+/// never see this error.
+#[test]
+fn an_uncaptured_gpu_error_is_returned_once_and_the_device_goes_on() {
+    if device().is_none() {
+        return;
+    }
+    let own = std::sync::Arc::new(GpuDevice::new().unwrap());
+    assert!(own.fault().is_ok());
+    let small = own.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("sixteen bytes"),
+        size: 16,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    // Past its end: a validation error, and no scope to catch it.
+    own.queue.write_buffer(&small, 64, &[0u8; 16]);
+    let fault = own.fault().expect_err("the write past the end is reported");
+    let simbatch::Error::Gpu(message) = &fault else {
+        panic!("not a GPU error: {fault:?}");
+    };
+    assert!(message.contains("write_buffer"), "{message}");
+    assert!(own.fault().is_ok(), "reported once");
+    // The device still evaluates, and agrees with the shared device.
+    let batch = simbatch::scenarios::rolling_balls(8).unwrap();
+    let options = simbatch::gpu::GpuOptions::default();
+    let mut here =
+        simbatch::gpu::GpuEvaluator::new(own.clone(), &batch, Precision::F32, options).unwrap();
+    let mut there =
+        simbatch::gpu::GpuEvaluator::new(device().unwrap(), &batch, Precision::F32, options)
+            .unwrap();
+    let (a, b) = (
+        here.evaluate(&batch).unwrap(),
+        there.evaluate(&batch).unwrap(),
+    );
+    assert_eq!(a.udot, b.udot);
 }
