@@ -4,9 +4,10 @@
 // of π/2, so n · part is exact for |n| < 2³¹), then fdlibm's polynomials on [−π/4, π/4]. Within
 // a few 1e-16 of libm for |x| < 2³¹ · π/2 (3.4e9 rad) where the driver keeps the order of the
 // reduction's subtractions (lavapipe), NaN beyond. A driver may fold the parts into one rounded
-// π/2 (SPIR-V marks none of these operations exact; NVIDIA 580 on an H200 was seen to): the
-// reduced angle is then off by n · 6.1e-17, about |x| · 3.9e-17 (4e-15 at 100 rad). f32
-// kernels use the built-ins: the precision prelude defines `sin_cos_real` for them.
+// π/2 (WGSL's "Reassociation and Fusion" rules allow it, and naga marks no operation
+// NoContraction; NVIDIA 580 on an H200 was seen to): the reduced angle is then off by
+// n · 6.1e-17, about |x| · 3.9e-17 (4e-15 at 100 rad). f32 kernels use the built-ins: the
+// precision prelude defines `sin_cos_real` for them.
 
 const PIO2_1: f64 = 1.57079601287841797e+00;
 const PIO2_2: f64 = 3.13916416416759603e-07;
