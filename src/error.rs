@@ -221,5 +221,18 @@ pub fn try_filled<T: Clone>(value: T, len: usize, what: &str) -> Result<Vec<T>> 
     Ok(v)
 }
 
+impl Error {
+    /// An instance's per-contact list (coefficients, previous records) of the wrong length:
+    /// [`Error::InvalidValue`] naming the list and the instance.
+    pub(crate) fn per_contact(field: &str, instance: usize, got: usize, expected: usize) -> Self {
+        Error::InvalidValue {
+            field: format!("{field} (one per contact)"),
+            instance,
+            value: format!("{got} entries"),
+            accepted: format!("exactly {expected}, one per unilateral contact"),
+        }
+    }
+}
+
 /// Result alias used throughout simbatch.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -132,12 +132,14 @@ impl UnilateralRunner {
             });
         }
         // One coefficient per contact in every instance: a short list would drop contacts.
-        if let Some(per) = coefficients.iter().find(|k| k.len() != self.contacts.len()) {
-            return Err(Error::Dimension {
-                what: "contact coefficients of an instance (one per contact)",
-                got: per.len(),
-                expected: self.contacts.len(),
-            });
+        let n = self.contacts.len();
+        if let Some((instance, per)) = coefficients.iter().enumerate().find(|(_, k)| k.len() != n) {
+            return Err(Error::per_contact(
+                "contact coefficients",
+                instance,
+                per.len(),
+                n,
+            ));
         }
         let ids = &self.contacts;
         let contacts = |i: usize| -> Vec<UnilateralContact> {

@@ -168,11 +168,12 @@ fn check_previous(
         if let Some(records) = records
             && records.len() != contacts(i).len()
         {
-            return Err(Error::Dimension {
-                what: "previous contact records of an instance (one per contact)",
-                got: records.len(),
-                expected: contacts(i).len(),
-            });
+            return Err(Error::per_contact(
+                "previous contact records",
+                i,
+                records.len(),
+                contacts(i).len(),
+            ));
         }
     }
     Ok(())

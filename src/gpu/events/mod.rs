@@ -421,20 +421,17 @@ impl GpuEventStepper {
         let k = self.contacts.len();
         for (i, per) in coefficients.iter().enumerate() {
             if per.len() != k {
-                return Err(Error::Dimension {
-                    what: "contact coefficients of an instance (one per contact)",
-                    got: per.len(),
-                    expected: k,
-                });
+                return Err(Error::per_contact("contact coefficients", i, per.len(), k));
             }
             if let Some(records) = &previous[i]
                 && records.len() != k
             {
-                return Err(Error::Dimension {
-                    what: "previous contact records of an instance (one per contact)",
-                    got: records.len(),
-                    expected: k,
-                });
+                return Err(Error::per_contact(
+                    "previous contact records",
+                    i,
+                    records.len(),
+                    k,
+                ));
             }
             for c in per {
                 c.check()?;

@@ -571,12 +571,26 @@ fn the_unilateral_runner_on_the_cpu_is_the_cpus_event_path_and_checks_its_input(
         );
     }
     let short = vec![vec![k], vec![], vec![k]];
+    // The error names the instance whose list is short.
     match runner.run(&mut batch, &short, 0.4, &options, &previous) {
-        Err(Error::Dimension {
-            got: 0,
-            expected: 1,
+        Err(Error::InvalidValue {
+            instance: 1,
+            value,
+            accepted,
             ..
-        }) => {}
+        }) if value == "0 entries" && accepted.starts_with("exactly 1,") => {}
+        other => panic!("{other:?}"),
+    }
+    // So does a resumed instance whose records do not match its contacts.
+    let mut resumed = call.records.clone();
+    if let Some(records) = &mut resumed[2] {
+        let extra = records[0];
+        records.push(extra);
+    }
+    match runner.run(&mut batch, &vec![vec![k]; 3], 0.4, &options, &resumed) {
+        Err(Error::InvalidValue {
+            instance: 2, field, ..
+        }) if field.starts_with("previous contact records") => {}
         other => panic!("{other:?}"),
     }
 }
