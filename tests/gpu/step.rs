@@ -712,13 +712,24 @@ fn bench_measures_each_workgroup_size_and_refuses_what_the_adapter_cannot_run() 
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
     let rows = doc["rows"].as_array().unwrap();
-    for system in ["rolling sphere", "rolling ball"] {
-        let sizes: Vec<_> = rows
+    for (system, what) in [
+        ("rolling sphere", "evaluations"),
+        ("rolling sphere", "evaluations (kernel only)"),
+        ("rolling ball", "steps"),
+    ] {
+        let measured: Vec<_> = rows
             .iter()
-            .filter(|r| r["system"] == system)
+            .filter(|r| r["system"] == system && r["what"] == what)
+            .collect();
+        let sizes: Vec<_> = measured
+            .iter()
             .map(|r| r["workgroup_size"].as_u64().unwrap())
             .collect();
-        assert_eq!(sizes, [7, 64], "{system}: {rows:?}");
+        assert_eq!(sizes, [7, 64], "{system}, {what}: {rows:?}");
+        for r in measured {
+            let rate = r["per_second"].as_f64().unwrap();
+            assert!(rate.is_finite() && rate > 0.0, "{r}");
+        }
     }
     let too_big = device.max_workgroup_size() + 1;
     let o = bench(&too_big.to_string());

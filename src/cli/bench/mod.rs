@@ -12,7 +12,7 @@ use crate::backend::Evaluator;
 use crate::backend::Stepper;
 use crate::batch::Batch;
 use crate::evaluation::{Evaluation, Outputs};
-use crate::gpu::{GpuOptions, Precision};
+use crate::gpu::{GpuEvaluator, GpuOptions, Precision};
 use crate::scenarios::{
     ContactKind, PlaneBody, contact_batch, point_to_ground_batch, rolling_balls, standing_sticks,
 };
@@ -364,6 +364,20 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
                 report(
                     row(&gpu_name, "evaluations", bytes, Some(workgroup)),
+                    n as f64,
+                    s,
+                );
+                // The kernel alone (changed columns uploaded, nothing read back): what the row
+                // above spends beyond it is the readback and the host's conversion.
+                let mut kernel = GpuEvaluator::new(d.clone(), &batch, precision, options)?;
+                let s = time(|| Ok(kernel.dispatch(&batch)?), args.seconds)?;
+                report(
+                    row(
+                        &gpu_name,
+                        "evaluations (kernel only)",
+                        bytes,
+                        Some(workgroup),
+                    ),
                     n as f64,
                     s,
                 );
