@@ -106,7 +106,10 @@ impl GpuDevice {
     /// What the device reported outside any error scope since the last call, as an error: the
     /// device lost (for good: every later call says so too), or the first uncaptured error
     /// (reported once). Readbacks check it, so a call whose commands failed returns an error
-    /// rather than whatever the buffers held.
+    /// rather than whatever the buffers held. The record is the device's, not a call's: where
+    /// several threads share one device, an uncaptured error raised by one call may be
+    /// returned by another thread's next readback (each error is still returned once, and a
+    /// lost device fails them all).
     pub fn fault(&self) -> Result<()> {
         let Ok(mut f) = self.faults.lock() else {
             return Err(Error::Gpu("the device's fault record is poisoned".into()));
