@@ -254,34 +254,10 @@ struct MassSolved {
     minv_gt: array<real, ROWS_NU_CAP>, // row r holds M⁻¹ G_rᵀ
 }
 
-// Twin of the lane path's `u̇₀` and `Y = M⁻¹ Gᵀ` blocks (src/cpu/lanes/dynamics.rs). Arguments by
-// value: naga 30's SPIR-V writer panics on pointers to struct members passed to functions.
-fn mass_solve(inverse: array<InverseMass, NF_CAP>, rhs_x: array<real, NU_CAP>, g: array<real, ROWS_NU_CAP>) -> MassSolved {
-    var x = rhs_x;
-    var jacobian = g;
-    var out: MassSolved;
-    out.ok = true;
-    for (var s = 0u; s < NF; s++) {
-        let inv = inverse[s];
-        if !inv.ok {
-            out.ok = false;
-            continue;
-        }
-        let c = 6u * s;
-        let y0 = apply_inverse_mass(inv, vec3<real>(x[c], x[c + 1u], x[c + 2u]), vec3<real>(x[c + 3u], x[c + 4u], x[c + 5u]));
-        for (var k = 0u; k < 6u; k++) {
-            out.minv_x[c + k] = y0[k];
-        }
-        for (var r = 0u; r < ROWS; r++) {
-            let at = r * NU + c;
-            let y = apply_inverse_mass(inv, vec3<real>(jacobian[at], jacobian[at + 1u], jacobian[at + 2u]), vec3<real>(jacobian[at + 3u], jacobian[at + 4u], jacobian[at + 5u]));
-            for (var k = 0u; k < 6u; k++) {
-                out.minv_gt[at + k] = y[k];
-            }
-        }
-    }
-    return out;
-}
+// `mass_solve(inverse, x, g)` (twin of the lane path's `u̇₀` and `Y = M⁻¹ Gᵀ` blocks,
+// src/cpu/lanes/dynamics.rs) is generated per template, straight-line, with the products below
+// (src/gpu/solve.rs `dense_products`). Arguments by value: naga 30's SPIR-V writer panics on
+// pointers to struct members passed to functions.
 
 // Everything the outputs and the integrators need from one assembly and solve.
 struct Solved {
@@ -296,34 +272,9 @@ struct Solved {
     enabled: array<u32, ROWS_CAP>,
 }
 
-// A = G M⁻¹ Gᵀ from G (rows × NU) and Y = M⁻¹ Gᵀ (stored row r = column r of Y); shared by
-// the solve and the projection (step.wgsl).
-fn gram_matrix(g: array<real, ROWS_NU_CAP>, minv_gt: array<real, ROWS_NU_CAP>) -> array<real, ROWS_ROWS_CAP> {
-    var a_mat: array<real, ROWS_ROWS_CAP>;
-    for (var r = 0u; r < ROWS; r++) {
-        for (var q = 0u; q < ROWS; q++) {
-            var sum: real = 0.0;
-            for (var k = 0u; k < NU; k++) {
-                sum += g[r * NU + k] * minv_gt[q * NU + k];
-            }
-            a_mat[r * ROWS + q] = sum;
-        }
-    }
-    return a_mat;
-}
-
-// M⁻¹ Gᵀ x.
-fn minv_gt_times(minv_gt: array<real, ROWS_NU_CAP>, x: array<real, ROWS_CAP>) -> array<real, NU_CAP> {
-    var out: array<real, NU_CAP>;
-    for (var k = 0u; k < NU; k++) {
-        var sum: real = 0.0;
-        for (var r = 0u; r < ROWS; r++) {
-            sum += minv_gt[r * NU + k] * x[r];
-        }
-        out[k] = sum;
-    }
-    return out;
-}
+// `gram_matrix` (A = G M⁻¹ Gᵀ), `g_times` (G x) and `minv_gt_times` (M⁻¹ Gᵀ x) are generated
+// per template, straight-line (src/gpu/solve.rs `dense_products`); the projection (step.wgsl)
+// and the event kernels share them.
 
 // Assembles and solves instance i at `state`: twin of `solve` (src/cpu/solver.rs).
 fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
@@ -341,16 +292,13 @@ fn solve_instance(i: u32, state: State, baumgarte: u32) -> Solved {
     var minv_gt = mass.minv_gt;
 
     // (G M⁻¹ Gᵀ) λ = G u̇₀ − b.
-    var a_mat = gram_matrix(jacobian, minv_gt);
+    let a_mat = gram_matrix(jacobian, minv_gt);
+    let g_udot = g_times(jacobian, udot_unconstrained);
     var rhs_rows: array<real, ROWS_CAP>;
     for (var r = 0u; r < ROWS; r++) {
-        var g_udot: real = 0.0;
-        for (var k = 0u; k < NU; k++) {
-            g_udot += jacobian[r * NU + k] * udot_unconstrained[k];
-        }
-        rhs_rows[r] = g_udot - bias[r];
+        rhs_rows[r] = g_udot[r] - bias[r];
     }
-    let multipliers = solve_multipliers(&a_mat, &rhs_rows, sys.enabled);
+    let multipliers = solve_multipliers(a_mat, rhs_rows, sys.enabled);
     let correction = minv_gt_times(minv_gt, multipliers);
     var udot: array<real, NU_CAP>;
     for (var k = 0u; k < NU; k++) {

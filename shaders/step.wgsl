@@ -333,8 +333,8 @@ fn projection_correction(i: u32, s: State, position: bool) -> Correction {
     let mass = mass_solve(sys.inverse, sys.applied, g);
     out.ok = out.ok && mass.ok;
     let minv_gt = mass.minv_gt;
-    var a_mat = gram_matrix(g, minv_gt);
-    let x = solve_multipliers(&a_mat, &e, used);
+    let a_mat = gram_matrix(g, minv_gt);
+    let x = solve_multipliers(a_mat, e, used);
     let du = minv_gt_times(minv_gt, x);
     for (var k = 0u; k < NU; k++) {
         out.du[k] = -du[k];

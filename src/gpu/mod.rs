@@ -6,7 +6,9 @@
 //! for the template's row count; [`codegen`] unrolls the kernels' walks over the template's
 //! bodies and constraints into straight-line WGSL; [`shader`] assembles the WGSL files;
 //! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper;
-//! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback).
+//! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback);
+//! [`probe`] makes stage-dropping variants of the kernels, to time on hardware what each stage
+//! costs.
 
 pub mod buffers;
 pub mod cache;
@@ -16,6 +18,7 @@ pub mod device;
 pub mod evaluate;
 pub mod events;
 pub mod layout;
+pub mod probe;
 pub mod shader;
 pub mod solve;
 pub mod step;

@@ -248,8 +248,16 @@ fn assemble(
         k.push(name, text);
     }
     k.push(
+        "the generated minimum-norm fallback",
+        &crate::gpu::solve::min_norm_fallback(layout.rows),
+    );
+    k.push(
         "the generated multiplier solve",
         &crate::gpu::solve::solve_multipliers(layout.rows),
+    );
+    k.push(
+        "the generated dense products",
+        &crate::gpu::solve::dense_products(layout.rows, layout.nu),
     );
     for section in &layout.constraint_sections {
         k.push(&section.name, &section.text);
@@ -264,5 +272,6 @@ fn assemble(
         }
         k.push("step.wgsl", STEP);
     }
+    crate::gpu::probe::apply(&mut k.text);
     k
 }

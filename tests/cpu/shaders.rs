@@ -9,7 +9,9 @@ use simbatch::gpu::layout::Layout;
 use simbatch::gpu::shader::{
     self, FILES, kernel_source, launch_constants, prelude, stepping_constants, stepping_source,
 };
-use simbatch::gpu::solve::{MAX_STRAIGHT_ROWS, solve_multipliers};
+use simbatch::gpu::solve::{
+    MAX_STRAIGHT_JACOBI_ROWS, MAX_STRAIGHT_ROWS, min_norm_fallback, solve_multipliers,
+};
 use simbatch::model::{Baumgarte, BodyKind};
 use simbatch::prelude::*;
 
@@ -96,7 +98,9 @@ fn every_shader_file_validates_on_its_own() {
         .chain(&codegen::evaluation_sections(&layout))
         .map(|s| s.text.as_str())
         .collect::<String>()
-        + &solve_multipliers(layout.rows);
+        + &min_norm_fallback(layout.rows)
+        + &solve_multipliers(layout.rows)
+        + &simbatch::gpu::solve::dense_products(layout.rows, layout.nu);
     let stepping: String = codegen::stepping_sections(&layout)
         .iter()
         .map(|s| s.text.as_str())
@@ -162,6 +166,15 @@ fn the_generated_multiplier_solve_validates_for_every_row_count() {
         let straight = (1..=MAX_STRAIGHT_ROWS).contains(&rows);
         assert_eq!(solve.contains("let p0 = "), straight, "{rows} rows");
         assert!(!solve.contains("for ("), "{rows} rows: {solve}");
+        // The fallback: named values (no array indexed at run time) up to its own limit.
+        let fallback = min_norm_fallback(rows);
+        let named = (1..=MAX_STRAIGHT_JACOBI_ROWS).contains(&rows);
+        assert_eq!(fallback.contains("var a0_0 = a[0];"), named, "{rows} rows");
+        assert_eq!(
+            fallback.contains("solve_min_norm_spd"),
+            !named,
+            "{rows} rows"
+        );
         for precision in [Precision::F32, Precision::F64] {
             let cap = rows.max(1);
             let source = prelude(precision)
@@ -171,6 +184,7 @@ fn the_generated_multiplier_solve_validates_for_every_row_count() {
                     cap * cap
                 )
                 + shader::SOLVER
+                + &min_norm_fallback(rows)
                 + &solve;
             validate(
                 &source,

@@ -43,6 +43,24 @@ fn gpu_evaluation(device: &Arc<GpuDevice>, batch: &Batch, precision: Precision) 
         .unwrap()
 }
 
+/// Where rows are redundant: every quantity of `report` within `tol` but the multipliers (a
+/// rank decision), which are held to `lambda_tol`.
+fn assert_redundant_bounds(name: &str, report: &Report, tol: f64, lambda_tol: f64) {
+    for (q, w) in &report.worst {
+        let limit = if q.contains("multipliers") {
+            lambda_tol
+        } else {
+            tol
+        };
+        assert!(
+            w.relative <= limit,
+            "{name}: {q}: {} at {}",
+            w.relative,
+            w.location
+        );
+    }
+}
+
 fn assert_report(name: &str, report: &Report) {
     println!("{name}:\n{report}");
     assert!(report.passed(), "{name}:\n{report}");
@@ -103,6 +121,93 @@ fn gpu_f32_matches_cpu_on_point_to_ground_contacts() {
             ),
             &report,
         );
+    }
+}
+
+/// Redundant rows within the fallback's named-value limit (`gpu::solve::min_norm_fallback`):
+/// two frictionless sphere contacts on one plane (2 rows, rank 1) and a rolling sphere with a
+/// no-slip point contact at its contact point (6 rows, rank 3). Every instance's certificate
+/// fails, so every λ comes from the generated Jacobi sweeps; u̇ and the total constraint force
+/// keep the contract's bound, λ (a rank decision) the looser one, and the duplicated rows share
+/// their force equally, as the minimum-norm solution does.
+#[test]
+fn redundant_rows_take_the_generated_minimum_norm_route_on_the_gpu() {
+    let Some(device) = device() else { return };
+    let n = 2_000;
+    const RADIUS: f64 = 0.1;
+    let radius = RADIUS;
+    let two_spheres = move |template: &mut SystemTemplate, ball| {
+        let a = template
+            .add_constraint(SphereOnPlaneContact::new(GROUND, ball, false).with_radius(radius))?;
+        let b = template
+            .add_constraint(SphereOnPlaneContact::new(GROUND, ball, false).with_radius(radius))?;
+        Ok::<_, simbatch::Error>(vec![a, b])
+    };
+    let sphere_and_point = move |template: &mut SystemTemplate, ball| {
+        let a = template
+            .add_constraint(SphereOnPlaneContact::new(GROUND, ball, true).with_radius(radius))?;
+        let b = template.add_constraint(
+            PointOnPlaneContact::new(GROUND, ball).with_follower_point([0.0, 0.0, -radius]),
+        )?;
+        Ok::<_, simbatch::Error>(vec![a, b])
+    };
+    type Build = dyn Fn(&mut SystemTemplate, BodyId) -> simbatch::Result<Vec<ConstraintId>>;
+    // (name, build, whether the ball is turned: the point contact's body point is the contact
+    // point only while the ball's axes are Ground's).
+    let cases: [(&str, &Build, bool); 2] = [
+        ("two frictionless spheres", &two_spheres, true),
+        ("rolling sphere and no-slip point", &sphere_and_point, false),
+    ];
+    for (name, build, turned) in cases {
+        let mut template = SystemTemplate::new();
+        let ball = template.add_free_body("ball");
+        let constraints = build(&mut template, ball).unwrap();
+        let mut batch = Batch::new(template, n).unwrap();
+        for i in 0..n {
+            let x = i as f64 / n as f64;
+            // The ball touching the plane, turned and moving: the rows are redundant at every
+            // state, the right-hand sides consistent.
+            let (s, c) = (0.5 * (3.0 * x).sin(), 0.5 * (3.0 * x).cos());
+            let norm = (c * c + s * s + 0.09).sqrt();
+            let q = if turned {
+                [c / norm, s / norm, 0.3 / norm, 0.0]
+            } else {
+                [1.0, 0.0, 0.0, 0.0]
+            };
+            batch
+                .set_q(ball, i, [q[0], q[1], q[2], q[3], x, -x, radius])
+                .unwrap();
+            batch
+                .set_u(ball, i, [x - 0.5, 0.3 * x, 1.0 - x, 0.2, -0.1 * x, 0.0])
+                .unwrap();
+        }
+        let cpu = batch.evaluate();
+        let gpu = gpu_evaluation(&device, &batch, Precision::F32);
+        let mut report = Report::default();
+        compare_evaluations(&gpu, &cpu, F32_REDUNDANT_LAMBDA_TOL, &mut report).unwrap();
+        assert_redundant_bounds(name, &report, F32_TOL, F32_REDUNDANT_LAMBDA_TOL);
+        assert_report(name, &report);
+        // Duplicated rows share their force equally (the minimum-norm λ): the two constraints
+        // report (λx, λy, λz) of the same sizes (a kind's row may point the other way).
+        let first = gpu.constraint(constraints[0]).unwrap();
+        let second = gpu.constraint(constraints[1]).unwrap();
+        for i in (0..n).step_by(97) {
+            let (a, b) = (
+                first.multipliers_of(i).unwrap(),
+                second.multipliers_of(i).unwrap(),
+            );
+            let scale = a.iter().chain(b).fold(1.0f64, |m, x| m.max(x.abs()));
+            for k in 0..3 {
+                assert!(
+                    (a[k].abs() - b[k].abs()).abs() <= F32_REDUNDANT_LAMBDA_TOL * scale,
+                    "{name} {i}: {a:?} vs {b:?}"
+                );
+            }
+            assert!(
+                a[2].abs() > 0.1,
+                "{name} {i}: the normal rows carry load: {a:?}"
+            );
+        }
     }
 }
 
@@ -186,19 +291,12 @@ fn gpu_matches_simbody_golden_files() {
                     let mut lambda_report = Report::default();
                     golden::compare_brick(group, &handles, &ev, lambda_tol, &mut lambda_report)
                         .unwrap();
-                    for (q, w) in &udot_report.worst {
-                        let limit = if q.contains("multipliers") {
-                            lambda_tol
-                        } else {
-                            tol
-                        };
-                        assert!(
-                            w.relative <= limit,
-                            "{precision:?} {q}: {} at {}",
-                            w.relative,
-                            w.location
-                        );
-                    }
+                    assert_redundant_bounds(
+                        &format!("{precision:?}"),
+                        &udot_report,
+                        tol,
+                        lambda_tol,
+                    );
                     report.merge(lambda_report);
                 }
                 _ => {}

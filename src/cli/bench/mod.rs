@@ -61,6 +61,13 @@ pub struct BenchArgs {
     /// Also write the rows as JSON here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Diagnostics: build every GPU kernel without one stage (no-fallback: the solve's eigen
+    /// fallback; no-solve: the multiplier solve; no-rows: the constraint rows and the solve;
+    /// no-dynamics: the whole derivative of the stepping kernels), to time what that stage
+    /// costs on hardware (`gpu::probe`). The
+    /// results are wrong by design; the rows' backend reads e.g. `gpu-f32/no-solve`.
+    #[arg(long)]
+    pub gpu_probe: Option<String>,
 }
 
 /// What [`time`] measured: the median seconds per call, and the first call's seconds (on the
@@ -202,6 +209,17 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             accepted: "a number in (0, 3600]",
         }));
     }
+    let probe = match &args.gpu_probe {
+        Some(name) => Some(name.parse::<crate::gpu::probe::Probe>()?),
+        None => None,
+    };
+    crate::gpu::probe::set(probe);
+    if let Some(p) = probe {
+        println!(
+            "GPU kernels built without a stage ({}): their results are wrong by design",
+            p.name()
+        );
+    }
     if args.threads == 0 {
         return measure(args, precision);
     }
@@ -322,7 +340,10 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             );
         }
     };
-    let gpu_name = format!("gpu-{}", args.precision);
+    let gpu_name = match crate::gpu::probe::current() {
+        Some(p) => format!("gpu-{}/{}", args.precision, p.name()),
+        None => format!("gpu-{}", args.precision),
+    };
     let cpu = args.backends.iter().any(|b| b == "cpu");
     for &n in &args.n {
         for (system, build) in evaluated {
