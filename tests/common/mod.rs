@@ -56,3 +56,11 @@ impl Lcg {
         lo + (hi - lo) * self.next()
     }
 }
+
+/// Whether `device` refuses the f64 several-contact event kernel (NVIDIA hardware:
+/// `gpu::events::NVIDIA_F64_SEVERAL_CONTACTS`); a test of that kernel in f64 then checks the
+/// refusal instead.
+#[allow(dead_code)]
+pub fn refuses_f64_several_contacts(device: &GpuDevice) -> bool {
+    device.info.vendor == 0x10de && device.info.device_type != wgpu::DeviceType::Cpu
+}

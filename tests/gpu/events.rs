@@ -439,6 +439,15 @@ fn study_parity(name: &str, text: &str, tol: f64, impacts_at_least: f64) {
     let (columns, a) = output::read_csv(&dir.join("cpu/results.csv")).unwrap();
     let (columns_gpu, b) = output::read_csv(&dir.join("gpu/results.csv")).unwrap();
     assert_eq!(columns, columns_gpu);
+    // A software adapter runs each operation as written. A hardware driver may fuse a multiply
+    // and an add (WGSL allows it) and fold constants, a rounding apart per operation, which a
+    // study's impacts amplify: on an H200 the tip drops' impact losses came 1.1e-8 from the
+    // CPU's (2026-11-26). Hardware gets five times the software bound.
+    let tol = if device.info.device_type == wgpu::DeviceType::Cpu {
+        tol
+    } else {
+        5.0 * tol
+    };
     let mut impacts = 0.0;
     for ((i, x), (j, y)) in a.iter().zip(&b) {
         assert_eq!(i, j);

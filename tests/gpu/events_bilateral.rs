@@ -11,7 +11,7 @@ use simbatch::gpu::events::{GpuEventOutcome, GpuEventStepper};
 use simbatch::gpu::{GpuOptions, Precision};
 use simbatch::prelude::*;
 
-use crate::common::{Lcg, device};
+use crate::common::{Lcg, device, refuses_f64_several_contacts};
 use crate::events_general::{same_records, state_difference};
 
 /// Ball radius (both balls) and mass.
@@ -86,14 +86,20 @@ fn f64_a_ball_rolling_beside_a_bouncing_one_follows_the_cpus_event_path_and_its_
     }
     let start = cpu.clone();
     let mut gpu = cpu.clone();
-    let mut stepper = GpuEventStepper::with_contacts(
+    let refused = refuses_f64_several_contacts(&device);
+    let stepper = GpuEventStepper::with_contacts(
         device,
         &gpu,
         &[contact],
         Precision::F64,
         GpuOptions::default(),
-    )
-    .unwrap();
+    );
+    if refused {
+        let e = stepper.unwrap_err().to_string();
+        assert!(e.contains("NVIDIA"), "{e}");
+        return;
+    }
+    let mut stepper = stepper.unwrap();
     assert!(
         stepper.is_general(),
         "bilateral rows beside the contact: the several-contact kernel"

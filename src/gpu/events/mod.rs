@@ -175,6 +175,18 @@ fn unsupported(reason: String, accepted: &str) -> Error {
 
 const STAGE_ONE: &str = "one free body whose only rows are one unilateral contact's slip and \
                          normal rows (stage 1 of docs/gpu-unilateral.md); others run on the CPU";
+/// PCI vendor id of NVIDIA adapters.
+const NVIDIA: u32 = 0x10de;
+
+/// Why the several-contact kernel is not built in f64 on NVIDIA adapters: on an H200 (driver
+/// 580.159.04, 2026-11-26) its first dispatch lost the device, at any instance count, step
+/// count and workgroup size, while its f32 twin and the f64 one-contact kernel ran and matched
+/// the CPU; lavapipe runs the f64 kernel and matches the CPU to 1e-9. A lost device ends every
+/// GPU call of the process, so until the cause is found such batches run on the CPU's event
+/// path (`UnilateralRunner` says so in its note).
+pub const NVIDIA_F64_SEVERAL_CONTACTS: &str = "f64 on an NVIDIA adapter (the f64 several-contact kernel lost the device at its first \
+     dispatch on an H200, driver 580.159.04)";
+
 /// What the several-contact kernel takes.
 fn stage_two() -> String {
     use crate::gpu::contact_laws::general::{MAX_BILATERAL, MAX_CONTACTS};
@@ -252,6 +264,12 @@ impl GpuEventStepper {
         } else {
             options
         };
+        if precision == Precision::F64 && !software && device.info.vendor == NVIDIA {
+            return Err(unsupported(
+                NVIDIA_F64_SEVERAL_CONTACTS.into(),
+                &format!("{}; in f32 on NVIDIA adapters", stage_two()),
+            ));
+        }
         let evaluator = GpuEvaluator::new(device, batch, precision, options)?;
         let layout = &evaluator.layout;
         let mut space_rows = contact_rows(batch, layout, contacts, &stage_two())?;
