@@ -35,9 +35,10 @@ pub const MAX_STRAIGHT_JACOBI_ROWS: usize = 6;
 /// `min_norm_fallback(a, rhs) -> array<real, ROWS_CAP>` for `rows` rows: the minimum-norm solution
 /// of the symmetric positive semi-definite `a x = rhs` (`a` row-major, its upper triangle read),
 /// which `solve_multipliers` returns where its certificate fails. The cyclic Jacobi route of
-/// `solve_min_norm_spd` (`shaders/solver.wgsl`: the same rotations, skip rule, sweep cap,
-/// convergence test and rank threshold), with every entry of `a` and of the eigenvectors a
-/// named value for up to [`MAX_STRAIGHT_JACOBI_ROWS`] rows.
+/// `solve_min_norm_spd` (`shaders/solver.wgsl`: the same rotation angles, skip rule, sweep cap,
+/// convergence test and rank threshold; the rotated diagonal by its closed form `a_pp − t a_pq`,
+/// `a_qq + t a_pq`), with every entry of `a`'s upper triangle and of the eigenvectors a named
+/// value for up to [`MAX_STRAIGHT_JACOBI_ROWS`] rows.
 ///
 /// Why: the array route indexes its matrix at run time, so a driver keeps it in memory, not
 /// registers, and on lavapipe its mere presence in a kernel halved the rolling ball's stepping
