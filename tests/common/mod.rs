@@ -62,5 +62,5 @@ impl Lcg {
 /// refusal instead.
 #[allow(dead_code)]
 pub fn refuses_f64_several_contacts(device: &GpuDevice) -> bool {
-    device.info.vendor == 0x10de && device.info.device_type != wgpu::DeviceType::Cpu
+    simbatch::gpu::events::refuses_f64_several_contacts(device)
 }

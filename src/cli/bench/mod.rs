@@ -64,8 +64,8 @@ pub struct BenchArgs {
     /// Diagnostics: build every GPU kernel without one stage (no-fallback: the solve's eigen
     /// fallback; no-solve: the multiplier solve; no-rows: the constraint rows and the solve;
     /// no-dynamics: the whole derivative of the stepping kernels), to time what that stage
-    /// costs on hardware (`gpu::probe`). The
-    /// results are wrong by design; the rows' backend reads e.g. `gpu-f32/no-solve`.
+    /// costs on hardware (`gpu::probe`). The results are wrong by design; the rows' backend
+    /// reads e.g. `gpu-f32/no-solve`.
     #[arg(long)]
     pub gpu_probe: Option<String>,
 }

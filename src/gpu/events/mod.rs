@@ -181,11 +181,19 @@ const NVIDIA: u32 = 0x10de;
 /// Why the several-contact kernel is not built in f64 on NVIDIA adapters: on an H200 (driver
 /// 580.159.04, 2026-11-26) its first dispatch lost the device, at any instance count, step
 /// count and workgroup size, while its f32 twin and the f64 one-contact kernel ran and matched
-/// the CPU; lavapipe runs the f64 kernel and matches the CPU to 1e-9. A lost device ends every
+/// the CPU; lavapipe runs the f64 kernel and matches the CPU to 1e-8. A lost device ends every
 /// GPU call of the process, so until the cause is found such batches run on the CPU's event
 /// path (`UnilateralRunner` says so in its note).
-pub const NVIDIA_F64_SEVERAL_CONTACTS: &str = "f64 on an NVIDIA adapter (the f64 several-contact kernel lost the device at its first \
-     dispatch on an H200, driver 580.159.04)";
+pub const NVIDIA_F64_SEVERAL_CONTACTS: &str = concat!(
+    "f64 on an NVIDIA adapter (the f64 several-contact kernel lost the device at its ",
+    "first dispatch on an H200, driver 580.159.04)"
+);
+
+/// Whether [`GpuEventStepper::with_contacts`] refuses the several-contact kernel in f64 on
+/// `device`: on NVIDIA hardware ([`NVIDIA_F64_SEVERAL_CONTACTS`] says why).
+pub fn refuses_f64_several_contacts(device: &GpuDevice) -> bool {
+    device.info.vendor == NVIDIA && device.info.device_type != wgpu::DeviceType::Cpu
+}
 
 /// What the several-contact kernel takes.
 fn stage_two() -> String {
@@ -264,7 +272,7 @@ impl GpuEventStepper {
         } else {
             options
         };
-        if precision == Precision::F64 && !software && device.info.vendor == NVIDIA {
+        if precision == Precision::F64 && refuses_f64_several_contacts(&device) {
             return Err(unsupported(
                 NVIDIA_F64_SEVERAL_CONTACTS.into(),
                 &format!("{}; in f32 on NVIDIA adapters", stage_two()),
