@@ -20,6 +20,10 @@ enum Path {
     Lanes,
     /// The reference path for every instance.
     Reference,
+    /// The lane path without its one-constraint kernel (`lanes::single`), which the tests hold
+    /// to it bit for bit.
+    #[cfg(test)]
+    GeneralLanes,
 }
 
 impl Batch {
@@ -63,11 +67,21 @@ impl Batch {
         out
     }
 
+    /// The general lane path's evaluation (`Path::GeneralLanes`), with `outputs`.
+    #[cfg(test)]
+    pub(crate) fn evaluate_general_lanes(&self, outputs: Outputs) -> Evaluation {
+        let mut out = Evaluation::default();
+        self.evaluate_with(&mut out, outputs, Path::GeneralLanes, true);
+        out
+    }
+
     fn evaluate_with(&self, out: &mut Evaluation, outputs: Outputs, path: Path, parallel: bool) {
         out.fill_for(self.template(), self.len(), outputs);
         let plan = match path {
             Path::Lanes => LanePlan::new(self.template()),
             Path::Reference => None,
+            #[cfg(test)]
+            Path::GeneralLanes => LanePlan::new(self.template()).map(LanePlan::without_single),
         };
         let mut blocks = out.blocks(BLOCK);
         match &plan {

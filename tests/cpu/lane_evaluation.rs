@@ -5,6 +5,8 @@
 //! multipliers), an overflowing instance, reused outputs across templates, and bits identical
 //! across thread counts and with the sequential evaluation.
 
+use simbatch::constraints::{BodyKinematics, ParamSpec, Params, Row};
+use simbatch::custom::KnifeEdge;
 use simbatch::evaluation::{ConstraintEvaluation, Evaluation, Outputs};
 use simbatch::prelude::*;
 use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
@@ -377,4 +379,100 @@ fn selected_outputs_are_the_full_evaluations_bits_and_the_others_are_refused() {
             }
         }
     }
+}
+
+/// A knife edge whose first row is given twice: one constraint between a body and Ground with
+/// redundant rows, which the one-constraint kernel takes.
+#[derive(Debug)]
+struct DoubledKnife(KnifeEdge, Vec<RowLevel>);
+
+impl DoubledKnife {
+    fn new(knife: KnifeEdge) -> Self {
+        let mut levels = knife.row_levels().to_vec();
+        levels.push(levels[0]);
+        Self(knife, levels)
+    }
+}
+
+impl Constraint for DoubledKnife {
+    fn kind_name(&self) -> &'static str {
+        "doubled_knife"
+    }
+    fn bodies(&self) -> &[BodyId] {
+        self.0.bodies()
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        self.0.params()
+    }
+    fn row_levels(&self) -> &[RowLevel] {
+        &self.1
+    }
+    fn report_slots(&self) -> &[Option<usize>] {
+        self.0.report_slots()
+    }
+    fn evaluate(&self, params: &Params<'_>, kinematics: &[BodyKinematics], rows: &mut [Row]) {
+        let n = rows.len() - 1;
+        self.0.evaluate(params, kinematics, &mut rows[..n]);
+        rows[n] = rows[0];
+    }
+}
+
+/// One constraint with a row given twice (the one-constraint kernel's template shape): every
+/// lane fails the certificate and takes the reference solver's minimum-norm multipliers, which
+/// split the force evenly between the two copies.
+#[test]
+fn redundant_rows_of_one_constraint_evaluate_with_the_min_norm_multipliers() {
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("cart");
+    let knife = KnifeEdge::new(body, [0.0, 0.0, -0.1], [0.0, 1.0, 0.0]);
+    let doubled = t.add_constraint(DoubledKnife::new(knife)).unwrap();
+    let n = 11;
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        let x = i as f64 / n as f64;
+        let inertia = [0.2, 0.3, 0.25, 0.01 * x, 0.0, 0.0];
+        batch
+            .set_mass_properties(body, i, 1.0 + x, [0.0, 0.01, 0.0], inertia)
+            .unwrap();
+        let q = [1.0, 0.1 * x, -0.05, 0.02, 0.3 * x, 0.2, 0.1];
+        batch.set_q(body, i, q).unwrap();
+        batch
+            .set_u(body, i, [0.3, -0.2 * x, 0.5, 0.1, 0.4 * x, -0.3])
+            .unwrap();
+        batch.set_enabled(doubled, i, i != 4).unwrap();
+    }
+    let system = batch.instance_system(0).unwrap();
+    let solved = system.solve().unwrap();
+    assert_eq!((solved.rank, system.rows()), (2, 3), "one redundant row");
+    let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
+    assert_eq!(lanes.flagged(), 0);
+    assert_same_evaluation(&lanes, &reference, 1e-12, "a knife edge with a doubled row");
+    // The reported first row carries half the force the knife edge alone gives it.
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("cart");
+    t.add_constraint(KnifeEdge::new(body, [0.0, 0.0, -0.1], [0.0, 1.0, 0.0]))
+        .unwrap();
+    let mut single = Batch::new(t, 1).unwrap();
+    single
+        .set_mass_properties(
+            body,
+            0,
+            1.0,
+            [0.0, 0.01, 0.0],
+            [0.2, 0.3, 0.25, 0.0, 0.0, 0.0],
+        )
+        .unwrap();
+    single
+        .set_q(body, 0, [1.0, 0.0, -0.05, 0.02, 0.0, 0.2, 0.1])
+        .unwrap();
+    single
+        .set_u(body, 0, [0.3, 0.0, 0.5, 0.1, 0.0, -0.3])
+        .unwrap();
+    let alone = single.evaluate().constraints[0].multipliers_of(0).unwrap()[0];
+    let shared = lanes.constraints[0].multipliers_of(0).unwrap()[0];
+    assert!(
+        (2.0 * shared - alone).abs() <= 1e-12 * alone.abs().max(1.0),
+        "{shared:e} is half of {alone:e}"
+    );
+    assert!(alone.abs() > 1e-3, "the row carries a force");
 }

@@ -50,7 +50,7 @@ impl Dynamics {
 /// two rotations at every use (`u̇₀` and each row's `M⁻¹ Gᵀ`). Symmetric, so its upper
 /// triangle is computed and mirrored.
 #[inline(always)]
-fn world_inverse_inertia(r: &LaneMat3, inverse_inertia: &LaneMat3) -> LaneMat3 {
+pub(super) fn world_inverse_inertia(r: &LaneMat3, inverse_inertia: &LaneMat3) -> LaneMat3 {
     let ri = r * inverse_inertia;
     let entry = |i: usize, j: usize| {
         ri[(i, 0)] * r[(j, 0)] + ri[(i, 1)] * r[(j, 1)] + ri[(i, 2)] * r[(j, 2)]
@@ -70,7 +70,7 @@ impl Chunk<'_> {
     /// `M⁻¹ (τ, f)` of free slot `slot` with `I_G⁻¹` in Ground `w_inv` (see
     /// [`world_inverse_inertia`]) and `c_G = R c`: the closed form of the module doc.
     #[inline(always)]
-    fn inverse_mass(
+    pub(super) fn inverse_mass(
         &self,
         slot: usize,
         w_inv: &LaneMat3,
@@ -281,7 +281,7 @@ impl Chunk<'_> {
     /// blocks in the lane formulas' order, so it has the bits the lanes had.
     #[cold]
     #[inline(never)]
-    fn min_norm_multipliers(
+    pub(super) fn min_norm_multipliers(
         &self,
         lanes: u32,
         g: &[[[Lane; 6]; 2]; MAX_M],

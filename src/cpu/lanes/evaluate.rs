@@ -10,12 +10,14 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::{Dynamics, dot6};
-use super::{Chunk, LanePlan, MAX_Y, Scratch, all_finite};
+use super::{Chunk, LanePlan, MAX_BODIES, MAX_Y, Scratch, all_finite};
 use crate::batch::{Batch, status};
-use crate::constraints::{MAX_ROWS, ParamLanes};
+use crate::constraints::{BodyLanes, MAX_ROWS, ParamLanes, RowLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
-use crate::math::lanes::{LANES, Lane, bits, is_finite, scatter_rows, select, splat, values};
+use crate::math::lanes::{
+    LANES, Lane, LaneMask, bits, is_finite, scatter_rows, select, splat, values,
+};
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
 #[inline(always)]
@@ -31,7 +33,14 @@ fn lane_values<const W: usize>(x: &[Lane; W]) -> [[f64; LANES]; W] {
 /// `(at + l) · width + offset + k`: a full chunk (every chunk but a block's last) by
 /// [`scatter_rows`]'s transpose, a partial one value by value.
 #[inline(always)]
-fn put(column: &mut [f64], width: usize, offset: usize, at: usize, count: usize, x: &[Lane]) {
+pub(super) fn put(
+    column: &mut [f64],
+    width: usize,
+    offset: usize,
+    at: usize,
+    count: usize,
+    x: &[Lane],
+) {
     let block = &mut column[at * width..(at + count) * width];
     if count == LANES {
         scatter_rows(block, width, offset, x);
@@ -63,7 +72,7 @@ fn put_rows<const W: usize>(column: &mut [[f64; W]], at: usize, count: usize, x:
 
 /// Per report slot, `value` of the row it reports (0 where it reports none).
 #[inline(always)]
-fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -> [Lane; MAX_ROWS] {
+pub(super) fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -> [Lane; MAX_ROWS] {
     let mut x = [splat(0.0); MAX_ROWS];
     for (s, row) in slots.iter().enumerate() {
         if let Some(r) = *row {
@@ -100,7 +109,10 @@ pub(crate) fn evaluate_block(buffers: &mut Buffers<'_>, block: &mut EvaluationBl
         let count = (block.len - at).min(LANES);
         // Padding lanes repeat the last instance; they are computed and never written.
         chunk.load(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
-        let answered = chunk.evaluate(scratch, y, block, at, count);
+        let answered = match chunk.evaluate_single(scratch, block, at, count) {
+            Some(answered) => answered,
+            None => chunk.evaluate(scratch, y, block, at, count),
+        };
         for l in 0..count {
             if answered & (1 << l) == 0 {
                 chunk.batch.evaluate_instance_into(block, at + l);
@@ -108,6 +120,19 @@ pub(crate) fn evaluate_block(buffers: &mut Buffers<'_>, block: &mut EvaluationBl
         }
         at += count;
     }
+}
+
+/// What a chunk's dynamics left for the outputs: the rows (levels applied), the masked
+/// Jacobian blocks per row and constraint body, `u̇₀` and `u̇` per free slot, and λ per row.
+/// The general dynamics (`Chunk::dynamics`) and the one-constraint kernel
+/// ([`evaluate_single`](Chunk::evaluate_single)) both hand theirs to
+/// [`Chunk::write_outputs`].
+pub(super) struct Solved<'s> {
+    pub(super) rows: &'s [RowLanes],
+    pub(super) g: &'s [[[Lane; 6]; 2]],
+    pub(super) udot0: &'s [[Lane; 6]],
+    pub(super) udot: &'s [[Lane; 6]],
+    pub(super) lambda: &'s [Lane],
 }
 
 impl Chunk<'_> {
@@ -124,15 +149,45 @@ impl Chunk<'_> {
     ) -> u32 {
         let plan = self.plan;
         let time = self.gather_state_into(y);
-        let mut ok = self.dynamics(y, time, BaumgarteMode::Template, scratch);
-        let (kin, rows, g) = (&scratch.kin, &scratch.rows, &scratch.g);
+        let ok = self.dynamics(y, time, BaumgarteMode::Template, scratch) & is_finite(time);
         let Dynamics {
             udot0,
             udot,
             lambda,
             ..
         } = &scratch.dynamics;
-        ok = ok & is_finite(time) & all_finite(&lambda[..plan.m]);
+        let solved = Solved {
+            rows: &scratch.rows[..plan.m],
+            g: &scratch.g[..plan.m],
+            udot0: &udot0[..plan.free],
+            udot: &udot[..plan.free],
+            lambda: &lambda[..plan.m],
+        };
+        self.write_outputs(&solved, &scratch.kin, ok, block, at, count)
+    }
+
+    /// Writes lanes `0..count` of what `solved` holds into `block` from entry `at` (only the
+    /// outputs the block selects), with `kin` the bodies' kinematics (for the contact
+    /// reports); returns the lanes answered: those of `ok` whose multipliers, `u̇` and powers
+    /// are finite, less the lanes that always take the reference path.
+    pub(super) fn write_outputs(
+        &self,
+        solved: &Solved<'_>,
+        kin: &[BodyLanes; MAX_BODIES],
+        mut ok: LaneMask,
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) -> u32 {
+        let plan = self.plan;
+        let Solved {
+            rows,
+            g,
+            udot0,
+            udot,
+            lambda,
+        } = *solved;
+        ok = ok & all_finite(lambda);
 
         let (nu, selected) = (block.nu, block.outputs);
         for slot in 0..plan.free {
@@ -158,7 +213,7 @@ impl Chunk<'_> {
         // to the reference path).
         let zero = splat(0.0);
         let mut total_power = zero;
-        for r in 0..plan.m {
+        for r in 0..rows.len() {
             total_power -= lambda[r] * rows[r].velocity_error;
         }
         ok = ok & is_finite(total_power);

@@ -42,6 +42,7 @@ mod adaptive;
 mod dynamics;
 pub(crate) mod evaluate;
 mod kinematics;
+mod single;
 mod solve;
 pub(crate) mod step;
 
@@ -156,6 +157,10 @@ pub(crate) struct LanePlan {
     row_slots: [[Option<usize>; 2]; MAX_M],
     /// Per row: whether the template gives its constraint Baumgarte terms.
     row_baumgarte: [bool; MAX_M],
+    /// When the template is one free body and one constraint between it and Ground, the
+    /// index of the free body among the constraint's bodies: evaluation then takes the
+    /// one-constraint kernel (`single`).
+    single: Option<usize>,
 }
 
 impl LanePlan {
@@ -215,7 +220,14 @@ impl LanePlan {
             row_baumgarte[plan.offset..m].fill(slot.baumgarte.is_some());
             constraints.push(plan);
         }
+        let single = match constraints.as_slice() {
+            [c] if free == 1 && prescribed == 0 && c.slots.iter().flatten().count() == 1 => {
+                c.slots[..c.body_count].iter().position(Option::is_some)
+            }
+            _ => None,
+        };
         Some(Self {
+            single,
             free,
             m,
             free_bodies,
@@ -226,6 +238,20 @@ impl LanePlan {
             row_slots,
             row_baumgarte,
         })
+    }
+
+    /// Whether evaluation takes the one-constraint kernel (`single`) for this plan.
+    #[cfg(test)]
+    pub(crate) fn takes_single(&self) -> bool {
+        self.single.is_some()
+    }
+
+    /// This plan with the one-constraint kernel turned off: the general lane formulas, which
+    /// the tests hold the kernel to.
+    #[cfg(test)]
+    pub(crate) fn without_single(mut self) -> Self {
+        self.single = None;
+        self
     }
 
     /// The lane state's layout: the batch's ([`StateLayout`], `InstanceState::to_vec`).

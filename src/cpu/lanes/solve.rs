@@ -47,29 +47,30 @@ pub(super) fn solve_certified(
 ) {
     match m {
         0 => {}
-        1 => solve_sized::<1>(l, rhs, enabled, ok, x),
-        2 => solve_sized::<2>(l, rhs, enabled, ok, x),
-        3 => solve_sized::<3>(l, rhs, enabled, ok, x),
-        4 => solve_sized::<4>(l, rhs, enabled, ok, x),
-        5 => solve_sized::<5>(l, rhs, enabled, ok, x),
-        6 => solve_sized::<6>(l, rhs, enabled, ok, x),
-        7 => solve_sized::<7>(l, rhs, enabled, ok, x),
-        8 => solve_sized::<8>(l, rhs, enabled, ok, x),
-        9 => solve_sized::<9>(l, rhs, enabled, ok, x),
-        10 => solve_sized::<10>(l, rhs, enabled, ok, x),
-        11 => solve_sized::<11>(l, rhs, enabled, ok, x),
-        _ => solve_sized::<MAX_M>(l, rhs, enabled, ok, x),
+        1 => solve_sized::<1, MAX_M>(l, rhs, enabled, ok, x),
+        2 => solve_sized::<2, MAX_M>(l, rhs, enabled, ok, x),
+        3 => solve_sized::<3, MAX_M>(l, rhs, enabled, ok, x),
+        4 => solve_sized::<4, MAX_M>(l, rhs, enabled, ok, x),
+        5 => solve_sized::<5, MAX_M>(l, rhs, enabled, ok, x),
+        6 => solve_sized::<6, MAX_M>(l, rhs, enabled, ok, x),
+        7 => solve_sized::<7, MAX_M>(l, rhs, enabled, ok, x),
+        8 => solve_sized::<8, MAX_M>(l, rhs, enabled, ok, x),
+        9 => solve_sized::<9, MAX_M>(l, rhs, enabled, ok, x),
+        10 => solve_sized::<10, MAX_M>(l, rhs, enabled, ok, x),
+        11 => solve_sized::<11, MAX_M>(l, rhs, enabled, ok, x),
+        _ => solve_sized::<MAX_M, MAX_M>(l, rhs, enabled, ok, x),
     }
 }
 
-/// [`solve_certified`] for `m = M`.
+/// [`solve_certified`] for `m = M`, on arrays of `N ≥ M` rows (the general path's
+/// `MAX_M`-row scratch, or a one-constraint kernel's own `M`-row arrays).
 #[inline(always)]
-fn solve_sized<const M: usize>(
-    l: &mut [[Lane; MAX_M]; MAX_M],
-    rhs: &[Lane; MAX_M],
-    enabled: &[LaneMask; MAX_M],
+pub(super) fn solve_sized<const M: usize, const N: usize>(
+    l: &mut [[Lane; N]; N],
+    rhs: &[Lane; N],
+    enabled: &[LaneMask; N],
     ok: &mut LaneMask,
-    x: &mut [Lane; MAX_M],
+    x: &mut [Lane; N],
 ) {
     let m = M;
     let zero = splat(0.0);
@@ -78,7 +79,7 @@ fn solve_sized<const M: usize>(
         trace += select(enabled[k], l[k][k], zero);
     }
     // 1 / L[j][j]: the solves below multiply instead of dividing.
-    let mut inverse_pivot = [zero; MAX_M];
+    let mut inverse_pivot = [zero; N];
     for j in 0..m {
         let mut d = l[j][j];
         for k in 0..j {
@@ -98,7 +99,7 @@ fn solve_sized<const M: usize>(
         }
     }
     // ‖L⁻¹‖²_F over the enabled rows, column by column of L⁻¹.
-    let mut column = [zero; MAX_M];
+    let mut column = [zero; N];
     let mut norm2 = zero;
     for k in 0..m {
         for i in k..m {

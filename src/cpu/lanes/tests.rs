@@ -3,7 +3,7 @@
 use super::*;
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::integrate::{Workspace, derivative};
-use crate::evaluation::Evaluation;
+use crate::evaluation::{Evaluation, Outputs};
 use crate::scenarios::point_to_ground_batch;
 use crate::scenarios::{ContactKind, PlaneBody, contact_batch};
 use crate::step::{Integrator, Stabilization, StepOptions};
@@ -186,4 +186,96 @@ fn plans_refuse_what_the_lane_path_does_not_take() {
             .unwrap();
     }
     assert!(LanePlan::new(&t).is_none());
+}
+
+/// Every column of `e` as bits, in one vector (statuses first).
+fn evaluation_bits(e: &Evaluation) -> Vec<u64> {
+    let mut out: Vec<u64> = e.status.iter().map(|s| u64::from(*s)).collect();
+    let mut add = |v: &[f64]| out.extend(v.iter().map(|x| x.to_bits()));
+    add(&e.udot);
+    add(&e.udot_unconstrained);
+    for c in &e.constraints {
+        for column in [
+            &c.position_errors,
+            &c.velocity_errors,
+            &c.acceleration_errors,
+            &c.multipliers,
+            &c.power,
+        ] {
+            add(column);
+        }
+        add(&c.body_forces.concat());
+        add(&c.contact_point.as_deref().unwrap_or_default().concat());
+        add(c.separation.as_deref().unwrap_or_default());
+        add(&c.contact_force.as_deref().unwrap_or_default().concat());
+    }
+    out
+}
+
+/// Knife-edge carts (a user-style constraint, `evaluate_lanes` through the trait's per-lane
+/// default) on one free body and Ground, one in five with its constraint disabled.
+fn knife_edge_batch(n: usize) -> Batch {
+    let mut t = SystemTemplate::new();
+    let body = t.add_free_body("cart");
+    let knife = t
+        .add_constraint(crate::custom::KnifeEdge::new(
+            body,
+            [0.0, 0.0, -0.1],
+            [0.0, 1.0, 0.0],
+        ))
+        .unwrap();
+    let mut batch = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        let x = i as f64 / n as f64;
+        let inertia = [0.2, 0.3 + 0.1 * x, 0.25, 0.01, 0.0, 0.02 * x];
+        batch
+            .set_mass_properties(body, i, 1.0 + x, [0.0, 0.01, x], inertia)
+            .unwrap();
+        let q = [1.0, 0.1 * x, -0.05, 0.02, 0.3 * x, 0.2, 0.1];
+        batch.set_q(body, i, q).unwrap();
+        let u = [0.3, -0.2 * x, 0.5, 0.1, 0.4 * x, -0.3];
+        batch.set_u(body, i, u).unwrap();
+        batch.set_enabled(knife, i, i % 5 != 3).unwrap();
+    }
+    batch
+}
+
+/// The one-constraint kernel (`single`) gives the general lane path's bits, every output and
+/// u̇ and λ alone, on each built-in kind against Ground (rows inlined from their lane kernels),
+/// on point-to-ground contacts of 1–3 rows with Baumgarte terms, and on a user-style
+/// constraint; chunks with disabled instances included (the masked rows).
+#[test]
+fn the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
+    let mut batches = Vec::new();
+    for kind in [
+        ContactKind::RollingSphere,
+        ContactKind::SlidingSphere,
+        ContactKind::Point,
+    ] {
+        let batch = contact_batch(kind, PlaneBody::Ground, 203, 11).unwrap().0;
+        batches.push((format!("{kind:?}"), batch));
+    }
+    for normals in 1..=3 {
+        let batch = point_to_ground_batch(45, 9, normals, true, true).unwrap().0;
+        batches.push((format!("point to ground, {normals} normals"), batch));
+    }
+    batches.push(("knife edge".to_string(), knife_edge_batch(37)));
+    for (what, batch) in &batches {
+        let plan = LanePlan::new(batch.template()).unwrap();
+        assert!(plan.takes_single(), "{what}: the kernel takes the template");
+        assert!(!plan.clone().without_single().takes_single());
+        for outputs in [Outputs::ALL, Outputs::DYNAMICS] {
+            let mut kernel = Evaluation::default();
+            batch.evaluate_outputs_into(outputs, &mut kernel);
+            let general = batch.evaluate_general_lanes(outputs);
+            assert_eq!(kernel.flagged(), 0, "{what}");
+            assert!(!kernel.udot.is_empty());
+            let (a, b) = (evaluation_bits(&kernel), evaluation_bits(&general));
+            assert_eq!(a.len(), b.len(), "{what}, {outputs:?}");
+            if let Some(k) = (0..a.len()).find(|&k| a[k] != b[k]) {
+                let (x, y) = (f64::from_bits(a[k]), f64::from_bits(b[k]));
+                panic!("{what}, {outputs:?}: value {k} is {x:e} in the kernel, {y:e} general");
+            }
+        }
+    }
 }

@@ -1,0 +1,292 @@
+//! Evaluation of the commonest template — one free body and one constraint between it and
+//! Ground (a sphere or a point on a plane, a point against the ground, a user's constraint on
+//! one body) — in one function per row count: the state gathered, the body's kinematics, `u̇₀`,
+//! the constraint's rows (through [`Constraint::evaluate_lanes`](crate::model::Constraint), the
+//! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified Cholesky
+//! solve and `u̇`. The Jacobian blocks, `M⁻¹ Gᵀ`, the Gram matrix and the multipliers are
+//! fixed-size locals of `M` rows, not entries of the general path's `MAX_M`-row scratch read back
+//! through the plan's per-row slot tables; when only `u̇`, `u̇₀` and λ are selected they are
+//! written without the general writer's per-constraint bookkeeping.
+//!
+//! The arithmetic is the general path's (`dynamics.rs`, `evaluate.rs`), operation for operation
+//! and in the same order, so the two give the same bits (`lanes::tests` holds them to it); the
+//! tests hold both to the reference path at 1e-12 and across thread counts bit for bit. On the
+//! 2-core AMD VM this took the rolling sphere's evaluation (u̇ and λ, one thread) from about
+//! 1.25e7 to 1.4e7 per second (README "Performance").
+
+// Index loops over rows mirror the general path's loops they are held against.
+#![allow(clippy::needless_range_loop)]
+
+use super::dynamics::{dot6, world_inverse_inertia};
+use super::evaluate::{Solved, put, reported};
+use super::solve::solve_sized;
+use super::{ALL_LANES, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
+use crate::batch::status;
+use crate::constraints::{BodyLanes, ParamLanes, RowLanes, RowLevel};
+use crate::evaluation::EvaluationBlock;
+use crate::math::lanes::{
+    Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite,
+    rotation_from_quaternion, select, splat,
+};
+
+/// What the kernel hands its writer: the rows, the free body's Jacobian blocks, `u̇₀`, `u̇`
+/// and λ.
+type Results<'s, const M: usize> = (
+    &'s [RowLanes; M],
+    &'s [[Lane; 6]; M],
+    &'s [Lane; 6],
+    &'s [Lane; 6],
+    &'s [Lane; M],
+);
+
+impl Chunk<'_> {
+    /// Evaluates the loaded instances with the one-constraint kernel when the plan takes it
+    /// (`LanePlan::single`, at most `MAX_ROWS` rows), as [`Chunk::evaluate`] does otherwise;
+    /// `None` when it does not.
+    #[inline(always)]
+    pub(super) fn evaluate_single(
+        &self,
+        scratch: &mut Scratch,
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) -> Option<u32> {
+        let j = self.plan.single?;
+        Some(match self.plan.m {
+            1 => self.evaluate_rows::<1>(j, scratch, block, at, count),
+            2 => self.evaluate_rows::<2>(j, scratch, block, at, count),
+            3 => self.evaluate_rows::<3>(j, scratch, block, at, count),
+            4 => self.evaluate_rows::<4>(j, scratch, block, at, count),
+            5 => self.evaluate_rows::<5>(j, scratch, block, at, count),
+            6 => self.evaluate_rows::<6>(j, scratch, block, at, count),
+            _ => return None,
+        })
+    }
+
+    /// [`evaluate_single`](Self::evaluate_single) for `M` rows, the free body being body `j`
+    /// of the constraint.
+    #[inline(never)]
+    fn evaluate_rows<const M: usize>(
+        &self,
+        j: usize,
+        scratch: &mut Scratch,
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) -> u32 {
+        let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
+        let z = splat(0.0);
+        let c = &plan.constraints[0];
+
+        // The state, and the free body's kinematics (`Chunk::kinematics`).
+        let columns = &batch.free_columns()[0];
+        let q: [Lane; 7] = gather_rows(&columns.q, inst);
+        let u: [Lane; 6] = gather_rows(&columns.u, inst);
+        let time = gather_values(batch.time(), inst);
+        let mut ok = is_finite(q.iter().chain(&u).fold(z, |sum, x| sum + *x));
+        let rotation = rotation_from_quaternion(&[q[0], q[1], q[2], q[3]]);
+        ok = ok & is_finite(rotation.m11);
+        let (r, w) = (rotation, LaneVec3::new(u[0], u[1], u[2]));
+        // Field by field: the body is updated in place, not built and copied.
+        let kin = &mut scratch.kin;
+        let body_kin = &mut kin[plan.free_bodies[0]];
+        body_kin.rotation = rotation;
+        body_kin.origin = LaneVec3::new(q[4], q[5], q[6]);
+        body_kin.ang_vel = w;
+        body_kin.lin_vel = LaneVec3::new(u[3], u[4], u[5]);
+        body_kin.ang_acc = LaneVec3::new(z, z, z);
+        body_kin.lin_acc = LaneVec3::new(z, z, z);
+
+        // f − c and u̇₀ = M⁻¹ (f − c).
+        let body = &self.bodies[0];
+        let w_inv = world_inverse_inertia(&r, &body.inverse_inertia);
+        let c_g = r * body.com;
+        let m_ = body.mass;
+        let i_g_w = r * (body.inertia * r.tr_mul(&w));
+        let w_x_c = w.cross(&w.cross(&c_g));
+        let coriolis_ang = w.cross(&i_g_w) + c_g.cross(&w_x_c) * m_;
+        let coriolis_lin = w_x_c * m_;
+        let f_com = self.gravity * m_ + body.force;
+        let f_ang = c_g.cross(&f_com) + body.torque;
+        let (b, a) = self.inverse_mass(0, &w_inv, &c_g, f_ang - coriolis_ang, f_com - coriolis_lin);
+        let udot0 = [b.x, b.y, b.z, a.x, a.y, a.z];
+
+        // The rows, with the generic row-level rules (`Chunk::rows`).
+        // The rows live in the scratch, which needs no clearing: `evaluate_lanes` writes them.
+        let Some(rows) = scratch.rows.first_chunk_mut::<M>() else {
+            return 0; // M ≤ MAX_ROWS < MAX_M: not reached (every lane to the reference path).
+        };
+        let constraint = &batch.template().constraints()[0].constraint;
+        let params = ParamLanes::new(&batch.all_constraint_columns()[0].params, *inst);
+        self.with_bodies(c, kin, |bodies| {
+            constraint.evaluate_lanes(&params, &self.prepared[0], bodies, rows)
+        });
+        for (row, level) in rows.iter_mut().zip(&c.levels) {
+            if *level != RowLevel::Position {
+                row.position_error = z;
+            }
+            if *level == RowLevel::Acceleration {
+                row.velocity_error = z;
+            }
+        }
+
+        // Bias, masked blocks, Y = M⁻¹ Gᵀ, the Gram matrix and rhs = G u̇₀ − b; a disabled
+        // constraint's rows get a unit pivot (`Chunk::dynamics`).
+        let on = self.enabled[0];
+        let all_on = bits(on) == ALL_LANES;
+        let inverse_time_constant = self.inverse_time_constant[0];
+        let mut g = [[z; 6]; M];
+        let mut y = [[z; 6]; M];
+        let mut bias = [z; M];
+        for k in 0..M {
+            let row = &rows[k];
+            bias[k] = -row.acceleration_error;
+            if plan.row_baumgarte[0] {
+                let a = inverse_time_constant;
+                bias[k] -= splat(2.0) * a * row.velocity_error + a * a * row.position_error;
+            }
+            let mut block = row.jacobian[j];
+            if !all_on {
+                for x in &mut block {
+                    *x = select(on, *x, z);
+                }
+            }
+            ok = ok & is_finite(block.iter().fold(z, |sum, x| sum + *x));
+            g[k] = block;
+            let (b, a) = self.inverse_mass(
+                0,
+                &w_inv,
+                &c_g,
+                LaneVec3::new(block[0], block[1], block[2]),
+                LaneVec3::new(block[3], block[4], block[5]),
+            );
+            y[k] = [b.x, b.y, b.z, a.x, a.y, a.z];
+            ok = ok & (is_finite(bias[k]) | !on);
+        }
+        let mut l = [[z; M]; M];
+        let mut rhs = [z; M];
+        for k in 0..M {
+            for n in k..M {
+                l[n][k] = z + dot6(&g[k], &y[n]);
+            }
+            l[k][k] = select(on, l[k][k], splat(1.0));
+            rhs[k] = select(on, (z + dot6(&g[k], &udot0)) - bias[k], z);
+        }
+        let mut lambda = [z; M];
+        let before = bits(ok);
+        solve_sized::<M, M>(&mut l, &rhs, &[on; M], &mut ok, &mut lambda);
+        let redundant = before & !bits(ok);
+        if redundant != 0 {
+            let (g_blocks, y_blocks) = (&mut scratch.g, &mut scratch.y_blocks);
+            ok = ok
+                | self.single_min_norm(redundant, j, &g, &y, &rhs, &mut lambda, g_blocks, y_blocks);
+        }
+
+        // u̇ = u̇₀ − M⁻¹ Gᵀ λ.
+        let mut udot = [z; 6];
+        for n in 0..6 {
+            let mut sum = z;
+            for k in 0..M {
+                sum += y[k][n] * lambda[k];
+            }
+            udot[n] = udot0[n] - sum;
+        }
+        let ok = ok & is_finite(time);
+        let rows: &[RowLanes; M] = rows;
+        let kin = &scratch.kin;
+        let solved = (rows, &g, &udot0, &udot, &lambda);
+        self.write_single(solved, ok, kin, block, at, count)
+    }
+
+    /// Writes lanes `0..count` of the kernel's results into `block` from entry `at`, and
+    /// returns the lanes answered, as [`write_outputs`](Chunk::write_outputs) does — which it
+    /// calls unless only `u̇`, `u̇₀` and λ are selected; those it writes itself, without the
+    /// general writer's per-constraint bookkeeping.
+    #[inline(always)]
+    fn write_single<const M: usize>(
+        &self,
+        (rows, g, udot0, udot, lambda): Results<'_, M>,
+        mut ok: LaneMask,
+        kin: &[BodyLanes; MAX_BODIES],
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) -> u32 {
+        let (selected, out) = (block.outputs, &block.constraints[0]);
+        let lean = !(selected.position_errors
+            || selected.velocity_errors
+            || selected.acceleration_errors
+            || selected.power
+            || selected.body_forces
+            || out.contact_point.is_some()
+            || out.separation.is_some()
+            || out.contact_force.is_some());
+        if !lean {
+            let j = self.plan.single.unwrap_or_default();
+            let mut blocks = [[[splat(0.0); 6]; 2]; M];
+            for k in 0..M {
+                blocks[k][j] = g[k];
+            }
+            let solved = Solved {
+                rows,
+                g: &blocks,
+                udot0: std::slice::from_ref(udot0),
+                udot: std::slice::from_ref(udot),
+                lambda,
+            };
+            return self.write_outputs(&solved, kin, ok, block, at, count);
+        }
+        // The checks `write_outputs` makes: λ, u̇ and the power −λ · verr finite.
+        ok = ok & all_finite(lambda) & all_finite(udot);
+        let mut total_power = splat(0.0);
+        for k in 0..M {
+            total_power -= lambda[k] * rows[k].velocity_error;
+        }
+        ok = ok & is_finite(total_power);
+        let nu = block.nu;
+        if selected.udot {
+            put(block.udot, nu, 0, at, count, udot);
+        }
+        if selected.udot_unconstrained {
+            put(block.udot_unconstrained, nu, 0, at, count, udot0);
+        }
+        if selected.multipliers {
+            let slots = &self.plan.constraints[0].report_slots;
+            let out = &mut block.constraints[0];
+            let mu = reported(slots, |r| lambda[r]);
+            put(out.multipliers, out.width, 0, at, count, &mu[..slots.len()]);
+        }
+        block.status[at..at + count].fill(status::OK);
+        bits(ok) & !self.reference_only
+    }
+
+    /// The minimum-norm multipliers of lanes `lanes` (`Chunk::min_norm_multipliers`, which
+    /// reads the general path's scratch layout), for the kernel's own arrays.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn single_min_norm<const M: usize>(
+        &self,
+        lanes: u32,
+        j: usize,
+        g: &[[Lane; 6]; M],
+        y: &[[Lane; 6]; M],
+        rhs: &[Lane; M],
+        lambda: &mut [Lane; M],
+        g_blocks: &mut [[[Lane; 6]; 2]; MAX_M],
+        y_blocks: &mut [[[Lane; 6]; 2]; MAX_M],
+    ) -> LaneMask {
+        let mut all_rhs = [splat(0.0); MAX_M];
+        let mut all_lambda = [splat(0.0); MAX_M];
+        for k in 0..M {
+            g_blocks[k][j] = g[k];
+            y_blocks[k][j] = y[k];
+            all_rhs[k] = rhs[k];
+            all_lambda[k] = lambda[k];
+        }
+        let answered =
+            self.min_norm_multipliers(lanes, g_blocks, y_blocks, &all_rhs, &mut all_lambda);
+        lambda.copy_from_slice(&all_lambda[..M]);
+        answered
+    }
+}
