@@ -447,6 +447,16 @@ fn redundant_rows_of_one_constraint_evaluate_with_the_min_norm_multipliers() {
     let (lanes, reference) = (batch.evaluate(), batch.evaluate_reference());
     assert_eq!(lanes.flagged(), 0);
     assert_same_evaluation(&lanes, &reference, 1e-12, "a knife edge with a doubled row");
+    // u̇ and λ alone: the one-constraint kernel's own route to the minimum-norm multipliers.
+    let mut dynamics = Evaluation::default();
+    batch.evaluate_outputs_into(Outputs::DYNAMICS, &mut dynamics);
+    assert_eq!(dynamics.status, reference.status);
+    close(&dynamics.udot, &reference.udot, 1e-12, "doubled row: udot");
+    let (mu, reference_mu) = (
+        &dynamics.constraints[0].multipliers,
+        &reference.constraints[0].multipliers,
+    );
+    close(mu, reference_mu, 1e-12, "doubled row: multipliers");
     // The reported first row carries half the force the knife edge alone gives it.
     let mut t = SystemTemplate::new();
     let body = t.add_free_body("cart");

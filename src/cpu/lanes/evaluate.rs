@@ -10,14 +10,12 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::{Dynamics, dot6};
-use super::{Chunk, LanePlan, MAX_BODIES, MAX_Y, Scratch, all_finite};
+use super::{Chunk, LanePlan, MAX_Y, Scratch, all_finite};
 use crate::batch::{Batch, status};
-use crate::constraints::{BodyLanes, MAX_ROWS, ParamLanes, RowLanes};
+use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
-use crate::math::lanes::{
-    LANES, Lane, LaneMask, bits, is_finite, scatter_rows, select, splat, values,
-};
+use crate::math::lanes::{LANES, Lane, bits, is_finite, scatter_rows, select, splat, values};
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
 #[inline(always)]
@@ -122,19 +120,6 @@ pub(crate) fn evaluate_block(buffers: &mut Buffers<'_>, block: &mut EvaluationBl
     }
 }
 
-/// What a chunk's dynamics left for the outputs: the rows (levels applied), the masked
-/// Jacobian blocks per row and constraint body, `u̇₀` and `u̇` per free slot, and λ per row.
-/// The general dynamics (`Chunk::dynamics`) and the one-constraint kernel
-/// ([`evaluate_single`](Chunk::evaluate_single)) both hand theirs to
-/// [`Chunk::write_outputs`].
-pub(super) struct Solved<'s> {
-    pub(super) rows: &'s [RowLanes],
-    pub(super) g: &'s [[[Lane; 6]; 2]],
-    pub(super) udot0: &'s [[Lane; 6]],
-    pub(super) udot: &'s [[Lane; 6]],
-    pub(super) lambda: &'s [Lane],
-}
-
 impl Chunk<'_> {
     /// Evaluates the loaded instances at their batch states and writes lanes `0..count` into
     /// `block` from entry `at`; returns the lanes answered (the others hold partial values that
@@ -149,45 +134,15 @@ impl Chunk<'_> {
     ) -> u32 {
         let plan = self.plan;
         let time = self.gather_state_into(y);
-        let ok = self.dynamics(y, time, BaumgarteMode::Template, scratch) & is_finite(time);
+        let mut ok = self.dynamics(y, time, BaumgarteMode::Template, scratch);
+        let (kin, rows, g) = (&scratch.kin, &scratch.rows, &scratch.g);
         let Dynamics {
             udot0,
             udot,
             lambda,
             ..
         } = &scratch.dynamics;
-        let solved = Solved {
-            rows: &scratch.rows[..plan.m],
-            g: &scratch.g[..plan.m],
-            udot0: &udot0[..plan.free],
-            udot: &udot[..plan.free],
-            lambda: &lambda[..plan.m],
-        };
-        self.write_outputs(&solved, &scratch.kin, ok, block, at, count)
-    }
-
-    /// Writes lanes `0..count` of what `solved` holds into `block` from entry `at` (only the
-    /// outputs the block selects), with `kin` the bodies' kinematics (for the contact
-    /// reports); returns the lanes answered: those of `ok` whose multipliers, `u̇` and powers
-    /// are finite, less the lanes that always take the reference path.
-    pub(super) fn write_outputs(
-        &self,
-        solved: &Solved<'_>,
-        kin: &[BodyLanes; MAX_BODIES],
-        mut ok: LaneMask,
-        block: &mut EvaluationBlock<'_>,
-        at: usize,
-        count: usize,
-    ) -> u32 {
-        let plan = self.plan;
-        let Solved {
-            rows,
-            g,
-            udot0,
-            udot,
-            lambda,
-        } = *solved;
-        ok = ok & all_finite(lambda);
+        ok = ok & is_finite(time) & all_finite(&lambda[..plan.m]);
 
         let (nu, selected) = (block.nu, block.outputs);
         for slot in 0..plan.free {
@@ -213,7 +168,7 @@ impl Chunk<'_> {
         // to the reference path).
         let zero = splat(0.0);
         let mut total_power = zero;
-        for r in 0..rows.len() {
+        for r in 0..plan.m {
             total_power -= lambda[r] * rows[r].velocity_error;
         }
         ok = ok & is_finite(total_power);

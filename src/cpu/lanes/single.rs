@@ -5,35 +5,35 @@
 //! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified Cholesky
 //! solve and `u̇`. The Jacobian blocks, `M⁻¹ Gᵀ`, the Gram matrix and the multipliers are
 //! fixed-size locals of `M` rows, not entries of the general path's `MAX_M`-row scratch read back
-//! through the plan's per-row slot tables; when only `u̇`, `u̇₀` and λ are selected they are
-//! written without the general writer's per-constraint bookkeeping.
+//! through the plan's per-row slot tables, and `u̇`, `u̇₀` and λ are written without the general
+//! writer's per-constraint bookkeeping. It takes evaluations that select no other output (what a
+//! study of the dynamics reads, [`Outputs::DYNAMICS`](crate::evaluation::Outputs)); the others
+//! run the general path, which writes them as fast.
 //!
 //! The arithmetic is the general path's (`dynamics.rs`, `evaluate.rs`), operation for operation
 //! and in the same order, so the two give the same bits (`lanes::tests` holds them to it); the
 //! tests hold both to the reference path at 1e-12 and across thread counts bit for bit. On the
-//! 2-core AMD VM this took the rolling sphere's evaluation (u̇ and λ, one thread) from about
-//! 1.25e7 to 1.4e7 per second (README "Performance").
+//! 2-core AMD VM it evaluates u̇ and λ 1.10–1.13× faster than the general path on one thread
+//! (rolling sphere 1.35e7 → 1.48e7 per second; README "Performance").
 
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::{dot6, world_inverse_inertia};
-use super::evaluate::{Solved, put, reported};
+use super::evaluate::{put, reported};
 use super::solve::solve_sized;
-use super::{ALL_LANES, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
+use super::{ALL_LANES, Chunk, MAX_M, Scratch, all_finite};
 use crate::batch::status;
-use crate::constraints::{BodyLanes, ParamLanes, RowLanes, RowLevel};
+use crate::constraints::{ParamLanes, RowLanes, RowLevel};
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
     Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite,
     rotation_from_quaternion, select, splat,
 };
 
-/// What the kernel hands its writer: the rows, the free body's Jacobian blocks, `u̇₀`, `u̇`
-/// and λ.
+/// What the kernel hands its writer: the rows, `u̇₀`, `u̇` and λ.
 type Results<'s, const M: usize> = (
     &'s [RowLanes; M],
-    &'s [[Lane; 6]; M],
     &'s [Lane; 6],
     &'s [Lane; 6],
     &'s [Lane; M],
@@ -41,8 +41,8 @@ type Results<'s, const M: usize> = (
 
 impl Chunk<'_> {
     /// Evaluates the loaded instances with the one-constraint kernel when the plan takes it
-    /// (`LanePlan::single`, at most `MAX_ROWS` rows), as [`Chunk::evaluate`] does otherwise;
-    /// `None` when it does not.
+    /// (`LanePlan::single`, at most `MAX_ROWS` rows) and the block selects no output but `u̇`,
+    /// `u̇₀` and λ, as [`Chunk::evaluate`] does otherwise; `None` when it does not.
     #[inline(always)]
     pub(super) fn evaluate_single(
         &self,
@@ -52,6 +52,21 @@ impl Chunk<'_> {
         count: usize,
     ) -> Option<u32> {
         let j = self.plan.single?;
+        // Only u̇, u̇₀ and λ: the other outputs need the general writer's bookkeeping, and the
+        // general path writes them as fast.
+        let selected = block.outputs;
+        let out = block.constraints.first()?;
+        if selected.position_errors
+            || selected.velocity_errors
+            || selected.acceleration_errors
+            || selected.power
+            || selected.body_forces
+            || out.contact_point.is_some()
+            || out.separation.is_some()
+            || out.contact_force.is_some()
+        {
+            return None;
+        }
         Some(match self.plan.m {
             1 => self.evaluate_rows::<1>(j, scratch, block, at, count),
             2 => self.evaluate_rows::<2>(j, scratch, block, at, count),
@@ -193,50 +208,22 @@ impl Chunk<'_> {
         }
         let ok = ok & is_finite(time);
         let rows: &[RowLanes; M] = rows;
-        let kin = &scratch.kin;
-        let solved = (rows, &g, &udot0, &udot, &lambda);
-        self.write_single(solved, ok, kin, block, at, count)
+        self.write_single((rows, &udot0, &udot, &lambda), ok, block, at, count)
     }
 
-    /// Writes lanes `0..count` of the kernel's results into `block` from entry `at`, and
-    /// returns the lanes answered, as [`write_outputs`](Chunk::write_outputs) does — which it
-    /// calls unless only `u̇`, `u̇₀` and λ are selected; those it writes itself, without the
-    /// general writer's per-constraint bookkeeping.
+    /// Writes lanes `0..count` of the kernel's results (`u̇`, `u̇₀` and λ, those selected)
+    /// into `block` from entry `at`, and returns the lanes answered, with the checks
+    /// `Chunk::evaluate` makes: λ, `u̇` and the power −λ · verr finite.
     #[inline(always)]
     fn write_single<const M: usize>(
         &self,
-        (rows, g, udot0, udot, lambda): Results<'_, M>,
+        (rows, udot0, udot, lambda): Results<'_, M>,
         mut ok: LaneMask,
-        kin: &[BodyLanes; MAX_BODIES],
         block: &mut EvaluationBlock<'_>,
         at: usize,
         count: usize,
     ) -> u32 {
-        let (selected, out) = (block.outputs, &block.constraints[0]);
-        let lean = !(selected.position_errors
-            || selected.velocity_errors
-            || selected.acceleration_errors
-            || selected.power
-            || selected.body_forces
-            || out.contact_point.is_some()
-            || out.separation.is_some()
-            || out.contact_force.is_some());
-        if !lean {
-            let j = self.plan.single.unwrap_or_default();
-            let mut blocks = [[[splat(0.0); 6]; 2]; M];
-            for k in 0..M {
-                blocks[k][j] = g[k];
-            }
-            let solved = Solved {
-                rows,
-                g: &blocks,
-                udot0: std::slice::from_ref(udot0),
-                udot: std::slice::from_ref(udot),
-                lambda,
-            };
-            return self.write_outputs(&solved, kin, ok, block, at, count);
-        }
-        // The checks `write_outputs` makes: λ, u̇ and the power −λ · verr finite.
+        let selected = block.outputs;
         ok = ok & all_finite(lambda) & all_finite(udot);
         let mut total_power = splat(0.0);
         for k in 0..M {
