@@ -444,11 +444,22 @@ impl GpuEvaluator {
     /// As [`evaluate`](Self::evaluate), writing into `out` and reusing its allocations (no page
     /// faults on the host for repeated calls on large batches).
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
-        let width = self.layout.output_main_width;
         let scope = self
             .device
             .device
             .push_error_scope(wgpu::ErrorFilter::Validation);
+        // The scope is popped whatever the run returns, so an error here never leaves it on
+        // the device's stack.
+        let ran = self.run_evaluation(batch, out);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Gpu(format!("kernel run failed: {e}")));
+        }
+        ran
+    }
+
+    /// [`evaluate_into`](Self::evaluate_into) within its error scope.
+    fn run_evaluation(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
+        let width = self.layout.output_main_width;
         self.ready(batch)?;
         out.reset_for(batch.template(), batch.len());
         self.run_slices(width, |slice, raw| match raw {
@@ -456,9 +467,6 @@ impl GpuEvaluator {
             RawRef::F64(v) => self.append_slice(batch, out, v, slice.count),
         })?;
         self.finish_evaluation(batch, out);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("kernel run failed: {e}")));
-        }
         Ok(())
     }
 

@@ -118,17 +118,6 @@ impl GpuEventStepper {
                     bind_entry(4, &self.params),
                 ],
             });
-            let count = chunk.count as u32;
-            let l = Launch {
-                count,
-                capacity: count,
-                steps: self.trials,
-                out_capacity: count,
-                ..Launch::default()
-            };
-            gpu.device
-                .queue
-                .write_buffer(&launch, 0, bytemuck::bytes_of(&l));
             chunks.push(EventChunk {
                 launch,
                 carry,
@@ -151,6 +140,21 @@ impl GpuEventStepper {
                 total,
                 Some(e),
             ));
+        }
+        // Written only once every buffer is known to exist: a write to a buffer whose
+        // allocation failed would raise a second, uncaptured error.
+        for (chunk, events) in gpu.chunks.iter().zip(&chunks) {
+            let count = chunk.count as u32;
+            let launch = Launch {
+                count,
+                capacity: count,
+                steps: self.trials,
+                out_capacity: count,
+                ..Launch::default()
+            };
+            gpu.device
+                .queue
+                .write_buffer(&events.launch, 0, bytemuck::bytes_of(&launch));
         }
         self.chunks = chunks;
         self.staging = Some(staging);
@@ -249,51 +253,58 @@ impl GpuEventStepper {
         let per_round = (per_dispatch * MAX_DISPATCHES_PER_SUBMIT) as f64;
         let most_rounds = (most_trials / per_round).ceil() as usize + 12;
         let mut rounds = 0;
-        while pending.iter().any(|p| *p) {
-            rounds += 1;
-            if rounds > most_rounds {
-                return Err(Error::Gpu(format!(
-                    "event kernel: instances still running after {most_rounds} rounds of dispatches, more than their trials allow"
-                )));
-            }
-            let live = gpu.chunks.iter().zip(&self.chunks).zip(&pending);
-            let groups = live
-                .filter(|(_, p)| **p)
-                .map(|((chunk, events), _)| (&events.bind_group, chunk.count));
-            submit_round(
-                &gpu.device,
-                "simbatch events",
-                pipeline,
-                groups,
-                dispatches,
-                self.workgroup as usize,
-            );
-            for (k, (chunk, events)) in gpu.chunks.iter().zip(&self.chunks).enumerate() {
-                if !pending[k] {
-                    continue;
+        // The scope is popped whatever a round returns, so an error here never leaves it on the
+        // device's stack.
+        let ran = (|| -> Result<()> {
+            while pending.iter().any(|p| *p) {
+                rounds += 1;
+                if rounds > most_rounds {
+                    return Err(Error::Gpu(format!(
+                        "event kernel: instances still running after {most_rounds} rounds of dispatches, more than their trials allow"
+                    )));
                 }
-                let v = &mut self.readback[k];
-                read_chunk(
+                let live = gpu.chunks.iter().zip(&self.chunks).zip(&pending);
+                let groups = live
+                    .filter(|(_, p)| **p)
+                    .map(|((chunk, events), _)| (&events.bind_group, chunk.count));
+                submit_round(
                     &gpu.device,
-                    staging,
-                    precision,
-                    &gpu.layout,
-                    chunk,
-                    &events.carry,
-                    width,
-                    columns,
-                    &inputs,
-                    v,
-                )?;
-                let n = chunk.count;
-                pending[k] = (0..n)
-                    .any(|local| v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0);
+                    "simbatch events",
+                    pipeline,
+                    groups,
+                    dispatches,
+                    self.workgroup as usize,
+                );
+                for (k, (chunk, events)) in gpu.chunks.iter().zip(&self.chunks).enumerate() {
+                    if !pending[k] {
+                        continue;
+                    }
+                    let v = &mut self.readback[k];
+                    read_chunk(
+                        &gpu.device,
+                        staging,
+                        precision,
+                        &gpu.layout,
+                        chunk,
+                        &events.carry,
+                        width,
+                        columns,
+                        &inputs,
+                        v,
+                    )?;
+                    let n = chunk.count;
+                    pending[k] = (0..n).any(|local| {
+                        v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0
+                    });
+                }
+                dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
             }
-            dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
-        }
+            Ok(())
+        })();
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu(format!("event kernel failed: {e}")));
         }
+        ran?;
         Ok(())
     }
 

@@ -203,8 +203,13 @@ impl GpuStepper {
             .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
         let (d, queue) = (&gpu.device.device, &gpu.device.queue);
         let bytes = gpu.precision.bytes() as u64;
-        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        // What an allocation that failed (here, or in the queue's staging for the writes below)
+        // is reported as; the chunks are dropped, so the next call allocates again.
+        let total =
+            CARRY_COLUMNS as u128 * batch.len() as u128 * bytes as u128 + STAGING_BYTES as u128;
+        let failed = |e| gpu_allocation_error(&gpu.device, batch.len(), total, Some(e));
         if self.bound_to != gpu.generation || self.chunk_steps.len() != gpu.chunks.len() {
+            let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
             self.chunk_steps = gpu
                 .chunks
                 .iter()
@@ -220,54 +225,59 @@ impl GpuStepper {
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }));
+            // Checked before anything is written: a write to a buffer whose allocation failed
+            // would raise a second error, outside any scope.
+            if let Some(e) = pollster::block_on(oom.pop()) {
+                self.chunk_steps.clear();
+                return Err(failed(e));
+            }
         }
+        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let trials = trials_per_dispatch(options) as u32;
-        for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
-            let c = chunk.count as u32;
-            let launch = Launch {
-                count: c,
-                capacity: c,
-                steps: trials,
-                mode: settings.mode(),
-                first: 0,
-                out_capacity: c,
-                pad: [0; 2],
-            };
-            queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
-            // The carry, column after column: a flagged instance starts halted, RKM at its step
-            // size, every other value at 0.
-            let count = chunk.count;
-            let carry = (0..CARRY_COLUMNS * count).map(|j| {
-                let (column, i) = (j / count, chunk.start + j % count);
-                match column {
-                    CARRY_STATUS if batch.status()[i] & status::HALTED != 0 => {
-                        status::HALTED as f64
+        // The scope is popped whatever the writes return, so an error here never leaves it on
+        // the device's stack.
+        let written = (|| -> Result<()> {
+            for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
+                let c = chunk.count as u32;
+                let launch = Launch {
+                    count: c,
+                    capacity: c,
+                    steps: trials,
+                    mode: settings.mode(),
+                    first: 0,
+                    out_capacity: c,
+                    pad: [0; 2],
+                };
+                queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
+                // The carry, column after column: a flagged instance starts halted, RKM at its step
+                // size, every other value at 0.
+                let count = chunk.count;
+                let carry = (0..CARRY_COLUMNS * count).map(|j| {
+                    let (column, i) = (j / count, chunk.start + j % count);
+                    match column {
+                        CARRY_STATUS if batch.status()[i] & status::HALTED != 0 => {
+                            status::HALTED as f64
+                        }
+                        CARRY_STEP_SIZE => step_sizes[i],
+                        _ => 0.0,
                     }
-                    CARRY_STEP_SIZE => step_sizes[i],
-                    _ => 0.0,
-                }
-            });
-            write_reals(
-                &gpu.device,
-                gpu.precision,
-                &step.output,
-                0,
-                CARRY_COLUMNS * count,
-                carry,
-            )?;
-        }
+                });
+                write_reals(
+                    &gpu.device,
+                    gpu.precision,
+                    &step.output,
+                    0,
+                    CARRY_COLUMNS * count,
+                    carry,
+                )?;
+            }
+            Ok(())
+        })();
         if let Some(e) = pollster::block_on(oom.pop()) {
             self.chunk_steps.clear();
-            let total =
-                CARRY_COLUMNS as u128 * batch.len() as u128 * bytes as u128 + STAGING_BYTES as u128;
-            return Err(gpu_allocation_error(
-                &gpu.device,
-                batch.len(),
-                total,
-                Some(e),
-            ));
+            return Err(failed(e));
         }
-        Ok(())
+        written
     }
 
     /// Submits rounds of dispatches (doubling each round) until every chunk's instances have
@@ -302,53 +312,57 @@ impl GpuStepper {
         let values = &mut self.readback;
         values.resize_with(gpu.chunks.len(), Vec::new);
         let mut pending: Vec<bool> = vec![true; gpu.chunks.len()];
-        while pending.iter().any(|p| *p) {
-            let live = gpu.chunks.iter().zip(&self.chunk_steps).zip(&pending);
-            let groups = live
-                .filter(|(_, p)| **p)
-                .map(|((chunk, step), _)| (&step.bind_group, chunk.count));
-            submit_round(
-                &gpu.device,
-                "simbatch step",
-                pipeline,
-                groups,
-                dispatches,
-                workgroup,
-            );
-            for (k, (chunk, step)) in gpu.chunks.iter().zip(&self.chunk_steps).enumerate() {
-                if !pending[k] {
-                    continue;
-                }
-                // Read back: the carry, then every state column.
-                let v = &mut values[k];
-                read_chunk(
+        // The scope is popped whatever a readback returns (see `bind_chunks`).
+        let rounds = (|| -> Result<()> {
+            while pending.iter().any(|p| *p) {
+                let live = gpu.chunks.iter().zip(&self.chunk_steps).zip(&pending);
+                let groups = live
+                    .filter(|(_, p)| **p)
+                    .map(|((chunk, step), _)| (&step.bind_group, chunk.count));
+                submit_round(
                     &gpu.device,
-                    staging,
-                    precision,
-                    &gpu.layout,
-                    chunk,
-                    &step.output,
-                    CARRY_COLUMNS,
-                    columns,
-                    &inputs,
-                    v,
-                )?;
-                let n = chunk.count;
-                // RKM attempts are capped (fixed steps are bounded by the goal itself).
-                pending[k] = (0..n).any(|local| {
-                    v[CARRY_STATUS * n + local] == 0.0
-                        && v[CARRY_FINISHED * n + local] == 0.0
-                        && (settings.integrator != RKM
-                            || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
-                                < MAX_ADAPTIVE_ATTEMPTS as f64)
-                });
+                    "simbatch step",
+                    pipeline,
+                    groups,
+                    dispatches,
+                    workgroup,
+                );
+                for (k, (chunk, step)) in gpu.chunks.iter().zip(&self.chunk_steps).enumerate() {
+                    if !pending[k] {
+                        continue;
+                    }
+                    // Read back: the carry, then every state column.
+                    let v = &mut values[k];
+                    read_chunk(
+                        &gpu.device,
+                        staging,
+                        precision,
+                        &gpu.layout,
+                        chunk,
+                        &step.output,
+                        CARRY_COLUMNS,
+                        columns,
+                        &inputs,
+                        v,
+                    )?;
+                    let n = chunk.count;
+                    // RKM attempts are capped (fixed steps are bounded by the goal itself).
+                    pending[k] = (0..n).any(|local| {
+                        v[CARRY_STATUS * n + local] == 0.0
+                            && v[CARRY_FINISHED * n + local] == 0.0
+                            && (settings.integrator != RKM
+                                || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
+                                    < MAX_ADAPTIVE_ATTEMPTS as f64)
+                    });
+                }
+                dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
             }
-            dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
-        }
+            Ok(())
+        })();
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Gpu(format!("stepping kernel failed: {e}")));
         }
-        Ok(())
+        rounds
     }
 }
 
