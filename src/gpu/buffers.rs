@@ -234,6 +234,19 @@ pub(crate) fn layout_entry(
 
 /// The typed error for GPU buffers of `instances` instances (`bytes` in all) that could not be
 /// made: out of memory, or past a limit of the adapter.
+/// Runs `f` within a wgpu error scope of `filter` and pops the scope whatever `f` returns, so
+/// an early error never leaves the scope on the device's stack (where it would capture the
+/// errors of later, unrelated calls): `f`'s result, and what the scope caught.
+pub(crate) fn within_error_scope<T>(
+    device: &wgpu::Device,
+    filter: wgpu::ErrorFilter,
+    f: impl FnOnce() -> Result<T>,
+) -> (Result<T>, Option<wgpu::Error>) {
+    let scope = device.push_error_scope(filter);
+    let result = f();
+    (result, pollster::block_on(scope.pop()))
+}
+
 pub(crate) fn gpu_allocation_error(
     device: &GpuDevice,
     instances: usize,

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use crate::batch::{Batch, ColumnData};
 use crate::error::{Error, Result};
 use crate::evaluation::Evaluation;
-use crate::gpu::buffers::{Launch, gpu_allocation_error, layout_entry, write_reals};
+use crate::gpu::buffers::{
+    Launch, gpu_allocation_error, layout_entry, within_error_scope, write_reals,
+};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
@@ -444,14 +446,12 @@ impl GpuEvaluator {
     /// As [`evaluate`](Self::evaluate), writing into `out` and reusing its allocations (no page
     /// faults on the host for repeated calls on large batches).
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
-        let scope = self
-            .device
-            .device
-            .push_error_scope(wgpu::ErrorFilter::Validation);
-        // The scope is popped whatever the run returns, so an error here never leaves it on
-        // the device's stack.
-        let ran = self.run_evaluation(batch, out);
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        let device = self.device.clone();
+        let (ran, invalid) =
+            within_error_scope(&device.device, wgpu::ErrorFilter::Validation, || {
+                self.run_evaluation(batch, out)
+            });
+        if let Some(e) = invalid {
             return Err(Error::Gpu(format!("kernel run failed: {e}")));
         }
         ran

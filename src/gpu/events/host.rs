@@ -11,7 +11,8 @@ use crate::contact::{Coefficients, ContactRecord, EventOptions, ImpactLaw};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::buffers::{
-    Launch, bind_entry, gpu_allocation_error, staging_size, submit_round, write_reals,
+    Launch, bind_entry, gpu_allocation_error, staging_size, submit_round, within_error_scope,
+    write_reals,
 };
 use crate::gpu::step::readback::{read_chunk, read_state, state_inputs, state_len};
 use crate::math::vec3;
@@ -241,7 +242,6 @@ impl GpuEventStepper {
         let per_dispatch = self.trials as usize;
         let mut dispatches =
             ((trials / per_dispatch as f64).ceil() as usize).clamp(1, MAX_DISPATCHES_PER_SUBMIT);
-        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
         self.readback.resize_with(gpu.chunks.len(), Vec::new);
         let mut pending = vec![true; gpu.chunks.len()];
         // Every trial makes progress: it commits a step (at least MIN_STEP_FRACTION of the
@@ -253,9 +253,7 @@ impl GpuEventStepper {
         let per_round = (per_dispatch * MAX_DISPATCHES_PER_SUBMIT) as f64;
         let most_rounds = (most_trials / per_round).ceil() as usize + 12;
         let mut rounds = 0;
-        // The scope is popped whatever a round returns, so an error here never leaves it on the
-        // device's stack.
-        let ran = (|| -> Result<()> {
+        let (ran, invalid) = within_error_scope(d, wgpu::ErrorFilter::Validation, || {
             while pending.iter().any(|p| *p) {
                 rounds += 1;
                 if rounds > most_rounds {
@@ -300,8 +298,8 @@ impl GpuEventStepper {
                 dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
             }
             Ok(())
-        })();
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        });
+        if let Some(e) = invalid {
             return Err(Error::Gpu(format!("event kernel failed: {e}")));
         }
         ran?;

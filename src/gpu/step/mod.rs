@@ -22,7 +22,9 @@ use readback::{mark_resident, read_chunk, state_columns, state_inputs, store_sta
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{Launch, gpu_allocation_error, staging_size, submit_round, write_reals};
+use crate::gpu::buffers::{
+    Launch, gpu_allocation_error, staging_size, submit_round, within_error_scope, write_reals,
+};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::{GpuOptions, Precision};
@@ -232,48 +234,46 @@ impl GpuStepper {
                 return Err(failed(e));
             }
         }
-        let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let trials = trials_per_dispatch(options) as u32;
-        // The scope is popped whatever the writes return, so an error here never leaves it on
-        // the device's stack.
-        let written = (|| -> Result<()> {
-            for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
-                let c = chunk.count as u32;
-                let launch = Launch {
-                    count: c,
-                    capacity: c,
-                    steps: trials,
-                    mode: settings.mode(),
-                    first: 0,
-                    out_capacity: c,
-                    pad: [0; 2],
-                };
-                queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
-                // The carry, column after column: a flagged instance starts halted, RKM at its step
-                // size, every other value at 0.
-                let count = chunk.count;
-                let carry = (0..CARRY_COLUMNS * count).map(|j| {
-                    let (column, i) = (j / count, chunk.start + j % count);
-                    match column {
-                        CARRY_STATUS if batch.status()[i] & status::HALTED != 0 => {
-                            status::HALTED as f64
+        let (written, out_of_memory) =
+            within_error_scope(d, wgpu::ErrorFilter::OutOfMemory, || {
+                for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
+                    let c = chunk.count as u32;
+                    let launch = Launch {
+                        count: c,
+                        capacity: c,
+                        steps: trials,
+                        mode: settings.mode(),
+                        first: 0,
+                        out_capacity: c,
+                        pad: [0; 2],
+                    };
+                    queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
+                    // The carry, column after column: a flagged instance starts halted, RKM at
+                    // its step size, every other value at 0.
+                    let count = chunk.count;
+                    let carry = (0..CARRY_COLUMNS * count).map(|j| {
+                        let (column, i) = (j / count, chunk.start + j % count);
+                        match column {
+                            CARRY_STATUS if batch.status()[i] & status::HALTED != 0 => {
+                                status::HALTED as f64
+                            }
+                            CARRY_STEP_SIZE => step_sizes[i],
+                            _ => 0.0,
                         }
-                        CARRY_STEP_SIZE => step_sizes[i],
-                        _ => 0.0,
-                    }
-                });
-                write_reals(
-                    &gpu.device,
-                    gpu.precision,
-                    &step.output,
-                    0,
-                    CARRY_COLUMNS * count,
-                    carry,
-                )?;
-            }
-            Ok(())
-        })();
-        if let Some(e) = pollster::block_on(oom.pop()) {
+                    });
+                    write_reals(
+                        &gpu.device,
+                        gpu.precision,
+                        &step.output,
+                        0,
+                        CARRY_COLUMNS * count,
+                        carry,
+                    )?;
+                }
+                Ok(())
+            });
+        if let Some(e) = out_of_memory {
             self.chunk_steps.clear();
             return Err(failed(e));
         }
@@ -308,12 +308,10 @@ impl GpuStepper {
         let mut dispatches = dispatches_needed(goal, &options.integrator, settings, step_sizes)
             .div_ceil(trials)
             .clamp(1, MAX_DISPATCHES_PER_SUBMIT);
-        let scope = d.push_error_scope(wgpu::ErrorFilter::Validation);
         let values = &mut self.readback;
         values.resize_with(gpu.chunks.len(), Vec::new);
         let mut pending: Vec<bool> = vec![true; gpu.chunks.len()];
-        // The scope is popped whatever a readback returns (see `bind_chunks`).
-        let rounds = (|| -> Result<()> {
+        let (rounds, invalid) = within_error_scope(d, wgpu::ErrorFilter::Validation, || {
             while pending.iter().any(|p| *p) {
                 let live = gpu.chunks.iter().zip(&self.chunk_steps).zip(&pending);
                 let groups = live
@@ -358,8 +356,8 @@ impl GpuStepper {
                 dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
             }
             Ok(())
-        })();
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        });
+        if let Some(e) = invalid {
             return Err(Error::Gpu(format!("stepping kernel failed: {e}")));
         }
         rounds
