@@ -10,11 +10,8 @@ use crate::batch::{Batch, Column, status};
 use crate::contact::{Coefficients, ContactRecord, EventOptions, ImpactLaw};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{
-    Launch, bind_entry, gpu_allocation_error, staging_size, submit_round, within_error_scope,
-    write_reals,
-};
-use crate::gpu::step::readback::{read_chunk, read_state, state_inputs, state_len};
+use crate::gpu::buffers::{Launch, bind_entry, gpu_allocation_error, staging_size, write_reals};
+use crate::gpu::step::readback::{Rounds, read_state, run_rounds, state_len};
 use crate::math::vec3;
 
 impl GpuEventStepper {
@@ -226,8 +223,6 @@ impl GpuEventStepper {
         most_trials: f64,
     ) -> Result<()> {
         let gpu = &self.evaluator;
-        let d = &gpu.device.device;
-        let precision = gpu.precision;
         let pipeline = self
             .pipeline
             .as_ref()
@@ -236,74 +231,42 @@ impl GpuEventStepper {
             .staging
             .as_ref()
             .ok_or_else(|| Error::Gpu("event staging buffer missing".into()))?;
-        let inputs = state_inputs(&gpu.layout, columns)?;
-        let width = self.carry.width();
         let (status_at, phase_at) = (self.carry.offset("STATUS"), self.carry.offset("PHASE"));
         let per_dispatch = self.trials as usize;
-        let mut dispatches =
-            ((trials / per_dispatch as f64).ceil() as usize).clamp(1, MAX_DISPATCHES_PER_SUBMIT);
-        self.readback.resize_with(gpu.chunks.len(), Vec::new);
-        let mut pending = vec![true; gpu.chunks.len()];
         // Every trial makes progress: it commits a step (at least MIN_STEP_FRACTION of the
         // scenario's step, so at most `most_steps` of them), or is one of an event's bisection
         // points and settling (at most MAX_BISECTIONS + 2 per event, max_events + 1 events), or
-        // the settling at the start. That bounds an instance's trials, and so the rounds of
-        // this loop.
+        // the settling at the start. That bounds an instance's trials, and so the rounds.
         let most_trials = most_trials.max(1.0);
         let per_round = (per_dispatch * MAX_DISPATCHES_PER_SUBMIT) as f64;
-        let most_rounds = (most_trials / per_round).ceil() as usize + 12;
-        let mut rounds = 0;
-        let (ran, invalid) = within_error_scope(d, wgpu::ErrorFilter::Validation, || {
-            while pending.iter().any(|p| *p) {
-                rounds += 1;
-                if rounds > most_rounds {
-                    return Err(Error::Gpu(format!(
-                        "event kernel: instances still running after {most_rounds} rounds of dispatches, more than their trials allow"
-                    )));
-                }
-                let live = gpu.chunks.iter().zip(&self.chunks).zip(&pending);
-                let groups = live
-                    .filter(|(_, p)| **p)
-                    .map(|((chunk, events), _)| (&events.bind_group, chunk.count));
-                submit_round(
-                    &gpu.device,
-                    "simbatch events",
-                    pipeline,
-                    groups,
-                    dispatches,
-                    self.workgroup as usize,
-                );
-                for (k, (chunk, events)) in gpu.chunks.iter().zip(&self.chunks).enumerate() {
-                    if !pending[k] {
-                        continue;
-                    }
-                    let v = &mut self.readback[k];
-                    read_chunk(
-                        &gpu.device,
-                        staging,
-                        precision,
-                        &gpu.layout,
-                        chunk,
-                        &events.carry,
-                        width,
-                        columns,
-                        &inputs,
-                        v,
-                    )?;
-                    let n = chunk.count;
-                    pending[k] = (0..n).any(|local| {
-                        v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0
-                    });
-                }
-                dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
-            }
-            Ok(())
-        });
-        if let Some(e) = invalid {
-            return Err(Error::Gpu(format!("event kernel failed: {e}")));
-        }
-        ran?;
-        Ok(())
+        let rounds = Rounds {
+            label: "event kernel",
+            pipeline,
+            chunks: self
+                .chunks
+                .iter()
+                .map(|events| (&events.bind_group, &events.carry))
+                .collect(),
+            staging,
+            carry_width: self.carry.width(),
+            columns,
+            workgroup: self.workgroup as usize,
+            dispatches: (trials / per_dispatch as f64).ceil() as usize,
+            most_dispatches: MAX_DISPATCHES_PER_SUBMIT,
+            most_rounds: (most_trials / per_round).ceil() as usize + 12,
+        };
+        run_rounds(
+            &gpu.device,
+            gpu.precision,
+            &gpu.layout,
+            &gpu.chunks,
+            rounds,
+            &mut self.readback,
+            |v, n| {
+                (0..n)
+                    .any(|local| v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0)
+            },
+        )
     }
 
     /// The read-back states into the batch, and how each instance's call ended.

@@ -18,12 +18,12 @@ use kernel::{
     ChunkStep, KernelSettings, MAX_DISPATCHES_PER_SUBMIT, MAX_STEPS_PER_CALL, RKM, StepPipeline,
     params_bytes, trials_per_dispatch,
 };
-use readback::{mark_resident, read_chunk, state_columns, state_inputs, store_states};
+use readback::{Rounds, mark_resident, run_rounds, state_columns, store_states};
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
 use crate::gpu::buffers::{
-    Launch, gpu_allocation_error, staging_size, submit_round, within_error_scope, write_reals,
+    Launch, gpu_allocation_error, staging_size, within_error_scope, write_reals,
 };
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
@@ -291,76 +291,56 @@ impl GpuStepper {
         step_sizes: &[f64],
     ) -> Result<()> {
         let gpu = &self.evaluator;
-        let d = &gpu.device.device;
-        let precision = gpu.precision;
         let sp = self
             .pipeline
             .as_ref()
             .ok_or_else(|| Error::Gpu("stepping pipeline missing".into()))?;
-        let pipeline = sp.built(settings)?;
-        let workgroup = gpu.workgroup_size as usize;
-        let inputs = state_inputs(&gpu.layout, columns)?;
         let staging = self
             .staging
             .as_ref()
             .ok_or_else(|| Error::Gpu("stepping staging buffer missing".into()))?;
         let trials = trials_per_dispatch(options);
-        let mut dispatches = dispatches_needed(goal, &options.integrator, settings, step_sizes)
-            .div_ceil(trials)
-            .clamp(1, MAX_DISPATCHES_PER_SUBMIT);
-        let values = &mut self.readback;
-        values.resize_with(gpu.chunks.len(), Vec::new);
-        let mut pending: Vec<bool> = vec![true; gpu.chunks.len()];
-        let (rounds, invalid) = within_error_scope(d, wgpu::ErrorFilter::Validation, || {
-            while pending.iter().any(|p| *p) {
-                let live = gpu.chunks.iter().zip(&self.chunk_steps).zip(&pending);
-                let groups = live
-                    .filter(|(_, p)| **p)
-                    .map(|((chunk, step), _)| (&step.bind_group, chunk.count));
-                submit_round(
-                    &gpu.device,
-                    "simbatch step",
-                    pipeline,
-                    groups,
-                    dispatches,
-                    workgroup,
-                );
-                for (k, (chunk, step)) in gpu.chunks.iter().zip(&self.chunk_steps).enumerate() {
-                    if !pending[k] {
-                        continue;
-                    }
-                    // Read back: the carry, then every state column.
-                    let v = &mut values[k];
-                    read_chunk(
-                        &gpu.device,
-                        staging,
-                        precision,
-                        &gpu.layout,
-                        chunk,
-                        &step.output,
-                        CARRY_COLUMNS,
-                        columns,
-                        &inputs,
-                        v,
-                    )?;
-                    let n = chunk.count;
-                    // RKM attempts are capped (fixed steps are bounded by the goal itself).
-                    pending[k] = (0..n).any(|local| {
-                        v[CARRY_STATUS * n + local] == 0.0
-                            && v[CARRY_FINISHED * n + local] == 0.0
-                            && (settings.integrator != RKM
-                                || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
-                                    < MAX_ADAPTIVE_ATTEMPTS as f64)
-                    });
-                }
-                dispatches = (dispatches * 2).min(MAX_DISPATCHES_PER_SUBMIT);
-            }
-            Ok(())
-        });
-        if let Some(e) = invalid {
-            return Err(Error::Gpu(format!("stepping kernel failed: {e}")));
-        }
-        rounds
+        let needed = dispatches_needed(goal, &options.integrator, settings, step_sizes);
+        // A fixed-step trial is a step of the goal or the instance's stop; RKM's attempts are
+        // capped per instance (the readback's test below).
+        let most_trials = match options.integrator {
+            Integrator::RungeKuttaMerson { .. } => MAX_ADAPTIVE_ATTEMPTS as usize,
+            _ => 2 * needed,
+        };
+        let rounds = Rounds {
+            label: "stepping kernel",
+            pipeline: sp.built(settings)?,
+            chunks: self
+                .chunk_steps
+                .iter()
+                .map(|step| (&step.bind_group, &step.output))
+                .collect(),
+            staging,
+            carry_width: CARRY_COLUMNS,
+            columns,
+            workgroup: gpu.workgroup_size as usize,
+            dispatches: needed.div_ceil(trials),
+            most_dispatches: MAX_DISPATCHES_PER_SUBMIT,
+            most_rounds: most_trials.div_ceil(trials * MAX_DISPATCHES_PER_SUBMIT) + 12,
+        };
+        let (precision, layout) = (gpu.precision, &gpu.layout);
+        run_rounds(
+            &gpu.device,
+            precision,
+            layout,
+            &gpu.chunks,
+            rounds,
+            &mut self.readback,
+            |v, n| {
+                (0..n).any(|local| {
+                    v[CARRY_STATUS * n + local] == 0.0
+                        && v[CARRY_FINISHED * n + local] == 0.0
+                        && (settings.integrator != RKM
+                            || v[CARRY_ACCEPTED * n + local] + v[CARRY_REJECTED * n + local]
+                                < MAX_ADAPTIVE_ATTEMPTS as f64)
+                })
+            },
+        )
     }
 }
 

@@ -11,7 +11,7 @@ use crate::batch::InstanceState;
 use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::read_back_into;
+use crate::gpu::buffers::{read_back_into, submit_round, within_error_scope};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
 use crate::gpu::layout::{InputColumn, Layout};
@@ -266,5 +266,98 @@ pub(super) fn mark_resident(
                 chunk.uploaded[k] = batch.column_version(col.column).unwrap_or(0);
             }
         }
+    }
+}
+
+/// What [`run_rounds`] dispatches and reads back: the kernel, each chunk's bind group and
+/// carry buffer, and the readback's layout.
+pub(crate) struct Rounds<'a> {
+    /// The kernel's name in errors and in wgpu's labels.
+    pub(crate) label: &'static str,
+    pub(crate) pipeline: &'a wgpu::ComputePipeline,
+    /// Per chunk of the evaluator: its bind group and its carry buffer.
+    pub(crate) chunks: Vec<(&'a wgpu::BindGroup, &'a wgpu::Buffer)>,
+    pub(crate) staging: &'a wgpu::Buffer,
+    /// Carry values per instance.
+    pub(crate) carry_width: usize,
+    /// The state columns read back after the carry ([`state_columns`]).
+    pub(crate) columns: &'a [(Column, usize)],
+    pub(crate) workgroup: usize,
+    /// Dispatches in the first round; each later round doubles them up to `most_dispatches`.
+    pub(crate) dispatches: usize,
+    pub(crate) most_dispatches: usize,
+    /// Rounds after which instances still running are an error (the kernel's trials bound
+    /// them, so this is never reached by a kernel that makes progress).
+    pub(crate) most_rounds: usize,
+}
+
+/// Submits rounds of dispatches over the chunks whose instances are still running, reading
+/// back each such chunk's carry and state columns into `readback[k]` after each round (`read_chunk`),
+/// until `running(values, count)` says no instance of any chunk is; within a validation error
+/// scope that is popped whatever the loop returns. The stepping and the event kernels share it.
+pub(crate) fn run_rounds(
+    device: &GpuDevice,
+    precision: Precision,
+    layout: &Layout,
+    chunks: &[Chunk],
+    rounds: Rounds<'_>,
+    readback: &mut Vec<Vec<f64>>,
+    running: impl Fn(&[f64], usize) -> bool,
+) -> Result<()> {
+    let inputs = state_inputs(layout, rounds.columns)?;
+    readback.resize_with(chunks.len(), Vec::new);
+    let mut pending = vec![true; chunks.len()];
+    let mut dispatches = rounds.dispatches.clamp(1, rounds.most_dispatches);
+    let label = rounds.label;
+    let filter = wgpu::ErrorFilter::Validation;
+    let (ran, invalid) = within_error_scope(&device.device, filter, || {
+        let mut round = 0;
+        while pending.iter().any(|p| *p) {
+            round += 1;
+            if round > rounds.most_rounds {
+                return Err(Error::Gpu(format!(
+                    "{label}: instances still running after {} rounds of dispatches, more than \
+                     their trials allow",
+                    rounds.most_rounds
+                )));
+            }
+            let live = chunks.iter().zip(&rounds.chunks).zip(&pending);
+            let groups = live
+                .filter(|(_, p)| **p)
+                .map(|((chunk, (group, _)), _)| (*group, chunk.count));
+            submit_round(
+                device,
+                label,
+                rounds.pipeline,
+                groups,
+                dispatches,
+                rounds.workgroup,
+            );
+            for (k, (chunk, (_, carry))) in chunks.iter().zip(&rounds.chunks).enumerate() {
+                if !pending[k] {
+                    continue;
+                }
+                let values = &mut readback[k];
+                read_chunk(
+                    device,
+                    rounds.staging,
+                    precision,
+                    layout,
+                    chunk,
+                    carry,
+                    rounds.carry_width,
+                    rounds.columns,
+                    &inputs,
+                    values,
+                )?;
+                pending[k] = running(values, chunk.count);
+            }
+            dispatches = (dispatches * 2).min(rounds.most_dispatches);
+        }
+        Ok(())
+    });
+    match invalid {
+        Some(e) => Err(Error::Gpu(format!("{label} failed: {e}"))),
+        None => ran,
     }
 }
