@@ -292,9 +292,10 @@ pub(crate) struct Rounds<'a> {
 }
 
 /// Submits rounds of dispatches over the chunks whose instances are still running, reading
-/// back each such chunk's carry and state columns into `readback[k]` after each round (`read_chunk`),
-/// until `running(values, count)` says no instance of any chunk is; within a validation error
-/// scope that is popped whatever the loop returns. The stepping and the event kernels share it.
+/// back each such chunk's carry and state columns into `readback[k]` after each round
+/// ([`read_chunk`]), until `running(values, count)` says no instance of any chunk is; within a
+/// validation error scope that is popped whatever the loop returns. The stepping and the event
+/// kernels share it.
 pub(crate) fn run_rounds(
     device: &GpuDevice,
     precision: Precision,
