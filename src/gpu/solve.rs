@@ -223,41 +223,48 @@ pub fn dense_products(rows: usize, nu: usize) -> String {
         let _ = writeln!(w, "    }} else {{\n        out.ok = false;\n    }}");
     }
     let _ = writeln!(w, "    return out;\n}}");
-    let _ = writeln!(
-        w,
-        "fn gram_matrix(g: array<real, ROWS_NU_CAP>, minv_gt: array<real, ROWS_NU_CAP>) -> array<real, ROWS_ROWS_CAP> {{\n    var a_mat: array<real, ROWS_ROWS_CAP>;"
-    );
-    for r in 0..rows {
-        for q in 0..rows {
-            let terms = (0..nu)
-                .map(|k| format!("g[{}] * minv_gt[{}]", r * nu + k, q * nu + k))
-                .collect();
-            let _ = writeln!(w, "    a_mat[{}] = {};", r * rows + q, sum(terms));
+    // Each product a function of straight sums: entry `i` of its result is
+    // `Σ_k left(i, k) * right(i, k)`.
+    let mut product = |signature: &str,
+                       result: &str,
+                       entries: usize,
+                       length: usize,
+                       term: &dyn Fn(usize, usize) -> String| {
+        let _ = writeln!(w, "fn {signature} {{\n    var {result};");
+        let name = result.split(':').next().unwrap_or(result);
+        for i in 0..entries {
+            let terms = (0..length).map(|k| term(i, k)).collect();
+            let _ = writeln!(w, "    {name}[{i}] = {};", sum(terms));
         }
-    }
-    let _ = writeln!(w, "    return a_mat;\n}}");
-    let _ = writeln!(
-        w,
-        "fn g_times(g: array<real, ROWS_NU_CAP>, x: array<real, NU_CAP>) -> array<real, ROWS_CAP> {{\n    var out: array<real, ROWS_CAP>;"
+        let _ = writeln!(w, "    return {name};\n}}");
+    };
+    product(
+        "gram_matrix(g: array<real, ROWS_NU_CAP>, minv_gt: array<real, ROWS_NU_CAP>) -> array<real, ROWS_ROWS_CAP>",
+        "a_mat: array<real, ROWS_ROWS_CAP>",
+        rows * rows,
+        nu,
+        &|i, k| {
+            format!(
+                "g[{}] * minv_gt[{}]",
+                (i / rows) * nu + k,
+                (i % rows) * nu + k
+            )
+        },
     );
-    for r in 0..rows {
-        let terms = (0..nu)
-            .map(|k| format!("g[{}] * x[{k}]", r * nu + k))
-            .collect();
-        let _ = writeln!(w, "    out[{r}] = {};", sum(terms));
-    }
-    let _ = writeln!(w, "    return out;\n}}");
-    let _ = writeln!(
-        w,
-        "fn minv_gt_times(minv_gt: array<real, ROWS_NU_CAP>, x: array<real, ROWS_CAP>) -> array<real, NU_CAP> {{\n    var out: array<real, NU_CAP>;"
+    product(
+        "g_times(g: array<real, ROWS_NU_CAP>, x: array<real, NU_CAP>) -> array<real, ROWS_CAP>",
+        "out: array<real, ROWS_CAP>",
+        rows,
+        nu,
+        &|r, k| format!("g[{}] * x[{k}]", r * nu + k),
     );
-    for k in 0..nu {
-        let terms = (0..rows)
-            .map(|r| format!("minv_gt[{}] * x[{r}]", r * nu + k))
-            .collect();
-        let _ = writeln!(w, "    out[{k}] = {};", sum(terms));
-    }
-    let _ = writeln!(w, "    return out;\n}}");
+    product(
+        "minv_gt_times(minv_gt: array<real, ROWS_NU_CAP>, x: array<real, ROWS_CAP>) -> array<real, NU_CAP>",
+        "out: array<real, NU_CAP>",
+        nu,
+        rows,
+        &|k, r| format!("minv_gt[{}] * x[{r}]", r * nu + k),
+    );
     w
 }
 

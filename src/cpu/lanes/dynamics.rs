@@ -50,7 +50,7 @@ impl Dynamics {
 /// two rotations at every use (`u̇₀` and each row's `M⁻¹ Gᵀ`). Symmetric, so its upper
 /// triangle is computed and mirrored.
 #[inline(always)]
-pub(super) fn world_inverse_inertia(r: &LaneMat3, inverse_inertia: &LaneMat3) -> LaneMat3 {
+fn world_inverse_inertia(r: &LaneMat3, inverse_inertia: &LaneMat3) -> LaneMat3 {
     let ri = r * inverse_inertia;
     let entry = |i: usize, j: usize| {
         ri[(i, 0)] * r[(j, 0)] + ri[(i, 1)] * r[(j, 1)] + ri[(i, 2)] * r[(j, 2)]
@@ -82,6 +82,37 @@ impl Chunk<'_> {
         let b = w_inv * (tau - c_g.cross(&f));
         let a_o = f * body.inverse_mass - b.cross(c_g);
         (b, a_o)
+    }
+
+    /// `I_G⁻¹` in Ground, `c_G = R c` and `u̇₀ = M⁻¹ (f − c)` of free slot `slot` at rotation
+    /// `r` and angular velocity `w` (`cpu::dynamics::applied_minus_coriolis`, then the closed
+    /// form of [`inverse_mass`](Self::inverse_mass)): the free bodies' half of the dynamics,
+    /// shared by the general path and the one-constraint kernel.
+    #[inline(always)]
+    pub(super) fn unconstrained_acceleration(
+        &self,
+        slot: usize,
+        r: &LaneMat3,
+        w: LaneVec3,
+    ) -> (LaneMat3, LaneVec3, [Lane; 6]) {
+        let body = &self.bodies[slot];
+        let w_inv = world_inverse_inertia(r, &body.inverse_inertia);
+        let c_g = r * body.com;
+        let m_ = body.mass;
+        let i_g_w = r * (body.inertia * r.tr_mul(&w));
+        let w_x_c = w.cross(&w.cross(&c_g));
+        let coriolis_ang = w.cross(&i_g_w) + c_g.cross(&w_x_c) * m_;
+        let coriolis_lin = w_x_c * m_;
+        let f_com = self.gravity * m_ + body.force;
+        let f_ang = c_g.cross(&f_com) + body.torque;
+        let (b, a) = self.inverse_mass(
+            slot,
+            &w_inv,
+            &c_g,
+            f_ang - coriolis_ang,
+            f_com - coriolis_lin,
+        );
+        (w_inv, c_g, [b.x, b.y, b.z, a.x, a.y, a.z])
     }
 
     /// The dynamics at state `y` (module doc) into `scratch.dynamics`, and the lanes where
@@ -154,25 +185,8 @@ impl Chunk<'_> {
         // f − c and u̇₀ = M⁻¹ (f − c), body by body (cpu::dynamics::applied_minus_coriolis).
         for slot in 0..free {
             let k = &kin[plan.free_bodies[slot]];
-            let body = &self.bodies[slot];
-            let (r, w) = (&k.rotation, k.ang_vel);
-            w_inv[slot] = world_inverse_inertia(r, &body.inverse_inertia);
-            c_g[slot] = r * body.com;
-            let m_ = body.mass;
-            let i_g_w = r * (body.inertia * r.tr_mul(&w));
-            let w_x_c = w.cross(&w.cross(&c_g[slot]));
-            let coriolis_ang = w.cross(&i_g_w) + c_g[slot].cross(&w_x_c) * m_;
-            let coriolis_lin = w_x_c * m_;
-            let f_com = self.gravity * m_ + body.force;
-            let f_ang = c_g[slot].cross(&f_com) + body.torque;
-            let (b, a) = self.inverse_mass(
-                slot,
-                &w_inv[slot],
-                &c_g[slot],
-                f_ang - coriolis_ang,
-                f_com - coriolis_lin,
-            );
-            udot0[slot] = [b.x, b.y, b.z, a.x, a.y, a.z];
+            (w_inv[slot], c_g[slot], udot0[slot]) =
+                self.unconstrained_acceleration(slot, &k.rotation, k.ang_vel);
         }
 
         // Rows, bias b = −k (− 2α ė − β² e with Baumgarte), masked Jacobian blocks and

@@ -42,6 +42,20 @@ impl LawEntry {
     }
 }
 
+/// The generic row-level rules on a constraint's rows: no position error on non-holonomic rows,
+/// no velocity error on acceleration-level rows (`cpu::evaluate`'s `constraint_rows_into`).
+#[inline(always)]
+pub(super) fn apply_row_levels(rows: &mut [RowLanes], levels: &[RowLevel]) {
+    for (row, level) in rows.iter_mut().zip(levels) {
+        if *level != RowLevel::Position {
+            row.position_error = splat(0.0);
+        }
+        if *level == RowLevel::Acceleration {
+            row.velocity_error = splat(0.0);
+        }
+    }
+}
+
 impl Chunk<'_> {
     /// Kinematics of every body at state `y` and times `time` (free bodies' accelerations
     /// zero), indexed by template body, and the lanes whose state is finite with usable
@@ -187,14 +201,7 @@ impl Chunk<'_> {
             self.with_bodies(plan, kin, |bodies| {
                 c.evaluate_lanes(&params, prepared, bodies, out)
             });
-            for (row, level) in out.iter_mut().zip(&plan.levels) {
-                if *level != RowLevel::Position {
-                    row.position_error = splat(0.0);
-                }
-                if *level == RowLevel::Acceleration {
-                    row.velocity_error = splat(0.0);
-                }
-            }
+            apply_row_levels(out, &plan.levels);
         }
     }
 

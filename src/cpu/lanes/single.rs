@@ -19,12 +19,13 @@
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]
 
-use super::dynamics::{dot6, world_inverse_inertia};
+use super::dynamics::dot6;
 use super::evaluate::{put, reported};
+use super::kinematics::apply_row_levels;
 use super::solve::solve_sized;
 use super::{ALL_LANES, Chunk, MAX_M, Scratch, all_finite};
 use crate::batch::status;
-use crate::constraints::{ParamLanes, RowLanes, RowLevel};
+use crate::constraints::{ParamLanes, RowLanes};
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
     Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite,
@@ -113,18 +114,7 @@ impl Chunk<'_> {
         body_kin.lin_acc = LaneVec3::new(z, z, z);
 
         // f − c and u̇₀ = M⁻¹ (f − c).
-        let body = &self.bodies[0];
-        let w_inv = world_inverse_inertia(&r, &body.inverse_inertia);
-        let c_g = r * body.com;
-        let m_ = body.mass;
-        let i_g_w = r * (body.inertia * r.tr_mul(&w));
-        let w_x_c = w.cross(&w.cross(&c_g));
-        let coriolis_ang = w.cross(&i_g_w) + c_g.cross(&w_x_c) * m_;
-        let coriolis_lin = w_x_c * m_;
-        let f_com = self.gravity * m_ + body.force;
-        let f_ang = c_g.cross(&f_com) + body.torque;
-        let (b, a) = self.inverse_mass(0, &w_inv, &c_g, f_ang - coriolis_ang, f_com - coriolis_lin);
-        let udot0 = [b.x, b.y, b.z, a.x, a.y, a.z];
+        let (w_inv, c_g, udot0) = self.unconstrained_acceleration(0, &r, w);
 
         // The rows, with the generic row-level rules (`Chunk::rows`).
         // The rows live in the scratch, which needs no clearing: `evaluate_lanes` writes them.
@@ -136,14 +126,7 @@ impl Chunk<'_> {
         self.with_bodies(c, kin, |bodies| {
             constraint.evaluate_lanes(&params, &self.prepared[0], bodies, rows)
         });
-        for (row, level) in rows.iter_mut().zip(&c.levels) {
-            if *level != RowLevel::Position {
-                row.position_error = z;
-            }
-            if *level == RowLevel::Acceleration {
-                row.velocity_error = z;
-            }
-        }
+        apply_row_levels(rows, &c.levels);
 
         // Bias, masked blocks, Y = M⁻¹ Gᵀ, the Gram matrix and rhs = G u̇₀ − b; a disabled
         // constraint's rows get a unit pivot (`Chunk::dynamics`).
