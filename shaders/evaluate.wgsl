@@ -45,8 +45,10 @@ struct Launch {
 // CONSTRAINT_VIOLATED) come from the host's prelude (`status` in src/batch/status.rs).
 
 // Value k of instance i of the input column of logical prefix `prefix` (`width` values per
-// instance); `input_at` (generated per template) knows where each column is stored.
-fn load(prefix: u32, width: u32, i: u32, k: u32) -> real {
+// instance), from the input buffer; `input_at` (generated per template) knows where each column
+// is stored. The physics reads its inputs through `load` (generated with the layout), which
+// serves the parameter columns from the thread's private copy (`cache_parameters`).
+fn read_input(prefix: u32, width: u32, i: u32, k: u32) -> real {
     return input[input_at(prefix, width, i) + k];
 }
 
@@ -380,5 +382,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= launch.count {
         return;
     }
+    cache_parameters(launch.first + id.x);
     evaluate_instance(launch.first + id.x);
 }

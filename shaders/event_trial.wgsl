@@ -113,9 +113,17 @@ fn step_length(c: Space, m: Machine, frozen: Frozen, multipliers: Values, t: rea
 // The RK4 step of length h from y at time t with the stages' derivatives (quaternions
 // renormalised); false when it is not finite.
 fn rk4_end(y: State, t: real, h: real, k1: Derivative, k2: Derivative, k3: Derivative, k4: Derivative, next: ptr<function, State>) -> bool {
+    // k1 + 2 k2 + 2 k3 + k4, summed left to right as the stepping kernel's running sum.
+    var sum = k1;
+    sum.power += 2.0 * k2.power;
+    accumulate_rates(&sum, 2.0, k2);
+    sum.power += 2.0 * k3.power;
+    accumulate_rates(&sum, 2.0, k3);
+    sum.power += k4.power;
+    accumulate_rates(&sum, 1.0, k4);
     *next = y;
-    (*next).work += h / 6.0 * (k1.power + 2.0 * k2.power + 2.0 * k3.power + k4.power);
-    rk4_bodies(next, h, k1, k2, k3, k4);
+    (*next).work += h / 6.0 * sum.power;
+    rk4_bodies(next, h, sum);
     (*next).time = t + h;
     return normalize_state(next);
 }
@@ -160,6 +168,7 @@ fn event_main(@builtin(global_invocation_id) id: vec3<u32>) {
     if m.status != 0u || m.phase == EVENT_PHASE_DONE {
         return;
     }
+    cache_parameters(i);
     let status_before = m.status;
     var s = load_state(i);
     s.time = machine_time(m);

@@ -159,13 +159,23 @@ fn combine_body(s: ptr<function, State>, k: u32, h: real, wa: real, a: Derivativ
     (*s).lin_vel[k] += h * (wa * a.lin_vel[k] + wb * b.lin_vel[k] + wc * c.lin_vel[k]);
 }
 
-// Body k's part of the classic RK4 update, y + h/6 (k1 + 2 k2 + 2 k3 + k4) (`rk4_bodies`,
-// generated).
-fn rk4_body(s: ptr<function, State>, k: u32, h: real, k1: Derivative, k2: Derivative, k3: Derivative, k4: Derivative) {
-    (*s).quaternion[k] += h / 6.0 * (k1.quaternion[k] + 2.0 * k2.quaternion[k] + 2.0 * k3.quaternion[k] + k4.quaternion[k]);
-    (*s).origin[k] += h / 6.0 * (k1.origin[k] + 2.0 * k2.origin[k] + 2.0 * k3.origin[k] + k4.origin[k]);
-    (*s).ang_vel[k] += h / 6.0 * (k1.ang_vel[k] + 2.0 * k2.ang_vel[k] + 2.0 * k3.ang_vel[k] + k4.ang_vel[k]);
-    (*s).lin_vel[k] += h / 6.0 * (k1.lin_vel[k] + 2.0 * k2.lin_vel[k] + 2.0 * k3.lin_vel[k] + k4.lin_vel[k]);
+// Body k's part of the running sum of RK4's stages, sum + w · d (`accumulate_rates`,
+// generated). Added stage by stage, k1 + 2 k2 + 2 k3 + k4 is summed in the order the CPU's
+// expression sums it, so the update below is the CPU's to the rounding.
+fn accumulate_body_rates(sum: ptr<function, Derivative>, k: u32, w: real, d: Derivative) {
+    (*sum).quaternion[k] += w * d.quaternion[k];
+    (*sum).origin[k] += w * d.origin[k];
+    (*sum).ang_vel[k] += w * d.ang_vel[k];
+    (*sum).lin_vel[k] += w * d.lin_vel[k];
+}
+
+// Body k's part of the classic RK4 update, y + h/6 (k1 + 2 k2 + 2 k3 + k4), from the stages'
+// running sum (`rk4_bodies`, generated).
+fn rk4_body(s: ptr<function, State>, k: u32, h: real, sum: Derivative) {
+    (*s).quaternion[k] += h / 6.0 * sum.quaternion[k];
+    (*s).origin[k] += h / 6.0 * sum.origin[k];
+    (*s).ang_vel[k] += h / 6.0 * sum.ang_vel[k];
+    (*s).lin_vel[k] += h / 6.0 * sum.lin_vel[k];
 }
 
 // Renormalises body b's quaternion; false when a value of its state is not finite or the
@@ -208,6 +218,8 @@ struct Trial {
 // Twin of `try_step` (src/cpu/integrate.rs). The stages run in one loop around one `derivative`
 // call, as the CPU's stages call one closure `f(y, t)`: shader compilers inline every call, and
 // four or five inlined copies of the dynamics compiled three to four times slower on lavapipe.
+// RK4 keeps two derivatives, not four: the last stage's (the next stage starts from it) and
+// the running sum k1 + 2 k2 + 2 k3 + k4, which halves what a thread holds across the stages.
 fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
     var out: Trial;
     out.error = 0.0;
@@ -224,6 +236,9 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
     var k3: Derivative;
     var k4: Derivative;
     var k5: Derivative;
+    // RK4: the last stage's derivative and the stages' running sum.
+    var last: Derivative;
+    var sum: Derivative;
     var y5 = state;
     for (var stage = 0u; stage < stages; stage++) {
         // The stage's state and time: the CPU's arguments of `f`.
@@ -231,13 +246,13 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
         var tt = t;
         if INTEGRATOR == INTEGRATOR_RK4 {
             if stage == 1u {
-                y = advance_state(state, h / 2.0, k1);
+                y = advance_state(state, h / 2.0, last);
                 tt = t + h / 2.0;
             } else if stage == 2u {
-                y = advance_state(state, h / 2.0, k2);
+                y = advance_state(state, h / 2.0, last);
                 tt = t + h / 2.0;
             } else if stage == 3u {
-                y = advance_state(state, h, k3);
+                y = advance_state(state, h, last);
                 tt = t + h;
             }
         } else if INTEGRATOR == INTEGRATOR_RKM {
@@ -263,7 +278,19 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
             out.next = state;
             return out;
         }
-        if stage == 0u {
+        if INTEGRATOR == INTEGRATOR_RK4 {
+            if stage == 0u {
+                sum = k;
+            } else {
+                var w: real = 2.0;
+                if stage == 3u {
+                    w = 1.0;
+                }
+                sum.power += w * k.power;
+                accumulate_rates(&sum, w, k);
+            }
+            last = k;
+        } else if stage == 0u {
             k1 = k;
         } else if stage == 1u {
             k2 = k;
@@ -280,8 +307,8 @@ fn try_step(i: u32, state: State, h: real, baumgarte: u32) -> Trial {
         next.work += h * k1.power;
         euler_bodies(&next, state, h, k1);
     } else if INTEGRATOR == INTEGRATOR_RK4 {
-        next.work += h / 6.0 * (k1.power + 2.0 * k2.power + 2.0 * k3.power + k4.power);
-        rk4_bodies(&next, h, k1, k2, k3, k4);
+        next.work += h / 6.0 * sum.power;
+        rk4_bodies(&next, h, sum);
     } else {
         next = combine_state(state, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
         out.error = merson_error(next, y5);
@@ -476,6 +503,7 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
     if status != 0u || finished {
         return;
     }
+    cache_parameters(i);
     var accepted = u32(output[CARRY_ACCEPTED * launch.capacity + i]);
     var elapsed = output[CARRY_ELAPSED * launch.capacity + i];
     var elapsed_low = output[CARRY_ELAPSED_LOW * launch.capacity + i];

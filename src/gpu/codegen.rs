@@ -212,8 +212,13 @@ pub fn stepping_sections(layout: &Layout) -> Vec<WgslSection> {
             "`combine_state`",
         ),
         (
-            "rk4_bodies(s: ptr<function, State>, h: real, k1: Derivative, k2: Derivative, k3: Derivative, k4: Derivative)",
-            "rk4_body(s, {b}u, h, k1, k2, k3, k4)",
+            "accumulate_rates(sum: ptr<function, Derivative>, w: real, d: Derivative)",
+            "accumulate_body_rates(sum, {b}u, w, d)",
+            "RK4's running sum of its stages",
+        ),
+        (
+            "rk4_bodies(s: ptr<function, State>, h: real, sum: Derivative)",
+            "rk4_body(s, {b}u, h, sum)",
             "the RK4 update",
         ),
         (

@@ -6,10 +6,11 @@
 //! before it is built: [`Probe::NoFallback`] leaves out the multiplier solve's eigen fallback
 //! (the one place that indexes an array at run time), [`Probe::NoSolve`] the solve itself,
 //! [`Probe::NoDynamics`] the whole derivative (a stepping kernel then moves every state by zero
-//! rates: the integrator, loads and stores alone). The differences between the timings are what
-//! each stage costs.
+//! rates: the integrator, loads and stores alone), [`Probe::NoCache`] the thread's private copy
+//! of the parameter columns (every use reads the input buffer). The differences between the
+//! timings are what each stage costs.
 //!
-//! **The results of a probed kernel are wrong by design.** A probe is process-wide and off
+//! **The results of a probed kernel are wrong by design** (all but `no-cache`'s). A probe is process-wide and off
 //! unless [`set`] turns it on; only the bench command does, and it prints that it did.
 
 use std::str::FromStr;
@@ -29,10 +30,14 @@ pub enum Probe {
     NoRows,
     /// No derivative: every rate is zero (stepping kernels only).
     NoDynamics,
+    /// No private copy of the parameter columns: `load` reads every value from the input
+    /// buffer at every use (what the kernels did before `cache_parameters`; its results are
+    /// the right ones, the probe times what the copy saves).
+    NoCache,
 }
 
 /// The names [`Probe::from_str`] accepts.
-pub const PROBES: &str = "no-fallback, no-solve, no-rows, no-dynamics";
+pub const PROBES: &str = "no-fallback, no-solve, no-rows, no-dynamics, no-cache";
 
 impl FromStr for Probe {
     type Err = Error;
@@ -42,6 +47,7 @@ impl FromStr for Probe {
             "no-solve" => Ok(Self::NoSolve),
             "no-rows" => Ok(Self::NoRows),
             "no-dynamics" => Ok(Self::NoDynamics),
+            "no-cache" => Ok(Self::NoCache),
             _ => Err(Error::BadChoice {
                 what: "gpu probe",
                 value: s.to_string(),
@@ -59,6 +65,7 @@ impl Probe {
             Self::NoSolve => "no-solve",
             Self::NoRows => "no-rows",
             Self::NoDynamics => "no-dynamics",
+            Self::NoCache => "no-cache",
         }
     }
 
@@ -86,6 +93,10 @@ impl Probe {
                 "fn derivative(i: u32, s: State, baumgarte: u32) -> Derivative { var zero_rates: Derivative; zero_rates.ok = true; return zero_rates; }\n\
                  fn derivative_probed_out(i: u32, s: State, baumgarte: u32) -> Derivative {",
             )],
+            Self::NoCache => &[(
+                "    if slot != 0xffffffffu {\n        return parameters[slot + k];",
+                "    if false {\n        return parameters[slot + k];",
+            )],
         }
     }
 }
@@ -101,6 +112,7 @@ pub fn set(probe: Option<Probe>) {
         Some(Probe::NoSolve) => 2,
         Some(Probe::NoDynamics) => 3,
         Some(Probe::NoRows) => 4,
+        Some(Probe::NoCache) => 5,
     };
     PROBE.store(code, Ordering::SeqCst);
 }
@@ -112,6 +124,7 @@ pub fn current() -> Option<Probe> {
         2 => Some(Probe::NoSolve),
         3 => Some(Probe::NoDynamics),
         4 => Some(Probe::NoRows),
+        5 => Some(Probe::NoCache),
         _ => None,
     }
 }
@@ -140,6 +153,7 @@ mod tests {
             Probe::NoSolve,
             Probe::NoRows,
             Probe::NoDynamics,
+            Probe::NoCache,
         ] {
             let mut source = crate::gpu::shader::stepping_source(
                 crate::gpu::Precision::F32,

@@ -4,7 +4,32 @@
 use std::fmt::Write;
 
 use super::{Layout, WgslSection};
-use crate::batch::Column;
+use crate::batch::{Column, FreeField, PrescribedField};
+
+/// The most parameter values a kernel thread keeps in its private copy (`cache_parameters`);
+/// columns past it are read from the input buffer at every use. 64 holds the built-in
+/// one-body systems several times over while leaving most of a thread's registers to the
+/// dynamics.
+pub const PARAMETER_SLOTS_CAP: usize = 64;
+
+/// Whether the kernels advance `column` (the state: time, work, a body's pose and velocity),
+/// so that it is read once at a dispatch's start and written at its end, never cached as a
+/// parameter.
+fn is_state(column: Column) -> bool {
+    matches!(
+        column,
+        Column::Time
+            | Column::Work
+            | Column::Free {
+                field: FreeField::Q | FreeField::U,
+                ..
+            }
+            | Column::Prescribed {
+                field: PrescribedField::Pose | PrescribedField::Velocity,
+                ..
+            }
+    )
+}
 use crate::error::Result;
 
 /// One input column: what it is, its width, its prefix and where its values are stored.
@@ -114,6 +139,7 @@ impl Layout {
              \x20   var at = prefix;\n{before}\
              \x20   return at * launch.capacity + i * width;\n}}\n"
         );
+        let text = text + &self.parameter_cache();
         let name = "generated input addressing (shared columns stored once)";
         match self.constraint_sections.iter_mut().find(|s| s.name == name) {
             Some(s) => s.text = text,
@@ -122,5 +148,72 @@ impl Layout {
                 text,
             }),
         }
+    }
+
+    /// The kernels' private copy of instance i's parameter columns: every input column but the
+    /// state the kernels advance (time, work, poses and velocities), up to
+    /// [`PARAMETER_SLOTS_CAP`] values in layout order. Every entry point calls
+    /// `cache_parameters(i)` first; `load` then serves a cached column from the copy (a
+    /// constant index once the compiler has inlined it: registers) and the rest from the input
+    /// buffer. The stepping and event kernels evaluate the dynamics four times a step, and
+    /// without the copy each evaluation re-read every parameter from the storage buffer,
+    /// which a shader compiler may not hoist out of a loop that writes the same buffer.
+    fn parameter_cache(&self) -> String {
+        let (mut fill, mut slots, mut runs) = (String::new(), 0usize, String::new());
+        let mut run: Option<(usize, usize, usize)> = None; // (first prefix, end prefix, slot)
+        let close = |run: (usize, usize, usize), runs: &mut String| {
+            let (first, end, slot) = run;
+            let _ = writeln!(
+                runs,
+                "    slot = select(slot, {slot}u + prefix - {first}u, prefix >= {first}u && prefix < {end}u);"
+            );
+        };
+        for c in &self.inputs {
+            if is_state(c.column) || slots + c.width > PARAMETER_SLOTS_CAP {
+                if let Some(r) = run.take() {
+                    close(r, &mut runs);
+                }
+                continue;
+            }
+            for k in 0..c.width {
+                let _ = writeln!(
+                    fill,
+                    "    parameters[{}u] = read_input({}u, {}u, i, {k}u);",
+                    slots + k,
+                    c.prefix,
+                    c.width
+                );
+            }
+            run = match run {
+                Some((first, end, slot)) if end == c.prefix => Some((first, end + c.width, slot)),
+                Some(r) => {
+                    close(r, &mut runs);
+                    Some((c.prefix, c.prefix + c.width, slots))
+                }
+                None => Some((c.prefix, c.prefix + c.width, slots)),
+            };
+            slots += c.width;
+        }
+        if let Some(r) = run.take() {
+            close(r, &mut runs);
+        }
+        format!(
+            "// Instance i's parameter columns (every input column but the state), read once per\n\
+             // thread by `cache_parameters` and then served by `load` from this private copy.\n\
+             const PARAMETER_SLOTS: u32 = {}u;\n\
+             var<private> parameters: array<real, PARAMETER_SLOTS>;\n\
+             fn cache_parameters(i: u32) {{\n{fill}}}\n\
+             // The slot of the cached column of logical prefix `prefix`, or 0xffffffff.\n\
+             fn parameter_slot(prefix: u32) -> u32 {{\n\
+             \x20   var slot = 0xffffffffu;\n{runs}\
+             \x20   return slot;\n}}\n\
+             // Value k of instance i of the input column of logical prefix `prefix` (`width` values\n\
+             // per instance): from the private copy when the column is cached.\n\
+             fn load(prefix: u32, width: u32, i: u32, k: u32) -> real {{\n\
+             \x20   let slot = parameter_slot(prefix);\n\
+             \x20   if slot != 0xffffffffu {{\n        return parameters[slot + k];\n    }}\n\
+             \x20   return read_input(prefix, width, i, k);\n}}\n",
+            slots.max(1)
+        )
     }
 }
