@@ -32,6 +32,9 @@ pub const TILTING_MOTION: &str = include_str!("../../shaders/motion/tilting.wgsl
 pub const POLYNOMIAL_MOTION: &str = include_str!("../../shaders/motion/polynomial.wgsl");
 /// `shaders/evaluate.wgsl`.
 pub const EVALUATE: &str = include_str!("../../shaders/evaluate.wgsl");
+/// `shaders/step_bodies.wgsl`: the stepping kernel's per-body pieces, which the generated
+/// stepping walks call.
+pub const STEP_BODIES: &str = include_str!("../../shaders/step_bodies.wgsl");
 /// `shaders/step.wgsl`.
 pub const STEP: &str = include_str!("../../shaders/step.wgsl");
 /// `shaders/trig_f64.wgsl`: sin and cos in f64 arithmetic, part of the f64 precision prelude
@@ -41,7 +44,7 @@ pub const TRIG_F64: &str = include_str!("../../shaders/trig_f64.wgsl");
 /// Every shader file with its name, in assembly order (the constraint files are spliced by
 /// the constraints that use them, through `Constraint::wgsl`, and the motion laws' files by the
 /// laws, through `MotionLaw::wgsl`).
-pub const FILES: [(&str, &str); 11] = [
+pub const FILES: [(&str, &str); 12] = [
     ("common.wgsl", COMMON),
     ("dynamics.wgsl", DYNAMICS),
     ("solver.wgsl", SOLVER),
@@ -52,6 +55,7 @@ pub const FILES: [(&str, &str); 11] = [
     ("point_on_plane.wgsl", POINT_ON_PLANE),
     ("point_to_ground.wgsl", POINT_TO_GROUND),
     ("evaluate.wgsl", EVALUATE),
+    ("step_bodies.wgsl", STEP_BODIES),
     ("step.wgsl", STEP),
 ];
 
@@ -209,7 +213,8 @@ pub fn launch_constants(workgroup_size: u32) -> String {
     format!("const WORKGROUP_SIZE: u32 = {workgroup_size}u;\n")
 }
 
-/// The stepping kernel for one variant: the evaluation kernel plus `step.wgsl`.
+/// The stepping kernel for one variant: the evaluation kernel plus `step_bodies.wgsl`, the
+/// generated stepping walks and `step.wgsl`.
 pub fn stepping_source(
     precision: Precision,
     layout: &Layout,
@@ -267,6 +272,7 @@ fn assemble(
     }
     k.push("evaluate.wgsl", EVALUATE);
     if stepping.is_some() {
+        k.push("step_bodies.wgsl", STEP_BODIES);
         for section in crate::gpu::codegen::stepping_sections(layout) {
             k.push(&section.name, &section.text);
         }

@@ -29,7 +29,8 @@ pub trait MotionLaw: Send + Sync + Debug {
     fn evaluate(&self, params: &Params<'_>, t: f64) -> BodyKinematics;
 
     /// The WGSL twin of [`evaluate`](Self::evaluate); `None`: the law runs on the CPU only and
-    /// building a GPU kernel for its template is an error naming it.
+    /// building a GPU kernel for its template is an error naming it. Its loops must end by
+    /// their own bounds, as a constraint's must ([`WgslConstraint`](crate::model::WgslConstraint)).
     fn wgsl(&self) -> Option<WgslMotion> {
         None
     }

@@ -109,10 +109,11 @@ fn every_shader_file_validates_on_its_own() {
         for (k, (name, text)) in FILES.iter().enumerate() {
             // Each file may use the files before it (assembly order).
             let mut source = prelude(precision) + &constants;
-            if *name == "evaluate.wgsl" || *name == "step.wgsl" {
+            let stepping_file = *name == "step_bodies.wgsl" || *name == "step.wgsl";
+            if *name == "evaluate.wgsl" || stepping_file {
                 source += &generated;
             }
-            if *name == "step.wgsl" {
+            if stepping_file {
                 source += &stepping;
             }
             for (_, before) in &FILES[..k] {
@@ -361,4 +362,87 @@ fn kernels_walk_the_template_in_straight_line_code() {
         );
         assert!(text.contains(&call), "{call}\n{text}");
     }
+}
+
+/// Each kernel thread's private copy of its parameter columns (`cache_parameters`): every input
+/// column but the state (time, work, poses, velocities), in layout order, up to
+/// `PARAMETER_SLOTS_CAP` values; a template with more (bricks on four corners) caches what fits,
+/// reads the rest from the input buffer, and still validates.
+#[test]
+fn kernels_cache_every_parameter_column_up_to_the_cap() {
+    use simbatch::batch::{Column, FreeField, PrescribedField};
+    use simbatch::gpu::layout::PARAMETER_SLOTS_CAP;
+    let state = |c: Column| {
+        matches!(
+            c,
+            Column::Time
+                | Column::Work
+                | Column::Free {
+                    field: FreeField::Q | FreeField::U,
+                    ..
+                }
+                | Column::Prescribed {
+                    field: PrescribedField::Pose | PrescribedField::Velocity,
+                    ..
+                }
+        )
+    };
+    let (bricks, _, _) = simbatch::scenarios::sliding_bricks(4).unwrap();
+    let batches = [
+        (
+            "rolling balls",
+            simbatch::scenarios::rolling_balls(4).unwrap(),
+        ),
+        ("sliding bricks", bricks),
+    ];
+    let mut capped = false;
+    for (name, batch) in &batches {
+        let layout = Layout::for_batch(batch).unwrap();
+        // The columns that fit, in order, as the kernel should cache them.
+        let (mut slots, mut cached) = (0, Vec::new());
+        for c in layout.inputs.iter().filter(|c| !state(c.column)) {
+            if slots + c.width <= PARAMETER_SLOTS_CAP {
+                cached.push(c);
+                slots += c.width;
+            } else {
+                capped = true;
+            }
+        }
+        let source = stepping_source(Precision::F32, &layout, 64, 1, false);
+        assert!(
+            source
+                .text
+                .contains(&format!("const PARAMETER_SLOTS: u32 = {slots}u;")),
+            "{name}: {slots} slots"
+        );
+        // One fill per cached value, from that column.
+        let fills: Vec<&str> = source
+            .text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("parameters["))
+            .collect();
+        assert_eq!(fills.len(), slots, "{name}");
+        let mut at = 0;
+        for c in &cached {
+            for k in 0..c.width {
+                let expected = format!(
+                    "parameters[{at}u] = read_input({}u, {}u, i, {k}u);",
+                    c.prefix, c.width
+                );
+                assert_eq!(fills[at].trim(), expected, "{name}");
+                at += 1;
+            }
+        }
+        // No state column is ever served from the copy.
+        for c in layout.inputs.iter().filter(|c| state(c.column)) {
+            let read = format!("read_input({}u, {}u,", c.prefix, c.width);
+            assert!(
+                !fills.iter().any(|l| l.contains(&read)),
+                "{name}: state column {:?} cached",
+                c.column
+            );
+        }
+        validate(&source.text, name);
+    }
+    assert!(capped, "the bricks' parameters should pass the cap");
 }

@@ -15,7 +15,7 @@ use crate::model::{BodyKind, SystemTemplate};
 use crate::motion::MOTION_PARAMS_CAP;
 
 mod inputs;
-pub use inputs::InputColumn;
+pub use inputs::{InputColumn, PARAMETER_SLOTS_CAP};
 
 /// Largest number of free bodies per template on the GPU (private-memory budget per thread).
 pub const MAX_FREE_BODIES: usize = 4;

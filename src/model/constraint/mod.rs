@@ -451,6 +451,11 @@ pub trait Constraint: Send + Sync + Debug {
 /// same conventions as [`Row`] on the CPU: `jac_a_*`/`jac_b_*` are the blocks on `a` and `b`,
 /// and the acceleration error is evaluated at the accelerations in the kinematics. On the GPU a
 /// constraint has at most 3 rows.
+///
+/// Every loop in the source must end by its own bound (a constant trip count, or a counter
+/// against a fixed limit): the kernels are built without naga's hidden loop counters
+/// (`gpu::cache`), which cost the stepping kernels a factor of 7–11 on an H100, so a loop
+/// that never ends is undefined behaviour for the driver rather than a hang.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WgslConstraint {
     /// Name of the source in error messages (e.g. `knife_edge.wgsl`); sources with the same
