@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod check;
 mod contact_laws;
 mod contact_laws_general;
 mod env;
