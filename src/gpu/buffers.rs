@@ -232,8 +232,6 @@ pub(crate) fn layout_entry(
     }
 }
 
-/// The typed error for GPU buffers of `instances` instances (`bytes` in all) that could not be
-/// made: out of memory, or past a limit of the adapter.
 /// Runs `f` within a wgpu error scope of `filter` and pops the scope whatever `f` returns, so
 /// an early error never leaves the scope on the device's stack (where it would capture the
 /// errors of later, unrelated calls): `f`'s result, and what the scope caught.
@@ -247,6 +245,8 @@ pub(crate) fn within_error_scope<T>(
     (result, pollster::block_on(scope.pop()))
 }
 
+/// The typed error for GPU buffers of `instances` instances (`bytes` in all) that could not be
+/// made: out of memory, or past a limit of the adapter.
 pub(crate) fn gpu_allocation_error(
     device: &GpuDevice,
     instances: usize,
