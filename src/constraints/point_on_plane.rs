@@ -12,7 +12,7 @@ use crate::constraints::{
     point_row_lanes,
 };
 use crate::math::Vec3;
-use crate::math::lanes::{Lane, LaneMat3, LaneVec3, splat};
+use crate::math::lanes::{Lane, LaneMat3, LaneVec3, cross, dot3, mul_mat, mul_vec, splat};
 use crate::model::BodyId;
 use crate::model::constraint::decoration::{PLANE_HALF_WIDTH, POINT_RADIUS, array, axes_of};
 
@@ -168,41 +168,41 @@ impl Constraint for PointOnPlaneContact {
         let r_gp = if on_ground {
             r_sp
         } else {
-            surface.rotation * r_sp
+            mul_mat(&surface.rotation, &r_sp)
         };
         let px: LaneVec3 = r_gp.column(0).into_owned();
         let py: LaneVec3 = r_gp.column(1).into_owned();
         let pz: LaneVec3 = r_gp.column(2).into_owned();
         let h = if on_ground {
-            p_sp.dot(&pz)
+            dot3(&p_sp, &pz)
         } else {
-            (surface.rotation * p_sp).dot(&pz)
+            dot3(&mul_vec(&surface.rotation, &p_sp), &pz)
         };
         let (w_s, b_s) = (surface.ang_vel, surface.ang_acc);
         let (w_b, b_b) = (follower.ang_vel, follower.ang_acc);
 
-        let f_b = follower.rotation * follower_point;
+        let f_b = mul_vec(&follower.rotation, &follower_point);
         let p_gf = follower.origin + f_b;
-        let v_gf = follower.lin_vel + w_b.cross(&f_b);
-        let a_gf = follower.lin_acc + b_b.cross(&f_b) + w_b.cross(&w_b.cross(&f_b));
+        let v_gf = follower.lin_vel + cross(&w_b, &f_b);
+        let a_gf = follower.lin_acc + cross(&b_b, &f_b) + cross(&w_b, &cross(&w_b, &f_b));
         let (s, v_sf, a_sf) = if on_ground {
             (p_gf, v_gf, a_gf)
         } else {
             let s = p_gf - surface.origin;
-            let v_gc = surface.lin_vel + w_s.cross(&s);
-            let a_gc = surface.lin_acc + b_s.cross(&s) + w_s.cross(&w_s.cross(&s));
+            let v_gc = surface.lin_vel + cross(&w_s, &s);
+            let a_gc = surface.lin_acc + cross(&b_s, &s) + cross(&w_s, &cross(&w_s, &s));
             let v_sf = v_gf - v_gc;
-            let a_sf = (a_gf - a_gc) - w_s.cross(&v_sf) * splat(2.0);
+            let a_sf = (a_gf - a_gc) - cross(&w_s, &v_sf) * splat(2.0);
             (s, v_sf, a_sf)
         };
 
-        let position_error = s.dot(&pz) - h;
+        let position_error = dot3(&s, &pz) - h;
         for (k, e) in [pz, px, py].iter().enumerate() {
             rows[k] = RowLanes {
                 jacobian: [negated_point_row_lanes(&s, e), point_row_lanes(&f_b, e)],
                 position_error: if k == 0 { position_error } else { splat(0.0) },
-                velocity_error: e.dot(&v_sf),
-                acceleration_error: e.dot(&a_sf),
+                velocity_error: dot3(e, &v_sf),
+                acceleration_error: dot3(e, &a_sf),
             };
         }
     }
@@ -222,13 +222,16 @@ impl Constraint for PointOnPlaneContact {
         let (surface, follower) = (&kinematics[0], &kinematics[1]);
         let r_sp = LaneMat3::from_column_slice(&prepared[..9]);
         let p_sp = LaneVec3::from_column_slice(&prepared[9..12]);
-        let pz: LaneVec3 = (surface.rotation * r_sp).column(2).into_owned();
-        let p_gf =
-            follower.origin + follower.rotation * LaneVec3::from_column_slice(&prepared[12..15]);
-        let p_gpo = surface.origin + surface.rotation * p_sp;
+        let pz: LaneVec3 = mul_mat(&surface.rotation, &r_sp).column(2).into_owned();
+        let p_gf = follower.origin
+            + mul_vec(
+                &follower.rotation,
+                &LaneVec3::from_column_slice(&prepared[12..15]),
+            );
+        let p_gpo = surface.origin + mul_vec(&surface.rotation, &p_sp);
         ReportLanes {
             contact_point: p_gf,
-            separation: (p_gf - p_gpo).dot(&pz),
+            separation: dot3(&(p_gf - p_gpo), &pz),
             contact_force: LaneVec3::new(-multipliers[1], -multipliers[2], -multipliers[0]),
         }
     }

@@ -16,7 +16,7 @@ use crate::constraints::{
     point_row, point_row_lanes,
 };
 use crate::error::{Error, Result};
-use crate::math::lanes::{Lane, LaneVec3, splat};
+use crate::math::lanes::{Lane, LaneVec3, cross, dot3, mul_vec, splat};
 use crate::math::{Mat3, Vec3};
 use crate::model::BodyId;
 use crate::model::constraint::decoration::{PLANE_HALF_WIDTH, POINT_RADIUS, array};
@@ -194,10 +194,10 @@ impl Constraint for PointToGround {
     ) {
         let body = &kinematics[0];
         let (w, b) = (body.ang_vel, body.ang_acc);
-        let r_p = body.rotation * LaneVec3::from_column_slice(&prepared[..3]);
+        let r_p = mul_vec(&body.rotation, &LaneVec3::from_column_slice(&prepared[..3]));
         let x_p = body.origin + r_p;
-        let v_p = body.lin_vel + w.cross(&r_p);
-        let a_p = body.lin_acc + b.cross(&r_p) + w.cross(&w.cross(&r_p));
+        let v_p = body.lin_vel + cross(&w, &r_p);
+        let a_p = body.lin_acc + cross(&b, &r_p) + cross(&w, &cross(&w, &r_p));
         let ground_point = LaneVec3::from_column_slice(&prepared[3..6]);
         let zero = splat(0.0);
         for (i, row) in rows.iter_mut().enumerate().take(self.normal_count) {
@@ -205,12 +205,12 @@ impl Constraint for PointToGround {
             *row = RowLanes {
                 jacobian: [point_row_lanes(&r_p, &n), [zero; 6]],
                 position_error: if self.position_level {
-                    n.dot(&(x_p - ground_point))
+                    dot3(&n, &(x_p - ground_point))
                 } else {
                     zero
                 },
-                velocity_error: n.dot(&v_p),
-                acceleration_error: n.dot(&a_p),
+                velocity_error: dot3(&n, &v_p),
+                acceleration_error: dot3(&n, &a_p),
             };
         }
     }
@@ -224,7 +224,8 @@ impl Constraint for PointToGround {
         multipliers: &[Lane],
     ) -> ReportLanes {
         let body = &kinematics[0];
-        let x_p = body.origin + body.rotation * LaneVec3::from_column_slice(&prepared[..3]);
+        let x_p =
+            body.origin + mul_vec(&body.rotation, &LaneVec3::from_column_slice(&prepared[..3]));
         let mut force = LaneVec3::repeat(splat(0.0));
         for (i, lambda) in multipliers.iter().enumerate().take(self.normal_count) {
             force -= LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]) * *lambda;

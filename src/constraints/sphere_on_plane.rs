@@ -15,7 +15,7 @@ use crate::constraints::{
     point_row_lanes,
 };
 use crate::math::Vec3;
-use crate::math::lanes::{Lane, LaneMat3, LaneVec3, splat};
+use crate::math::lanes::{Lane, LaneMat3, LaneVec3, cross, dot3, mul_mat, mul_vec, splat};
 use crate::model::BodyId;
 use crate::model::constraint::decoration::{PLANE_HALF_WIDTH, array, axes_of};
 
@@ -262,36 +262,36 @@ impl Constraint for SphereOnPlaneContact {
         let r_gp = if on_ground {
             r_fp
         } else {
-            plane.rotation * r_fp
+            mul_mat(&plane.rotation, &r_fp)
         };
         let px: LaneVec3 = r_gp.column(0).into_owned();
         let py: LaneVec3 = r_gp.column(1).into_owned();
         let pz: LaneVec3 = r_gp.column(2).into_owned();
         let h = if on_ground {
-            p_fp.dot(&pz)
+            dot3(&p_fp, &pz)
         } else {
-            (plane.rotation * p_fp).dot(&pz)
+            dot3(&mul_vec(&plane.rotation, &p_fp), &pz)
         };
         let (w_f, b_f) = (plane.ang_vel, plane.ang_acc);
         let (w_b, b_b) = (ball.ang_vel, ball.ang_acc);
 
-        let o_b = ball.rotation * sphere_center;
+        let o_b = mul_vec(&ball.rotation, &sphere_center);
         let p_go = ball.origin + o_b;
-        let v_go = ball.lin_vel + w_b.cross(&o_b);
-        let a_go = ball.lin_acc + b_b.cross(&o_b) + w_b.cross(&w_b.cross(&o_b));
+        let v_go = ball.lin_vel + cross(&w_b, &o_b);
+        let a_go = ball.lin_acc + cross(&b_b, &o_b) + cross(&w_b, &cross(&w_b, &o_b));
         let (d, v_fo, a_fo) = if on_ground {
             (p_go, v_go, a_go)
         } else {
             let d = p_go - plane.origin;
             let d_dot = v_go - plane.lin_vel;
             let d_ddot = a_go - plane.lin_acc;
-            let v_fo = d_dot - w_f.cross(&d);
-            let a_fo =
-                d_ddot - b_f.cross(&d) - w_f.cross(&d_dot) * splat(2.0) + w_f.cross(&w_f.cross(&d));
+            let v_fo = d_dot - cross(&w_f, &d);
+            let a_fo = d_ddot - cross(&b_f, &d) - cross(&w_f, &d_dot) * splat(2.0)
+                + cross(&w_f, &cross(&w_f, &d));
             (d, v_fo, a_fo)
         };
 
-        let position_error = d.dot(&pz) - h - r;
+        let position_error = dot3(&d, &pz) - h - r;
         let c_b = o_b - pz * r; // p_BC
         let c_f = d - pz * r; // p_FC
 
@@ -301,25 +301,25 @@ impl Constraint for SphereOnPlaneContact {
                 point_row_lanes(&c_b, &pz),
             ],
             position_error,
-            velocity_error: v_fo.dot(&pz),
-            acceleration_error: a_fo.dot(&pz),
+            velocity_error: dot3(&v_fo, &pz),
+            acceleration_error: dot3(&a_fo, &pz),
         };
         if self.enforce_rolling {
             let (v_fc, a_fc) = if on_ground {
-                (v_fo - w_b.cross(&pz) * r, a_fo - b_b.cross(&pz) * r)
+                (v_fo - cross(&w_b, &pz) * r, a_fo - cross(&b_b, &pz) * r)
             } else {
-                let b_fb = (b_b - b_f) - w_f.cross(&w_b);
+                let b_fb = (b_b - b_f) - cross(&w_f, &w_b);
                 (
-                    v_fo - (w_b - w_f).cross(&pz) * r,
-                    a_fo - b_fb.cross(&pz) * r,
+                    v_fo - cross(&(w_b - w_f), &pz) * r,
+                    a_fo - cross(&b_fb, &pz) * r,
                 )
             };
             for (row, e) in rows[1..3].iter_mut().zip([px, py]) {
                 *row = RowLanes {
                     jacobian: [negated_point_row_lanes(&c_f, &e), point_row_lanes(&c_b, &e)],
                     position_error: splat(0.0),
-                    velocity_error: e.dot(&v_fc),
-                    acceleration_error: e.dot(&a_fc),
+                    velocity_error: dot3(&e, &v_fc),
+                    acceleration_error: dot3(&e, &a_fc),
                 };
             }
         }
@@ -400,20 +400,26 @@ impl Constraint for SphereOnPlaneContact {
         let (r_gp, p_gpo) = if on_ground {
             (r_fp, p_fp)
         } else {
-            (plane.rotation * r_fp, plane.origin + plane.rotation * p_fp)
+            (
+                mul_mat(&plane.rotation, &r_fp),
+                plane.origin + mul_vec(&plane.rotation, &p_fp),
+            )
         };
         let px: LaneVec3 = r_gp.column(0).into_owned();
         let py: LaneVec3 = r_gp.column(1).into_owned();
         let pz: LaneVec3 = r_gp.column(2).into_owned();
-        let sphere_center =
-            ball.origin + ball.rotation * LaneVec3::from_column_slice(&prepared[12..15]);
+        let sphere_center = ball.origin
+            + mul_vec(
+                &ball.rotation,
+                &LaneVec3::from_column_slice(&prepared[12..15]),
+            );
         let mut f = pz * multipliers[0];
         if self.enforce_rolling {
             f += px * multipliers[1] + py * multipliers[2];
         }
         ReportLanes {
             contact_point: sphere_center - pz * r,
-            separation: (sphere_center - p_gpo).dot(&pz) - r,
+            separation: dot3(&(sphere_center - p_gpo), &pz) - r,
             contact_force: -f,
         }
     }

@@ -2,10 +2,13 @@
 //!
 //! The CPU fast path runs the same formulas as the scalar reference on [`Lane`] (nalgebra's
 //! `simba` wrapper of `wide::f64x4`), so `Vector3<Lane>` and `Matrix3<Lane>` read exactly like
-//! the scalar `Vec3` and `Mat3` code they mirror. Every lane operation is the IEEE operation of
-//! the scalar code on each lane (no fused multiply-add, no reassociation), so a lane's result
-//! does not depend on which lane it ran in or on its neighbours — the property that keeps results
-//! bit-identical across thread counts.
+//! the scalar `Vec3` and `Mat3` code they mirror. Every lane operation is an IEEE operation on
+//! each lane, with no reassociation, so a lane's result does not depend on which lane it ran in
+//! or on its neighbours — the property that keeps results bit-identical across thread counts.
+//! The dynamics' products and sums go through [`mul_add`] ([`dot3`], [`cross`], [`mul_vec`],
+//! ...): one fused multiply-add where the build targets FMA, which is fewer instructions and
+//! one rounding fewer than the scalar reference's product and sum, so lane results agree with
+//! the reference to rounding (the lane tests hold them to 1e-12), not bit for bit.
 
 use nalgebra::{Matrix3, Vector3};
 use simba::simd::{SimdBool, SimdComplexField, SimdPartialOrd, SimdValue};
@@ -311,6 +314,66 @@ pub fn select(mask: LaneMask, x: Lane, otherwise: Lane) -> Lane {
     x.select(mask, otherwise)
 }
 
+/// `a b + c` per lane as one fused multiply-add (a single rounding) where the build targets FMA
+/// — x86-64-v3 and later, this repository's build (`.cargo/config.toml`) — else a product and a
+/// sum. The lane formulas take their products' sums through it ([`dot3`], [`cross`],
+/// [`mul_vec`] and the dynamics' sums), which cut a rolling-sphere evaluation by about a
+/// tenth of its instructions (README "Performance"). Their results then differ from the
+/// reference path's unfused ones by rounding only; they are the same bits across thread counts
+/// and chunks, and across builds for the same target features.
+#[inline(always)]
+pub fn mul_add(a: Lane, b: Lane, c: Lane) -> Lane {
+    simba::simd::WideF64x4(a.0.mul_add(b.0, c.0))
+}
+
+/// `a · b` of 3-vectors per lane: `a_z b_z + (a_y b_y + a_x b_x)`, fused ([`mul_add`]).
+#[inline(always)]
+pub fn dot3(a: &LaneVec3, b: &LaneVec3) -> Lane {
+    mul_add(a.z, b.z, mul_add(a.y, b.y, a.x * b.x))
+}
+
+/// `a × b` per lane, each component one product and one fused multiply-subtract
+/// ([`mul_add`]).
+#[inline(always)]
+pub fn cross(a: &LaneVec3, b: &LaneVec3) -> LaneVec3 {
+    LaneVec3::new(
+        mul_add(a.y, b.z, -(a.z * b.y)),
+        mul_add(a.z, b.x, -(a.x * b.z)),
+        mul_add(a.x, b.y, -(a.y * b.x)),
+    )
+}
+
+/// `m v` per lane, written out with fused sums ([`mul_add`]); nalgebra's generic product
+/// compiled, for lane values, to a column loop that tests every lane of β for zero.
+#[inline(always)]
+pub fn mul_vec(m: &LaneMat3, v: &LaneVec3) -> LaneVec3 {
+    LaneVec3::new(
+        mul_add(m.m13, v.z, mul_add(m.m12, v.y, m.m11 * v.x)),
+        mul_add(m.m23, v.z, mul_add(m.m22, v.y, m.m21 * v.x)),
+        mul_add(m.m33, v.z, mul_add(m.m32, v.y, m.m31 * v.x)),
+    )
+}
+
+/// `mᵀ v` per lane: entry `i` is column `i` of `m` dotted with `v`, fused as [`mul_vec`].
+#[inline(always)]
+pub fn tr_mul_vec(m: &LaneMat3, v: &LaneVec3) -> LaneVec3 {
+    LaneVec3::new(
+        mul_add(m.m31, v.z, mul_add(m.m21, v.y, m.m11 * v.x)),
+        mul_add(m.m32, v.z, mul_add(m.m22, v.y, m.m12 * v.x)),
+        mul_add(m.m33, v.z, mul_add(m.m23, v.y, m.m13 * v.x)),
+    )
+}
+
+/// `a b` per lane: column `j` is [`mul_vec`]`(a, b_j)`.
+#[inline(always)]
+pub fn mul_mat(a: &LaneMat3, b: &LaneMat3) -> LaneMat3 {
+    let column = |x: Lane, y: Lane, z: Lane| mul_vec(a, &LaneVec3::new(x, y, z));
+    let c0 = column(b.m11, b.m21, b.m31);
+    let c1 = column(b.m12, b.m22, b.m32);
+    let c2 = column(b.m13, b.m23, b.m33);
+    LaneMat3::new(c0.x, c1.x, c2.x, c0.y, c1.y, c2.y, c0.z, c1.z, c2.z)
+}
+
 /// `R_GB` from a quaternion per lane, normalised first: the lane twin of
 /// [`rotation_from_quaternion`](crate::math::rotation_from_quaternion), same operations in the
 /// same order. Lanes with a zero or non-finite quaternion come out non-finite (the caller
@@ -387,6 +450,83 @@ mod tests {
             bits(is_finite(lanes([1.0, f64::INFINITY, f64::NAN, -3.0]))),
             0b1001
         );
+    }
+
+    #[test]
+    fn fused_products_are_the_lane_by_lane_fused_formulas() {
+        // What a fused multiply-add gives where the build has FMA, a product and a sum where
+        // it has not: the lane helpers must be that, lane by lane and bit for bit.
+        let fused = |a: f64, b: f64, c: f64| {
+            if cfg!(target_feature = "fma") {
+                a.mul_add(b, c)
+            } else {
+                a * b + c
+            }
+        };
+        // Values of mixed signs and magnitudes, so that every rounding shows.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let unit = (state >> 11) as f64 / (1u64 << 53) as f64;
+            (unit - 0.5) * 10f64.powi((state % 7) as i32 - 3)
+        };
+        let same = |x: Lane, expected: [f64; LANES]| {
+            assert_eq!(values(x).map(f64::to_bits), expected.map(f64::to_bits));
+        };
+        for _ in 0..50 {
+            let a = LaneMat3::from_fn(|_, _| from_fn(|_| next()));
+            let b = LaneMat3::from_fn(|_, _| from_fn(|_| next()));
+            let v = LaneVec3::from_fn(|_, _| from_fn(|_| next()));
+            let w = LaneVec3::from_fn(|_, _| from_fn(|_| next()));
+            let at = |m: &LaneMat3, i: usize, j: usize, l: usize| m[(i, j)].extract(l);
+            let row_dot = |m: &LaneMat3, i: usize, x: &LaneVec3, l: usize| {
+                let x = vec3_lane(x, l);
+                fused(
+                    at(m, i, 2, l),
+                    x.z,
+                    fused(at(m, i, 1, l), x.y, at(m, i, 0, l) * x.x),
+                )
+            };
+            let (av, atv, ab) = (mul_vec(&a, &v), tr_mul_vec(&a, &v), mul_mat(&a, &b));
+            let (d, c) = (dot3(&v, &w), cross(&v, &w));
+            for i in 0..3 {
+                same(av[i], std::array::from_fn(|l| row_dot(&a, i, &v, l)));
+                let at_lane = |l| mat3_lane(&a, l).transpose();
+                same(
+                    atv[i],
+                    std::array::from_fn(|l| {
+                        let (m, x) = (at_lane(l), vec3_lane(&v, l));
+                        fused(m[(i, 2)], x.z, fused(m[(i, 1)], x.y, m[(i, 0)] * x.x))
+                    }),
+                );
+                for j in 0..3 {
+                    let bj = LaneVec3::new(b[(0, j)], b[(1, j)], b[(2, j)]);
+                    same(ab[(i, j)], std::array::from_fn(|l| row_dot(&a, i, &bj, l)));
+                }
+            }
+            same(
+                d,
+                std::array::from_fn(|l| {
+                    let (x, y) = (vec3_lane(&v, l), vec3_lane(&w, l));
+                    fused(x.z, y.z, fused(x.y, y.y, x.x * y.x))
+                }),
+            );
+            for l in 0..LANES {
+                let (x, y) = (vec3_lane(&v, l), vec3_lane(&w, l));
+                let expected = [
+                    fused(x.y, y.z, -(x.z * y.y)),
+                    fused(x.z, y.x, -(x.x * y.z)),
+                    fused(x.x, y.y, -(x.y * y.x)),
+                ];
+                let got: [f64; 3] = vec3_lane(&c, l).into();
+                assert_eq!(got.map(f64::to_bits), expected.map(f64::to_bits));
+                // And within rounding of the exact cross product.
+                let exact = x.cross(&y);
+                assert!((vec3_lane(&c, l) - exact).norm() <= 1e-15 * (x.norm() * y.norm()));
+            }
+        }
     }
 
     /// Distinct values, NaNs and signed zeros among them, so that a moved bit shows.

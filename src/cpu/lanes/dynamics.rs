@@ -13,7 +13,8 @@ use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::solver::solve_min_norm_rows;
 use crate::math::lanes::LANES;
 use crate::math::lanes::{
-    Lane, LaneMask, LaneMat3, LaneVec3, bits, is_finite, quaternion_rate, select, splat,
+    Lane, LaneMask, LaneMat3, LaneVec3, bits, cross, is_finite, mul_add, mul_mat, mul_vec,
+    quaternion_rate, select, splat, tr_mul_vec,
 };
 
 /// What [`Chunk::dynamics`] solves for, kept in the [`Scratch`] next to the rows and the masked
@@ -51,19 +52,28 @@ impl Dynamics {
 /// triangle is computed and mirrored.
 #[inline(always)]
 fn world_inverse_inertia(r: &LaneMat3, inverse_inertia: &LaneMat3) -> LaneMat3 {
-    let ri = r * inverse_inertia;
+    let ri = mul_mat(r, inverse_inertia);
     let entry = |i: usize, j: usize| {
-        ri[(i, 0)] * r[(j, 0)] + ri[(i, 1)] * r[(j, 1)] + ri[(i, 2)] * r[(j, 2)]
+        mul_add(
+            ri[(i, 2)],
+            r[(j, 2)],
+            mul_add(ri[(i, 1)], r[(j, 1)], ri[(i, 0)] * r[(j, 0)]),
+        )
     };
     let (w00, w01, w02) = (entry(0, 0), entry(0, 1), entry(0, 2));
     let (w11, w12, w22) = (entry(1, 1), entry(1, 2), entry(2, 2));
     LaneMat3::new(w00, w01, w02, w01, w11, w12, w02, w12, w22)
 }
 
-/// `a · b` of two 6-vectors, in index order (the order `cpu::solver`'s products take).
+/// `a · b` of two 6-vectors, in index order (the order `cpu::solver`'s products take), each
+/// term after the first fused into the sum ([`mul_add`]).
 #[inline(always)]
 pub(super) fn dot6(a: &[Lane; 6], b: &[Lane; 6]) -> Lane {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+    let mut sum = a[0] * b[0];
+    for k in 1..6 {
+        sum = mul_add(a[k], b[k], sum);
+    }
+    sum
 }
 
 impl Chunk<'_> {
@@ -79,8 +89,8 @@ impl Chunk<'_> {
         f: LaneVec3,
     ) -> (LaneVec3, LaneVec3) {
         let body = &self.bodies[slot];
-        let b = w_inv * (tau - c_g.cross(&f));
-        let a_o = f * body.inverse_mass - b.cross(c_g);
+        let b = mul_vec(w_inv, &(tau - cross(c_g, &f)));
+        let a_o = f * body.inverse_mass - cross(&b, c_g);
         (b, a_o)
     }
 
@@ -97,14 +107,14 @@ impl Chunk<'_> {
     ) -> (LaneMat3, LaneVec3, [Lane; 6]) {
         let body = &self.bodies[slot];
         let w_inv = world_inverse_inertia(r, &body.inverse_inertia);
-        let c_g = r * body.com;
+        let c_g = mul_vec(r, &body.com);
         let m_ = body.mass;
-        let i_g_w = r * (body.inertia * r.tr_mul(&w));
-        let w_x_c = w.cross(&w.cross(&c_g));
-        let coriolis_ang = w.cross(&i_g_w) + c_g.cross(&w_x_c) * m_;
+        let i_g_w = mul_vec(r, &mul_vec(&body.inertia, &tr_mul_vec(r, &w)));
+        let w_x_c = cross(&w, &cross(&w, &c_g));
+        let coriolis_ang = cross(&w, &i_g_w) + cross(&c_g, &w_x_c) * m_;
         let coriolis_lin = w_x_c * m_;
         let f_com = self.gravity * m_ + body.force;
-        let f_ang = c_g.cross(&f_com) + body.torque;
+        let f_ang = cross(&c_g, &f_com) + body.torque;
         let (b, a) = self.inverse_mass(
             slot,
             &w_inv,
@@ -276,7 +286,7 @@ impl Chunk<'_> {
                 for (j, s) in slots[r].iter().enumerate() {
                     if *s == Some(slot) {
                         for k in 0..6 {
-                            sum[k] += y_blocks[r][j][k] * lambda[r];
+                            sum[k] = mul_add(y_blocks[r][j][k], lambda[r], sum[k]);
                         }
                     }
                 }
@@ -324,12 +334,8 @@ impl Chunk<'_> {
                 for (j, slot) in slots[r].iter().enumerate() {
                     for (jq, slot_q) in slots[q].iter().enumerate() {
                         if slot.is_some() && slot == slot_q {
-                            let (a, b) = (&g[r][j], &y_blocks[q][jq]);
-                            let term = (0..6).fold(0.0, |t, k| {
-                                let p = a[k].extract(l) * b[k].extract(l);
-                                if k == 0 { p } else { t + p }
-                            });
-                            sum += term;
+                            // The lanes' own product, so the bits the lanes had.
+                            sum += dot6(&g[r][j], &y_blocks[q][jq]).extract(l);
                         }
                     }
                 }

@@ -28,7 +28,7 @@ use crate::batch::status;
 use crate::constraints::{ParamLanes, RowLanes};
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
-    Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite,
+    Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite, mul_add,
     rotation_from_quaternion, select, splat,
 };
 
@@ -185,7 +185,7 @@ impl Chunk<'_> {
         for n in 0..6 {
             let mut sum = z;
             for k in 0..M {
-                sum += y[k][n] * lambda[k];
+                sum = mul_add(y[k][n], lambda[k], sum);
             }
             udot[n] = udot0[n] - sum;
         }

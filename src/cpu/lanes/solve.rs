@@ -8,7 +8,7 @@ use simba::simd::{SimdComplexField, SimdPartialOrd};
 
 use super::MAX_M;
 use crate::cpu::solver::RANK_TOLERANCE;
-use crate::math::lanes::{Lane, LaneMask, LaneMat3, is_finite, select, splat};
+use crate::math::lanes::{Lane, LaneMask, LaneMat3, is_finite, mul_add, select, splat};
 
 /// `I⁻¹` of the packed inertias `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` per lane, by cofactors of
 /// `I / s` (`s` the mean of the diagonal, which keeps the determinant within range for small
@@ -83,7 +83,7 @@ pub(super) fn solve_sized<const M: usize, const N: usize>(
     for j in 0..m {
         let mut d = l[j][j];
         for k in 0..j {
-            d -= l[j][k] * l[j][k];
+            d = mul_add(-l[j][k], l[j][k], d);
         }
         let good = is_finite(d) & d.simd_gt(zero);
         *ok = *ok & good;
@@ -93,7 +93,7 @@ pub(super) fn solve_sized<const M: usize, const N: usize>(
         for i in j + 1..m {
             let mut s = l[i][j];
             for k in 0..j {
-                s -= l[i][k] * l[j][k];
+                s = mul_add(-l[i][k], l[j][k], s);
             }
             l[i][j] = s * inverse_pivot[j];
         }
@@ -105,7 +105,7 @@ pub(super) fn solve_sized<const M: usize, const N: usize>(
         for i in k..m {
             let mut s = if i == k { splat(1.0) } else { zero };
             for n in k..i {
-                s -= l[i][n] * column[n];
+                s = mul_add(-l[i][n], column[n], s);
             }
             column[i] = s * inverse_pivot[i];
             norm2 += select(enabled[i] & enabled[k], column[i] * column[i], zero);
@@ -116,13 +116,13 @@ pub(super) fn solve_sized<const M: usize, const N: usize>(
     x[..m].copy_from_slice(&rhs[..m]);
     for i in 0..m {
         for k in 0..i {
-            x[i] -= l[i][k] * x[k];
+            x[i] = mul_add(-l[i][k], x[k], x[i]);
         }
         x[i] *= inverse_pivot[i];
     }
     for i in (0..m).rev() {
         for k in i + 1..m {
-            x[i] -= l[k][i] * x[k];
+            x[i] = mul_add(-l[k][i], x[k], x[i]);
         }
         x[i] *= inverse_pivot[i];
     }

@@ -7,7 +7,8 @@ use simba::simd::SimdValue;
 
 use super::{BodyKinematics, ContactReport, Params, Row};
 use crate::math::lanes::{
-    LANES, Lane, LaneMat3, LaneVec3, mat3_lane, set_mat3_lane, set_vec3_lane, splat, vec3_lane,
+    LANES, Lane, LaneMat3, LaneVec3, cross, mat3_lane, set_mat3_lane, set_vec3_lane, splat,
+    vec3_lane,
 };
 use crate::model::Broadcast;
 
@@ -61,7 +62,7 @@ impl<'a> ParamLanes<'a> {
     }
 
     /// The first `N` values of parameter `k`, one lane value each.
-    #[inline]
+    #[inline(always)]
     pub fn array<const N: usize>(&self, k: usize) -> [Lane; N] {
         let column = &self.columns[k];
         let (w, stored) = (column.width(), column.stored());
@@ -171,7 +172,7 @@ impl RowLanes {
 /// `point_row` per lane: `[c × e, e]`, the lane twin of the constraints' `point_row`.
 #[inline(always)]
 pub fn point_row_lanes(c: &LaneVec3, e: &LaneVec3) -> [Lane; 6] {
-    let t = c.cross(e);
+    let t = cross(c, e);
     [t.x, t.y, t.z, e.x, e.y, e.z]
 }
 
