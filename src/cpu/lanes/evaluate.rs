@@ -102,25 +102,42 @@ impl<'a> Buffers<'a> {
 /// lane.
 pub(crate) fn evaluate_block(buffers: &mut Buffers<'_>, block: &mut EvaluationBlock<'_>) {
     let Buffers { chunk, scratch, y } = buffers;
+    if chunk.evaluate_block_single(scratch, block) {
+        return;
+    }
     let mut at = 0;
     while at < block.len {
         let count = (block.len - at).min(LANES);
         // Padding lanes repeat the last instance; they are computed and never written.
         chunk.load(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
-        let answered = match chunk.evaluate_single(scratch, block, at, count) {
-            Some(answered) => answered,
-            None => chunk.evaluate(scratch, y, block, at, count),
-        };
-        for l in 0..count {
-            if answered & (1 << l) == 0 {
-                chunk.batch.evaluate_instance_into(block, at + l);
-            }
-        }
+        let answered = chunk.evaluate(scratch, y, block, at, count);
+        chunk.answer_on_reference(answered, block, at, count);
         at += count;
     }
 }
 
 impl Chunk<'_> {
+    /// Evaluates on the reference path each of lanes `0..count` (entries `at + l` of `block`)
+    /// that `answered` leaves out.
+    #[inline(always)]
+    pub(super) fn answer_on_reference(
+        &self,
+        answered: u32,
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) {
+        let missing = !answered & ((1 << count) - 1);
+        if missing == 0 {
+            return;
+        }
+        for l in 0..count {
+            if missing & (1 << l) != 0 {
+                self.batch.evaluate_instance_into(block, at + l);
+            }
+        }
+    }
+
     /// Evaluates the loaded instances at their batch states and writes lanes `0..count` into
     /// `block` from entry `at`; returns the lanes answered (the others hold partial values that
     /// the caller must overwrite).

@@ -28,7 +28,7 @@ use crate::batch::status;
 use crate::constraints::{ParamLanes, RowLanes};
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
-    Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite, mul_add,
+    LANES, Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite, mul_add,
     rotation_from_quaternion, select, splat,
 };
 
@@ -41,22 +41,24 @@ type Results<'s, const M: usize> = (
 );
 
 impl Chunk<'_> {
-    /// Evaluates the loaded instances with the one-constraint kernel when the plan takes it
-    /// (`LanePlan::single`, at most `MAX_ROWS` rows) and the block selects no output but `u̇`,
-    /// `u̇₀` and λ, as [`Chunk::evaluate`] does otherwise; `None` when it does not.
-    #[inline(always)]
-    pub(super) fn evaluate_single(
-        &self,
+    /// Evaluates every instance of `block` with the one-constraint kernel when the plan takes
+    /// it (`LanePlan::single`, at most `MAX_ROWS` rows) and the block selects no output but
+    /// `u̇`, `u̇₀` and λ; returns whether it did (else nothing is written). Lanes the kernel
+    /// cannot answer are evaluated on the reference path, as `evaluate_block` does.
+    pub(super) fn evaluate_block_single(
+        &mut self,
         scratch: &mut Scratch,
         block: &mut EvaluationBlock<'_>,
-        at: usize,
-        count: usize,
-    ) -> Option<u32> {
-        let j = self.plan.single?;
+    ) -> bool {
+        let Some(j) = self.plan.single else {
+            return false;
+        };
         // Only u̇, u̇₀ and λ: the other outputs need the general writer's bookkeeping, and
         // through the kernel they were no faster.
         let selected = block.outputs;
-        let out = block.constraints.first()?;
+        let Some(out) = block.constraints.first() else {
+            return false;
+        };
         if selected.position_errors
             || selected.velocity_errors
             || selected.acceleration_errors
@@ -66,22 +68,46 @@ impl Chunk<'_> {
             || out.separation.is_some()
             || out.contact_force.is_some()
         {
-            return None;
+            return false;
         }
-        Some(match self.plan.m {
-            1 => self.evaluate_rows::<1>(j, scratch, block, at, count),
-            2 => self.evaluate_rows::<2>(j, scratch, block, at, count),
-            3 => self.evaluate_rows::<3>(j, scratch, block, at, count),
-            4 => self.evaluate_rows::<4>(j, scratch, block, at, count),
-            5 => self.evaluate_rows::<5>(j, scratch, block, at, count),
-            6 => self.evaluate_rows::<6>(j, scratch, block, at, count),
-            _ => return None,
-        })
+        match self.plan.m {
+            1 => self.evaluate_chunks::<1>(j, scratch, block),
+            2 => self.evaluate_chunks::<2>(j, scratch, block),
+            3 => self.evaluate_chunks::<3>(j, scratch, block),
+            4 => self.evaluate_chunks::<4>(j, scratch, block),
+            5 => self.evaluate_chunks::<5>(j, scratch, block),
+            6 => self.evaluate_chunks::<6>(j, scratch, block),
+            _ => return false,
+        }
+        true
     }
 
-    /// [`evaluate_single`](Self::evaluate_single) for `M` rows, the free body being body `j`
-    /// of the constraint.
+    /// [`evaluate_block_single`](Self::evaluate_block_single) for `M` rows, the free body being
+    /// body `j` of the constraint: the loop over the block's chunks inside the copy compiled
+    /// for `M`, so that what stays fixed over the block (the columns, the plan's entries) is
+    /// looked up once, not per chunk.
     #[inline(never)]
+    fn evaluate_chunks<const M: usize>(
+        &mut self,
+        j: usize,
+        scratch: &mut Scratch,
+        block: &mut EvaluationBlock<'_>,
+    ) {
+        let mut at = 0;
+        while at < block.len {
+            let count = (block.len - at).min(LANES);
+            // Padding lanes repeat the last instance; they are computed and never written.
+            self.load_single(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
+            let answered = self.evaluate_rows::<M>(j, scratch, block, at, count);
+            self.answer_on_reference(answered, block, at, count);
+            at += count;
+        }
+    }
+
+    /// The kernel on the loaded instances, for `M` rows, the free body being body `j` of the
+    /// constraint: writes lanes `0..count` into `block` from entry `at` and returns the lanes
+    /// answered.
+    #[inline(always)]
     fn evaluate_rows<const M: usize>(
         &self,
         j: usize,
