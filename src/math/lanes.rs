@@ -357,11 +357,7 @@ pub fn mul_vec(m: &LaneMat3, v: &LaneVec3) -> LaneVec3 {
 /// `mᵀ v` per lane: entry `i` is column `i` of `m` dotted with `v`, fused as [`mul_vec`].
 #[inline(always)]
 pub fn tr_mul_vec(m: &LaneMat3, v: &LaneVec3) -> LaneVec3 {
-    LaneVec3::new(
-        mul_add(m.m31, v.z, mul_add(m.m21, v.y, m.m11 * v.x)),
-        mul_add(m.m32, v.z, mul_add(m.m22, v.y, m.m12 * v.x)),
-        mul_add(m.m33, v.z, mul_add(m.m23, v.y, m.m13 * v.x)),
-    )
+    mul_vec(&m.transpose(), v)
 }
 
 /// `a b` per lane: column `j` is [`mul_vec`]`(a, b_j)`.

@@ -169,7 +169,8 @@ impl RowLanes {
     }
 }
 
-/// `point_row` per lane: `[c × e, e]`, the lane twin of the constraints' `point_row`.
+/// `point_row` per lane: `[c × e, e]`, the lane twin of the constraints' `point_row` (the cross
+/// product fused, [`cross`](crate::math::lanes::cross)).
 #[inline(always)]
 pub fn point_row_lanes(c: &LaneVec3, e: &LaneVec3) -> [Lane; 6] {
     let t = cross(c, e);
