@@ -64,9 +64,10 @@ pub struct BenchArgs {
     /// Diagnostics: build every GPU kernel without one stage (no-fallback: the solve's eigen
     /// fallback; no-solve: the multiplier solve; no-rows: the constraint rows and the solve;
     /// no-dynamics: the whole derivative of the stepping kernels; no-cache: the private copy
-    /// of the parameter columns), to time what that stage costs on hardware (`gpu::probe`).
-    /// The results are wrong by design (but no-cache's); the rows' backend reads e.g.
-    /// `gpu-f32/no-solve`.
+    /// of the parameter columns), to time what that stage costs on hardware (`gpu::probe`);
+    /// or with the output columns stored value-major (value-major: times that layout's stores
+    /// in the `evaluations (kernel only)` rows). The results are wrong by design (but
+    /// no-cache's); the rows' backend reads e.g. `gpu-f32/no-solve`.
     #[arg(long)]
     pub gpu_probe: Option<String>,
 }
