@@ -8,13 +8,16 @@
 //! through the plan's per-row slot tables, and `u̇`, `u̇₀` and λ are written without the general
 //! writer's per-constraint bookkeeping. It takes evaluations that select no other output (what a
 //! study of the dynamics reads, [`Outputs::DYNAMICS`](crate::evaluation::Outputs)); the others
-//! run the general path (through the general writer, the kernel wrote them no faster).
+//! run the general path (through the general writer, the kernel wrote them no faster). The
+//! kernel owns the loop over a block's chunks, in its copy for the row count, with a load for
+//! its template (`Chunk::load_single`), so what stays fixed over a block is looked up once.
 //!
 //! The arithmetic is the general path's (`dynamics.rs`, `evaluate.rs`), operation for operation
 //! and in the same order, so the two give the same bits (`lanes::tests` holds them to it); the
 //! tests hold both to the reference path at 1e-12 and across thread counts bit for bit. On the
-//! 2-core AMD VM it evaluates u̇ and λ 1.10–1.19× faster than the general path on one thread
-//! (rolling sphere 1.34–1.39e7 → 1.55–1.57e7 per second; README "Performance").
+//! 2-core AMD VM it evaluated u̇ and λ 1.10–1.19× faster than the general path on one thread
+//! when it came (rolling sphere 1.34–1.39e7 → 1.55–1.57e7 per second), and 1.81e7 with its own
+//! chunk loop and the fused multiply-adds (README "Performance").
 
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]
