@@ -114,8 +114,8 @@ impl Evaluator {
     /// [`Evaluation`] are left empty and reading them is [`Error::OutputNotSelected`]. On the
     /// CPU an unselected output is not computed, which is most of the time of an evaluation
     /// that only wants u̇ and λ ([`Outputs::DYNAMICS`]). The GPU kernel computes and reads back
-    /// every output (its layout is per template, not per call), and the host result keeps
-    /// only the selected ones. Selected columns are the same bits whatever else is selected.
+    /// every output (its layout is per template, not per call), and the host converts only the
+    /// selected ones. Selected columns are the same bits whatever else is selected.
     pub fn set_outputs(&mut self, outputs: Outputs) {
         self.outputs = outputs;
     }
@@ -189,9 +189,7 @@ impl Evaluator {
                 let outputs = self.outputs;
                 self.gpu_for(batch)?
                     .evaluator_mut()
-                    .evaluate_into(batch, out)?;
-                out.keep_only(outputs);
-                Ok(())
+                    .evaluate_outputs_into(batch, outputs, out)
             }
         }
     }

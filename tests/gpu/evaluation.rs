@@ -480,3 +480,97 @@ fn evaluator_backends_and_env_override() {
         }
     }
 }
+
+/// Every column of `e` as bits, in a fixed order, with whether `outputs` selects it (the
+/// contact columns under `contact`).
+fn selected_columns(e: &Evaluation, outputs: &Outputs) -> Vec<(bool, Vec<u64>)> {
+    let b = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let flat = |v: &[[f64; 3]]| v.iter().flatten().copied().collect::<Vec<_>>();
+    let mut out = vec![
+        (outputs.udot, b(&e.udot)),
+        (outputs.udot_unconstrained, b(&e.udot_unconstrained)),
+    ];
+    for c in &e.constraints {
+        let forces: Vec<f64> = c.body_forces.iter().flatten().copied().collect();
+        let mut contact = c.contact_point.as_deref().map(flat).unwrap_or_default();
+        contact.extend(c.separation.clone().unwrap_or_default());
+        contact.extend(c.contact_force.as_deref().map(flat).unwrap_or_default());
+        out.extend([
+            (outputs.position_errors, b(&c.position_errors)),
+            (outputs.velocity_errors, b(&c.velocity_errors)),
+            (outputs.acceleration_errors, b(&c.acceleration_errors)),
+            (outputs.multipliers, b(&c.multipliers)),
+            (outputs.body_forces, b(&forces)),
+            (outputs.power, b(&c.power)),
+            (outputs.contact, b(&contact)),
+        ]);
+    }
+    out
+}
+
+/// The GPU's host side converts only the selected outputs: each selection fills exactly its
+/// columns, with the full evaluation's bits (a non-finite instance's NaNs included), leaves the
+/// others empty, and a reused result keeps nothing stale from a wider call.
+#[test]
+fn selected_outputs_on_the_gpu_are_the_full_evaluations_bits() {
+    let Some(device) = device() else { return };
+    let (mut batch, _) = random_contact_batch(Kind::RollingSphere, PlaneBody::Ground, 150, 6);
+    batch
+        .set_u(BodyId::new(1), 9, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
+        .unwrap();
+    let mut gpu = GpuEvaluator::new(
+        device.clone(),
+        &batch,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let full = gpu.evaluate(&batch).unwrap();
+    assert_eq!(full.flagged(), 1);
+    let single = |set: fn(&mut Outputs)| {
+        let mut o = Outputs::NONE;
+        set(&mut o);
+        o
+    };
+    let selections = [
+        single(|o| o.udot = true),
+        single(|o| o.udot_unconstrained = true),
+        single(|o| o.position_errors = true),
+        single(|o| o.velocity_errors = true),
+        single(|o| o.acceleration_errors = true),
+        single(|o| o.multipliers = true),
+        single(|o| o.body_forces = true),
+        single(|o| o.power = true),
+        single(|o| o.contact = true),
+        Outputs::DYNAMICS,
+        Outputs::NONE,
+        Outputs::ALL,
+    ];
+    let mut out = Evaluation::default();
+    for outputs in selections {
+        gpu.evaluate_outputs_into(&batch, outputs, &mut out)
+            .unwrap();
+        assert_eq!(out.outputs, outputs);
+        assert_eq!(out.status, full.status, "{outputs:?}: status");
+        // The non-finite instance has no solution: NaN in what is selected, as on the CPU.
+        if outputs.udot {
+            assert!(out.udot_of(9).unwrap().iter().all(|x| x.is_nan()));
+        }
+        if outputs.multipliers {
+            let lambda = out.constraints[0].multipliers_of(9).unwrap();
+            assert!(lambda.iter().all(|x| x.is_nan()));
+        }
+        let want = selected_columns(&full, &Outputs::ALL);
+        for (k, ((on, got), (_, want))) in selected_columns(&out, &outputs)
+            .iter()
+            .zip(&want)
+            .enumerate()
+        {
+            if *on {
+                assert_eq!(got, want, "{outputs:?}: column {k}");
+            } else {
+                assert!(got.is_empty(), "{outputs:?}: column {k} left empty");
+            }
+        }
+    }
+}

@@ -382,14 +382,19 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                     workgroup_size: Some(workgroup),
                     ..GpuOptions::default()
                 };
-                let mut e = Evaluator::on_device(d.clone(), precision, options)?;
-                let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
-                let bytes = gpu_bytes_per_instance(e.device_bytes(), n);
-                report(
-                    row(&gpu_name, "evaluations", bytes, Some(workgroup)),
-                    n as f64,
-                    s,
-                );
+                // Every output, then u̇ and λ alone: the kernel and the readback are the same,
+                // the host converts only the selected columns.
+                let mut bytes = 0;
+                for (outputs, what) in [
+                    (Outputs::ALL, "evaluations"),
+                    (Outputs::DYNAMICS, "evaluations (udot, lambda)"),
+                ] {
+                    let mut e =
+                        Evaluator::on_device(d.clone(), precision, options)?.with_outputs(outputs);
+                    let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
+                    bytes = gpu_bytes_per_instance(e.device_bytes(), n);
+                    report(row(&gpu_name, what, bytes, Some(workgroup)), n as f64, s);
+                }
                 // The kernel alone (changed columns uploaded, nothing read back): what the row
                 // above spends beyond it is the readback and the host's conversion.
                 let mut kernel = GpuEvaluator::new(d.clone(), &batch, precision, options)?;

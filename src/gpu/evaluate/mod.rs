@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::batch::{Batch, ColumnData};
 use crate::error::{Error, Result};
-use crate::evaluation::Evaluation;
+use crate::evaluation::{Evaluation, Outputs};
 use crate::gpu::buffers::{
     Launch, gpu_allocation_error, layout_entry, within_error_scope, write_reals,
 };
@@ -65,7 +65,7 @@ struct Slice {
 }
 
 /// The evaluation's work buffers (shared by every slice).
-struct Outputs {
+struct OutputBuffers {
     output: wgpu::Buffer,
     staging: wgpu::Buffer,
 }
@@ -86,7 +86,7 @@ pub struct GpuEvaluator {
     built_for: Option<(u64, Vec<u64>)>,
     batch_uid: Option<u64>,
     pub(crate) chunks: Vec<Chunk>,
-    outputs: Option<Outputs>,
+    outputs: Option<OutputBuffers>,
     pub(crate) last_upload_bytes: u64,
     /// Names the chunks' buffers (unique in the process, new at every rebuild of the chunks or
     /// of the evaluator): buffers bound to a chunk's input (the stepping kernel's) are remade
@@ -446,27 +446,48 @@ impl GpuEvaluator {
     /// As [`evaluate`](Self::evaluate), writing into `out` and reusing its allocations (no page
     /// faults on the host for repeated calls on large batches).
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
+        self.evaluate_outputs_into(batch, Outputs::ALL, out)
+    }
+
+    /// As [`evaluate_into`](Self::evaluate_into), keeping only `outputs` (the others are left
+    /// empty, as on the CPU). The kernel computes and reads back every output — its layout is
+    /// per template, not per call — but the host converts only the selected ones, which is most
+    /// of its time in an evaluation of u̇ and λ alone. Selected columns are the same bits
+    /// whatever else is selected.
+    pub fn evaluate_outputs_into(
+        &mut self,
+        batch: &Batch,
+        outputs: Outputs,
+        out: &mut Evaluation,
+    ) -> Result<()> {
         let device = self.device.clone();
         let (ran, invalid) =
             within_error_scope(&device.device, wgpu::ErrorFilter::Validation, || {
-                self.run_evaluation(batch, out)
+                self.run_evaluation(batch, outputs, out)
             });
         if let Some(e) = invalid {
             return Err(Error::Gpu(format!("kernel run failed: {e}")));
         }
-        ran
+        ran?;
+        out.keep_only(outputs);
+        Ok(())
     }
 
-    /// [`evaluate_into`](Self::evaluate_into) within its error scope.
-    fn run_evaluation(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
+    /// [`evaluate_outputs_into`](Self::evaluate_outputs_into) within its error scope.
+    fn run_evaluation(
+        &mut self,
+        batch: &Batch,
+        outputs: Outputs,
+        out: &mut Evaluation,
+    ) -> Result<()> {
         let width = self.layout.output_main_width;
         self.ready(batch)?;
         out.reset_for(batch.template(), batch.len());
         self.run_slices(width, |slice, raw| match raw {
-            RawRef::F32(v) => self.append_slice(batch, out, v, slice.count),
-            RawRef::F64(v) => self.append_slice(batch, out, v, slice.count),
+            RawRef::F32(v) => self.append_slice(batch, out, outputs, v, slice.count),
+            RawRef::F64(v) => self.append_slice(batch, out, outputs, v, slice.count),
         })?;
-        self.finish_evaluation(batch, out);
+        self.finish_evaluation(batch, out, outputs);
         Ok(())
     }
 
@@ -487,7 +508,7 @@ impl GpuEvaluator {
                 RawRef::F32(v) => v.iter().map(|x| *x as f64).collect(),
                 RawRef::F64(v) => v.to_vec(),
             };
-            self.append_slice(batch, &mut ev, &values, slice.count);
+            self.append_slice(batch, &mut ev, Outputs::ALL, &values, slice.count);
             let n = slice.count;
             for (k, c) in self.layout.constraints.iter().enumerate() {
                 let seg = |prefix: usize, w: usize| &values[prefix * n..(prefix + w) * n];
@@ -495,7 +516,7 @@ impl GpuEvaluator {
                 jac.bias_acceleration[k].extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
             }
         })?;
-        self.finish_evaluation(batch, &mut ev);
+        self.finish_evaluation(batch, &mut ev, Outputs::ALL);
         Ok((ev, jac))
     }
 }

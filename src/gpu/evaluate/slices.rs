@@ -2,7 +2,7 @@
 //! [`SLICE_BYTES`] each, made on the first evaluation, through which each chunk is evaluated and
 //! read back a slice at a time.
 
-use super::{GpuEvaluator, Outputs, RawRef, SLICE_BYTES, Slice};
+use super::{GpuEvaluator, OutputBuffers, RawRef, SLICE_BYTES, Slice};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
@@ -88,7 +88,7 @@ impl GpuEvaluator {
                 Some(e),
             ));
         }
-        self.outputs = Some(Outputs { output, staging });
+        self.outputs = Some(OutputBuffers { output, staging });
         Ok(())
     }
 
