@@ -1,0 +1,150 @@
+//! A chunk's load: what stays fixed over a call — gravity, each free body's mass properties and
+//! loads, each constraint's prepared parameters, enabled flag and Baumgarte time constant —
+//! gathered from the batch's columns into lanes once per call (what every instance shares, once
+//! per rayon job).
+
+use simba::simd::{SimdPartialOrd, SimdValue};
+
+use super::solve::inverse_inertia;
+use super::{ALL_LANES, Chunk};
+use crate::constraints::ParamLanes;
+use crate::math::lanes::{
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, gather_rows, gather_values, is_finite, splat,
+};
+use crate::model::Broadcast;
+
+/// The rows of `instances` in a broadcast column of `N`-value rows, one lane value each: one
+/// branch on its form, then one bounds check per lane.
+#[inline(always)]
+fn gather<const N: usize>(column: &Broadcast<[f64; N]>, instances: &[usize; LANES]) -> [Lane; N] {
+    let stored = column.stored();
+    if column.is_shared() {
+        stored[0].map(splat)
+    } else {
+        gather_rows(stored, instances)
+    }
+}
+
+/// The entries of `instances` in a broadcast column of single values, one per lane.
+#[inline(always)]
+fn gather_one(column: &Broadcast<f64>, instances: &[usize; LANES]) -> Lane {
+    let stored = column.stored();
+    if column.is_shared() {
+        splat(stored[0])
+    } else {
+        gather_values(stored, instances)
+    }
+}
+
+/// A 3-vector per lane from a column of 3-vectors.
+#[inline(always)]
+fn gather_vec3(column: &Broadcast<[f64; 3]>, instances: &[usize; LANES]) -> LaneVec3 {
+    let [x, y, z] = gather(column, instances);
+    LaneVec3::new(x, y, z)
+}
+
+impl Chunk<'_> {
+    /// Gathers instances `instances` of the batch: everything that stays fixed over a call.
+    /// What every instance shares is gathered (and prepared) on the first load only: the
+    /// values are the same bits for every instance.
+    pub(crate) fn load(&mut self, instances: [usize; LANES]) {
+        let plan = self.plan;
+        let again = self.begin_load(instances);
+        for law in &mut self.laws.get_mut()[..plan.prescribed] {
+            law.forget();
+        }
+        let mut reference_only = 0;
+        for k in 0..plan.free {
+            reference_only |= self.load_body(k, again);
+        }
+        for (slot, cols) in self.batch.prescribed_columns().iter().enumerate() {
+            if !plan.driven[slot] {
+                self.accelerations[slot] = gather_rows(&cols.acceleration, &instances);
+            }
+        }
+        for k in 0..plan.constraints.len() {
+            self.load_constraint(k, again);
+        }
+        self.reference_only = reference_only;
+    }
+
+    /// [`load`](Self::load) for a template of one free body and one constraint, no prescribed
+    /// body (`LanePlan::single`): the same steps without the loops over the plan.
+    #[inline(always)]
+    pub(super) fn load_single(&mut self, instances: [usize; LANES]) {
+        let again = self.begin_load(instances);
+        self.reference_only = self.load_body(0, again);
+        self.load_constraint(0, again);
+    }
+
+    /// The start of a load: the instances, and gravity unless it is shared and gathered
+    /// already. Returns whether a load ran before.
+    #[inline(always)]
+    fn begin_load(&mut self, instances: [usize; LANES]) -> bool {
+        let again = std::mem::replace(&mut self.loaded, true);
+        self.instances = instances;
+        if !(again && self.shared.gravity) {
+            self.gravity = gather_vec3(self.batch.gravity_column(), &instances);
+        }
+        again
+    }
+
+    /// Gathers free body `k`'s mass properties and loads (unless shared and gathered already);
+    /// returns the lanes whose mass properties the closed form refuses.
+    #[inline(always)]
+    fn load_body(&mut self, k: usize, again: bool) -> u32 {
+        if again && self.shared.bodies[k] {
+            return self.shared.body_reference_only[k];
+        }
+        let (Some(body), Some(cols)) = (self.bodies.get_mut(k), self.batch.free_columns().get(k))
+        else {
+            return ALL_LANES; // Not reached: the plan's free bodies are the batch's.
+        };
+        let instances = &self.instances;
+        let mass = gather_one(&cols.mass, instances);
+        let packed = gather(&cols.inertia, instances);
+        let (inverse_inertia, ok) = inverse_inertia(&packed);
+        let [a, b, c, d, e, f] = packed;
+        let refused = !bits(ok & mass.simd_gt(splat(0.0)) & is_finite(mass)) & ALL_LANES;
+        // Field by field: the body is updated in place, not built and copied.
+        body.mass = mass;
+        body.inverse_mass = splat(1.0) / mass;
+        body.com = gather_vec3(&cols.com, instances);
+        body.inertia = LaneMat3::new(a, d, e, d, b, f, e, f, c);
+        body.inverse_inertia = inverse_inertia;
+        body.force = gather_vec3(&cols.applied_force, instances);
+        body.torque = gather_vec3(&cols.applied_torque, instances);
+        self.shared.body_reference_only[k] = refused;
+        refused
+    }
+
+    /// Prepares constraint `k` ([`Constraint::prepare_lanes`]) and gathers its enabled flag
+    /// and Baumgarte time constant onto its rows, unless every instance shares them and they
+    /// were gathered already.
+    ///
+    /// [`Constraint::prepare_lanes`]: crate::model::Constraint::prepare_lanes
+    #[inline(always)]
+    fn load_constraint(&mut self, k: usize, again: bool) {
+        let (batch, instances) = (self.batch, self.instances);
+        if again && self.shared.constraints[k] {
+            return;
+        }
+        let c = &self.plan.constraints[k];
+        let cols = &batch.all_constraint_columns()[k];
+        let params = ParamLanes::new(&cols.params, instances);
+        let constraint = &batch.template().constraints()[k].constraint;
+        constraint.prepare_lanes(&params, &mut self.prepared[k]);
+        let enabled = cols.enabled.stored();
+        let on = if cols.enabled.is_shared() {
+            LaneMask::splat(enabled[0] != 0)
+        } else {
+            let [a, b, c, d] = instances;
+            LaneMask::from([enabled[a], enabled[b], enabled[c], enabled[d]].map(|e| e != 0))
+        };
+        let inv_t = splat(1.0) / gather_one(&cols.baumgarte_time_constant, &instances);
+        for r in c.offset..c.offset + c.rows {
+            self.enabled[r] = on;
+            self.inverse_time_constant[r] = inv_t;
+        }
+    }
+}
