@@ -315,8 +315,8 @@ pub fn select(mask: LaneMask, x: Lane, otherwise: Lane) -> Lane {
 }
 
 /// `a b + c` per lane as one fused multiply-add (a single rounding) where the build targets FMA
-/// — x86-64-v3 and later, this repository's build (`.cargo/config.toml`) — else a product and a
-/// sum. The lane formulas take their products' sums through it ([`dot3`], [`cross`],
+/// — x86-64-v3 and later, this repository's build (`.cargo/config.toml`), and aarch64 — else a
+/// product and a sum. The lane formulas take their products' sums through it ([`dot3`], [`cross`],
 /// [`mul_vec`] and the dynamics' sums), which cut a rolling-sphere evaluation by about a
 /// tenth of its instructions (README "Performance"). Their results then differ from the
 /// reference path's unfused ones by rounding only; they are the same bits across thread counts
@@ -453,7 +453,11 @@ mod tests {
         // What a fused multiply-add gives where the build has FMA, a product and a sum where
         // it has not: the lane helpers must be that, lane by lane and bit for bit.
         let fused = |a: f64, b: f64, c: f64| {
-            if cfg!(target_feature = "fma") {
+            // wide fuses with x86's FMA and with aarch64's NEON.
+            if cfg!(any(
+                target_feature = "fma",
+                all(target_arch = "aarch64", target_feature = "neon")
+            )) {
                 a.mul_add(b, c)
             } else {
                 a * b + c
