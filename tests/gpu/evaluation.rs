@@ -36,9 +36,13 @@ fn random_contact_batch(
     (batch, c)
 }
 
+/// The evaluation kernel for `batch` with the default options.
+fn gpu_evaluator(device: &Arc<GpuDevice>, batch: &Batch, precision: Precision) -> GpuEvaluator {
+    GpuEvaluator::new(device.clone(), batch, precision, GpuOptions::default()).unwrap()
+}
+
 fn gpu_evaluation(device: &Arc<GpuDevice>, batch: &Batch, precision: Precision) -> Evaluation {
-    GpuEvaluator::new(device.clone(), batch, precision, GpuOptions::default())
-        .unwrap()
+    gpu_evaluator(device, batch, precision)
         .evaluate(batch)
         .unwrap()
 }
@@ -215,13 +219,7 @@ fn redundant_rows_take_the_generated_minimum_norm_route_on_the_gpu() {
 fn gpu_jacobians_and_bias_match_cpu() {
     let Some(device) = device() else { return };
     let (batch, _) = random_contact_batch(Kind::RollingSphere, PlaneBody::Free, 2000, 5);
-    let mut e = GpuEvaluator::new(
-        device.clone(),
-        &batch,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
+    let mut e = gpu_evaluator(&device, &batch, Precision::F32);
     let (_, jac) = e.evaluate_with_jacobians(&batch).unwrap();
     let nu = batch.template().nu();
     let mut report = Report::default();
@@ -375,13 +373,7 @@ fn chunked_batches_give_the_same_results() {
 fn only_changed_columns_are_uploaded() {
     let Some(device) = device() else { return };
     let (mut batch, c) = random_contact_batch(Kind::RollingSphere, PlaneBody::Ground, 1000, 3);
-    let mut e = GpuEvaluator::new(
-        device.clone(),
-        &batch,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
+    let mut e = gpu_evaluator(&device, &batch, Precision::F32);
     e.evaluate(&batch).unwrap();
     let full = e.last_upload_bytes();
     assert!(full > 0);
@@ -518,13 +510,7 @@ fn selected_outputs_on_the_gpu_are_the_full_evaluations_bits() {
     batch
         .set_u(BodyId::new(1), 9, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
         .unwrap();
-    let mut gpu = GpuEvaluator::new(
-        device.clone(),
-        &batch,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
+    let mut gpu = gpu_evaluator(&device, &batch, Precision::F32);
     let full = gpu.evaluate(&batch).unwrap();
     assert_eq!(full.flagged(), 1);
     let single = |set: fn(&mut Outputs)| {
