@@ -500,7 +500,7 @@ fn selected_columns(e: &Evaluation, outputs: &Outputs) -> Vec<(bool, Vec<u64>)> 
     out
 }
 
-/// The GPU's host side converts only the selected outputs: each selection fills exactly its
+/// The GPU reads back and converts only the selected outputs: each selection fills exactly its
 /// columns, with the full evaluation's bits (a non-finite instance's NaNs included), leaves the
 /// others empty, and a reused result keeps nothing stale from a wider call.
 #[test]
@@ -511,7 +511,8 @@ fn selected_outputs_on_the_gpu_are_the_full_evaluations_bits() {
         .set_u(BodyId::new(1), 9, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
         .unwrap();
     let mut gpu = gpu_evaluator(&device, &batch, Precision::F32);
-    let full = gpu.evaluate(&batch).unwrap();
+    // The reference and the other state read back every output whatever the selection.
+    let full = gpu.evaluate_with_jacobians(&batch).unwrap().0;
     assert_eq!(full.flagged(), 1);
     let single = |set: fn(&mut Outputs)| {
         let mut o = Outputs::NONE;
@@ -532,11 +533,47 @@ fn selected_outputs_on_the_gpu_are_the_full_evaluations_bits() {
         Outputs::NONE,
         Outputs::ALL,
     ];
+    // Before each selection the staging buffer is filled with another state's every output,
+    // so a selected column left out of the readback cannot pass on the last call's values.
+    let body = BodyId::new(1);
+    let u: Vec<[f64; 6]> = (0..batch.len())
+        .map(|i| batch.instance_state(i).unwrap().u[0])
+        .collect();
     let mut out = Evaluation::default();
     for outputs in selections {
+        for (i, u) in u.iter().enumerate() {
+            batch.set_u(body, i, u.map(|x| 2.0 * x + 0.5)).unwrap();
+        }
+        let other = gpu.evaluate_with_jacobians(&batch).unwrap().0;
+        assert_ne!(other.udot, full.udot);
+        for (i, u) in u.iter().enumerate() {
+            batch.set_u(body, i, *u).unwrap();
+        }
         gpu.evaluate_outputs_into(&batch, outputs, &mut out)
             .unwrap();
         assert_eq!(out.outputs, outputs);
+        // Only the status and the selected columns moved: the rolling sphere's u̇ and u̇₀ are
+        // 6 values, its λ and each per-row output 3, its body forces 12, its contact report 7.
+        let values = 1 + [
+            (outputs.udot, 6),
+            (outputs.udot_unconstrained, 6),
+            (outputs.position_errors, 3),
+            (outputs.velocity_errors, 3),
+            (outputs.acceleration_errors, 3),
+            (outputs.multipliers, 3),
+            (outputs.body_forces, 12),
+            (outputs.power, 1),
+            (outputs.contact, 7),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, w)| w)
+        .sum::<u64>();
+        assert_eq!(
+            gpu.last_readback_bytes(),
+            values * 4 * batch.len() as u64,
+            "{outputs:?}"
+        );
         assert_eq!(out.status, full.status, "{outputs:?}: status");
         // The non-finite instance has no solution: NaN in what is selected, as on the CPU.
         if outputs.udot {

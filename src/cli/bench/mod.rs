@@ -382,8 +382,8 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                     workgroup_size: Some(workgroup),
                     ..GpuOptions::default()
                 };
-                // Every output, then u̇ and λ alone: the kernel and the readback are the same,
-                // the host converts only the selected columns.
+                // Every output, then u̇ and λ alone: the kernel is the same, only the selected
+                // columns are read back and converted.
                 let mut bytes = 0;
                 for (outputs, what) in [
                     (Outputs::ALL, "evaluations"),

@@ -88,6 +88,8 @@ pub struct GpuEvaluator {
     pub(crate) chunks: Vec<Chunk>,
     outputs: Option<OutputBuffers>,
     pub(crate) last_upload_bytes: u64,
+    /// Output bytes the last evaluation copied to the staging buffer and read.
+    last_readback_bytes: u64,
     /// Names the chunks' buffers (unique in the process, new at every rebuild of the chunks or
     /// of the evaluator): buffers bound to a chunk's input (the stepping kernel's) are remade
     /// when it changes.
@@ -102,6 +104,12 @@ impl std::fmt::Debug for GpuEvaluator {
             .field("chunks", &self.chunks.len())
             .finish()
     }
+}
+
+/// Bytes that reading `segments` (`run_slices`) of `n` instances moves.
+fn readback_bytes(segments: &[(usize, usize)], n: usize, precision: Precision) -> u64 {
+    let values: usize = segments.iter().map(|(_, width)| width).sum();
+    (values * n * precision.bytes()) as u64
 }
 
 /// The versions of `layout`'s input columns in `batch`.
@@ -244,6 +252,7 @@ impl GpuEvaluator {
             chunks: Vec::new(),
             outputs: None,
             last_upload_bytes: 0,
+            last_readback_bytes: 0,
             generation: next_generation(),
         })
     }
@@ -272,6 +281,12 @@ impl GpuEvaluator {
     /// Bytes uploaded by the last call (only columns written since the previous call move).
     pub fn last_upload_bytes(&self) -> u64 {
         self.last_upload_bytes
+    }
+
+    /// Output bytes the last evaluation read back: the status and the selected columns
+    /// (`evaluate_outputs_into`), every output with the Jacobians (`evaluate_with_jacobians`).
+    pub fn last_readback_bytes(&self) -> u64 {
+        self.last_readback_bytes
     }
 
     /// Precision of the kernel.
@@ -450,10 +465,11 @@ impl GpuEvaluator {
     }
 
     /// As [`evaluate_into`](Self::evaluate_into), keeping only `outputs` (the others are left
-    /// empty, as on the CPU). The kernel computes and reads back every output — its layout is
-    /// per template, not per call — but the host converts only the selected ones, which is most
-    /// of its time in an evaluation of u̇ and λ alone. Selected columns are the same bits
-    /// whatever else is selected.
+    /// empty, as on the CPU). The kernel computes every output — its layout is per template,
+    /// not per call — but only the selected columns (and the status) are copied to the staging
+    /// buffer, mapped and converted on the host, which is most of an evaluation's time beside
+    /// the kernel's when only u̇ and λ are read. Selected columns are the same bits whatever
+    /// else is selected.
     pub fn evaluate_outputs_into(
         &mut self,
         batch: &Batch,
@@ -480,20 +496,22 @@ impl GpuEvaluator {
         outputs: Outputs,
         out: &mut Evaluation,
     ) -> Result<()> {
-        let width = self.layout.output_main_width;
+        let segments = self.read_segments(outputs);
         self.ready(batch)?;
         out.reset_for(batch.template(), batch.len());
-        self.run_slices(width, |slice, raw| match raw {
+        self.last_readback_bytes = 0;
+        self.run_slices(&segments, |slice, raw| match raw {
             RawRef::F32(v) => self.append_slice(batch, out, outputs, v, slice.count),
             RawRef::F64(v) => self.append_slice(batch, out, outputs, v, slice.count),
         })?;
+        self.last_readback_bytes = readback_bytes(&segments, batch.len(), self.precision);
         self.finish_evaluation(batch, out, outputs);
         Ok(())
     }
 
     /// As [`evaluate`](Self::evaluate), also reading back G and k.
     pub fn evaluate_with_jacobians(&mut self, batch: &Batch) -> Result<(Evaluation, GpuJacobians)> {
-        let width = self.layout.output_width;
+        let every = [(0, self.layout.output_width)];
         let nu = self.layout.nu;
         self.ready(batch)?;
         let mut ev = Evaluation::default();
@@ -503,7 +521,8 @@ impl GpuEvaluator {
             jacobian: vec![Vec::new(); n_c],
             bias_acceleration: vec![Vec::new(); n_c],
         };
-        self.run_slices(width, |slice, raw| {
+        self.last_readback_bytes = 0;
+        self.run_slices(&every, |slice, raw| {
             let values: Vec<f64> = match raw {
                 RawRef::F32(v) => v.iter().map(|x| *x as f64).collect(),
                 RawRef::F64(v) => v.to_vec(),
@@ -516,6 +535,7 @@ impl GpuEvaluator {
                 jac.bias_acceleration[k].extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
             }
         })?;
+        self.last_readback_bytes = readback_bytes(&every, batch.len(), self.precision);
         self.finish_evaluation(batch, &mut ev, Outputs::ALL);
         Ok((ev, jac))
     }

@@ -6,6 +6,54 @@ use crate::batch::{Batch, status};
 use crate::evaluation::{Evaluation, Outputs};
 
 impl GpuEvaluator {
+    /// The output segments `(prefix, width)` an evaluation of `selected` reads back (what
+    /// [`append_slice`](Self::append_slice) reads: the status and each selected column), in
+    /// the kernel's order, neighbours merged: an evaluation of u̇ and λ alone copies and maps
+    /// 16 of the rolling sphere's 45 values an instance.
+    pub(super) fn read_segments(&self, selected: Outputs) -> Vec<(usize, usize)> {
+        let layout = &self.layout;
+        let nu = layout.nu;
+        let mut wanted = vec![(layout.status, 1)];
+        if selected.udot {
+            wanted.push((layout.udot, nu));
+        }
+        if selected.udot_unconstrained {
+            wanted.push((layout.udot_unconstrained, nu));
+        }
+        for c in &layout.constraints {
+            let per_row = [
+                (selected.position_errors, c.prefix),
+                (selected.velocity_errors, c.velocity_errors()),
+                (selected.acceleration_errors, c.acceleration_errors()),
+                (selected.multipliers, c.multipliers()),
+            ];
+            for (on, prefix) in per_row {
+                if on {
+                    wanted.push((prefix, c.rows));
+                }
+            }
+            if selected.body_forces {
+                wanted.push((c.body_forces(), 12));
+            }
+            if selected.power {
+                wanted.push((c.power(), 1));
+            }
+            if selected.contact {
+                // Contact point (3), separation (1) and contact force (3), side by side.
+                wanted.push((c.contact_point(), 7));
+            }
+        }
+        wanted.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(wanted.len());
+        for (prefix, width) in wanted {
+            match merged.last_mut() {
+                Some((at, w)) if *at + *w >= prefix => *w = (*w).max(prefix + width - *at),
+                _ => merged.push((prefix, width)),
+            }
+        }
+        merged
+    }
+
     /// Appends one slice's `selected` outputs (and the status); the others are not converted,
     /// which is most of the host's time in an evaluation of u̇ and λ alone. Each column is
     /// converted by a rayon task of its own (the host's share of an evaluation with readback:

@@ -116,13 +116,16 @@ impl GpuEvaluator {
         );
     }
 
-    /// Runs the kernel on each slice of each chunk in turn, copies `width` output values per
-    /// instance (the main outputs, or all of them with the Jacobians) to the staging buffer,
-    /// and hands them, in the kernel's precision, to `consume` while mapped (no intermediate
-    /// copy), in instance order.
+    /// Runs the kernel on each slice of each chunk in turn, copies the output `segments` to the
+    /// staging buffer — `(prefix, width)` in the units of [`Layout`](crate::gpu::layout::Layout)'s
+    /// output prefixes: in a slice of `n` instances, values `prefix · n .. (prefix + width) · n`,
+    /// copied to the same place, so that the kernel's layout reads the same in staging — and
+    /// hands the staging buffer up to the last segment's end, in the kernel's precision, to
+    /// `consume` while mapped (no intermediate copy), in instance order. What lies between the
+    /// segments is not this call's: `consume` reads the segments only.
     pub(super) fn run_slices(
         &self,
-        width: usize,
+        segments: &[(usize, usize)],
         mut consume: impl FnMut(&Slice, RawRef<'_>),
     ) -> Result<()> {
         let outputs = self
@@ -131,7 +134,7 @@ impl GpuEvaluator {
             .ok_or_else(|| Error::Gpu("evaluation buffers missing".into()))?;
         let bytes = self.precision.bytes();
         for slice in self.chunks.iter().flat_map(|c| &c.slices) {
-            let read = (width * slice.count * bytes) as u64;
+            let per_value = (slice.count * bytes) as u64;
             let mut encoder =
                 self.device
                     .device
@@ -139,8 +142,13 @@ impl GpuEvaluator {
                         label: Some("simbatch evaluate"),
                     });
             self.encode_slice(&mut encoder, slice);
-            if read > 0 {
-                encoder.copy_buffer_to_buffer(&outputs.output, 0, &outputs.staging, 0, read);
+            let mut read = 0;
+            for &(prefix, width) in segments {
+                let (at, size) = (prefix as u64 * per_value, width as u64 * per_value);
+                if size > 0 {
+                    encoder.copy_buffer_to_buffer(&outputs.output, at, &outputs.staging, at, size);
+                    read = read.max(at + size);
+                }
             }
             self.device.queue.submit([encoder.finish()]);
             if read == 0 {
