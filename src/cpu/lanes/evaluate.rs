@@ -15,7 +15,9 @@ use crate::batch::{Batch, status};
 use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
-use crate::math::lanes::{LANES, Lane, bits, is_finite, scatter_rows, select, splat, values};
+use crate::math::lanes::{
+    LANES, Lane, LaneMask, bits, is_finite, scatter_rows, select, splat, values,
+};
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
 #[inline(always)]
@@ -149,9 +151,25 @@ impl Chunk<'_> {
         at: usize,
         count: usize,
     ) -> u32 {
-        let plan = self.plan;
         let time = self.gather_state_into(y);
-        let mut ok = self.dynamics(y, time, BaumgarteMode::Template, scratch);
+        let ok = self.dynamics(y, time, BaumgarteMode::Template, scratch) & is_finite(time);
+        self.write_outputs(scratch, ok, block, at, count)
+    }
+
+    /// Writes lanes `0..count` of the selected outputs of what `scratch` holds — the rows, the
+    /// masked Jacobian blocks of the free bodies, `u̇₀`, `u̇` and λ of the loaded instances, and
+    /// the bodies' kinematics (for the contact reports) — into `block` from entry `at`; returns
+    /// the lanes answered: those `ok` keeps whose λ, `u̇` and powers are finite. The general
+    /// path's writer, and the one-constraint kernel's for any output beyond u̇, u̇₀ and λ.
+    pub(super) fn write_outputs(
+        &self,
+        scratch: &Scratch,
+        mut ok: LaneMask,
+        block: &mut EvaluationBlock<'_>,
+        at: usize,
+        count: usize,
+    ) -> u32 {
+        let plan = self.plan;
         let (kin, rows, g) = (&scratch.kin, &scratch.rows, &scratch.g);
         let Dynamics {
             udot0,
@@ -159,7 +177,7 @@ impl Chunk<'_> {
             lambda,
             ..
         } = &scratch.dynamics;
-        ok = ok & is_finite(time) & all_finite(&lambda[..plan.m]);
+        ok = ok & all_finite(&lambda[..plan.m]);
 
         let (nu, selected) = (block.nu, block.outputs);
         for slot in 0..plan.free {

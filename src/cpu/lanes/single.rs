@@ -5,19 +5,21 @@
 //! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified Cholesky
 //! solve and `u̇`. The Jacobian blocks, `M⁻¹ Gᵀ`, the Gram matrix and the multipliers are
 //! fixed-size locals of `M` rows, not entries of the general path's `MAX_M`-row scratch read back
-//! through the plan's per-row slot tables, and `u̇`, `u̇₀` and λ are written without the general
-//! writer's per-constraint bookkeeping. It takes evaluations that select no other output (what a
-//! study of the dynamics reads, [`Outputs::DYNAMICS`](crate::evaluation::Outputs)); the others
-//! run the general path (through the general writer, the kernel wrote them no faster). The
-//! kernel owns the loop over a block's chunks, in its copy for the row count, with a load for
-//! its template (`Chunk::load_single`), so what stays fixed over a block is looked up once.
+//! through the plan's per-row slot tables. When an evaluation selects nothing but `u̇`, `u̇₀` and
+//! λ (what a study of the dynamics reads, [`Outputs::DYNAMICS`](crate::evaluation::Outputs)),
+//! the kernel writes them itself, without the general writer's per-constraint bookkeeping; any
+//! other selection (every output, the default) hands its results to the general writer
+//! (`Chunk::write_outputs`) where the general path's dynamics would have left them. The kernel
+//! owns the loop over a block's chunks, in its copy for the row count, with a load for its
+//! template (`Chunk::load_single`), so what stays fixed over a block is looked up once.
 //!
 //! The arithmetic is the general path's (`dynamics.rs`, `evaluate.rs`), operation for operation
 //! and in the same order, so the two give the same bits (`lanes::tests` holds them to it); the
 //! tests hold both to the reference path at 1e-12 and across thread counts bit for bit. On the
 //! 2-core AMD VM it evaluated u̇ and λ 1.10–1.19× faster than the general path on one thread
 //! when it came (rolling sphere 1.34–1.39e7 → 1.55–1.57e7 per second), and 1.81e7 with its own
-//! chunk loop and the fused multiply-adds (README "Performance").
+//! chunk loop and the fused multiply-adds (README "Performance"). Evaluations of every output
+//! came to it later: 1.15× (rolling sphere, 1.40–1.41e7 → 1.61e7 on the Zen 5 VM).
 
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]
@@ -43,11 +45,28 @@ type Results<'s, const M: usize> = (
     &'s [Lane; M],
 );
 
+/// Whether `block` selects no output but `u̇`, `u̇₀` and λ, which the kernel writes itself;
+/// the others go through the general writer (`Chunk::write_outputs`), with its per-constraint
+/// bookkeeping.
+#[inline(always)]
+fn dynamics_only(block: &EvaluationBlock<'_>) -> bool {
+    let selected = block.outputs;
+    let contact = block.constraints.first().is_some_and(|out| {
+        out.contact_point.is_some() || out.separation.is_some() || out.contact_force.is_some()
+    });
+    !(selected.position_errors
+        || selected.velocity_errors
+        || selected.acceleration_errors
+        || selected.power
+        || selected.body_forces
+        || contact)
+}
+
 impl Chunk<'_> {
     /// Evaluates every instance of `block` with the one-constraint kernel when the plan takes
-    /// it (`LanePlan::single`, at most `MAX_ROWS` rows) and the block selects no output but
-    /// `u̇`, `u̇₀` and λ; returns whether it did (else nothing is written). Lanes the kernel
-    /// cannot answer are evaluated on the reference path, as `evaluate_block` does.
+    /// it (`LanePlan::single`, at most `MAX_ROWS` rows); returns whether it did (else nothing
+    /// is written). Lanes the kernel cannot answer are evaluated on the reference path, as
+    /// `evaluate_block` does.
     pub(super) fn evaluate_block_single(
         &mut self,
         scratch: &mut Scratch,
@@ -56,23 +75,6 @@ impl Chunk<'_> {
         let Some(j) = self.plan.single else {
             return false;
         };
-        // Only u̇, u̇₀ and λ: the other outputs need the general writer's bookkeeping, and
-        // through the kernel they were no faster.
-        let selected = block.outputs;
-        let Some(out) = block.constraints.first() else {
-            return false;
-        };
-        if selected.position_errors
-            || selected.velocity_errors
-            || selected.acceleration_errors
-            || selected.power
-            || selected.body_forces
-            || out.contact_point.is_some()
-            || out.separation.is_some()
-            || out.contact_force.is_some()
-        {
-            return false;
-        }
         match self.plan.m {
             1 => self.evaluate_chunks::<1>(j, scratch, block),
             2 => self.evaluate_chunks::<2>(j, scratch, block),
@@ -96,24 +98,27 @@ impl Chunk<'_> {
         scratch: &mut Scratch,
         block: &mut EvaluationBlock<'_>,
     ) {
+        let own_writer = dynamics_only(block);
         let mut at = 0;
         while at < block.len {
             let count = (block.len - at).min(LANES);
             // Padding lanes repeat the last instance; they are computed and never written.
             self.load_single(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
-            let answered = self.evaluate_rows::<M>(j, scratch, block, at, count);
+            let answered = self.evaluate_rows::<M>(j, own_writer, scratch, block, at, count);
             self.answer_on_reference(answered, block, at, count);
             at += count;
         }
     }
 
     /// The kernel on the loaded instances, for `M` rows, the free body being body `j` of the
-    /// constraint: writes lanes `0..count` into `block` from entry `at` and returns the lanes
-    /// answered.
+    /// constraint: writes lanes `0..count` into `block` from entry `at` (by its own writer when
+    /// `own_writer`, the block selecting only u̇, u̇₀ and λ, else by the general one) and
+    /// returns the lanes answered.
     #[inline(always)]
     fn evaluate_rows<const M: usize>(
         &self,
         j: usize,
+        own_writer: bool,
         scratch: &mut Scratch,
         block: &mut EvaluationBlock<'_>,
         at: usize,
@@ -219,8 +224,20 @@ impl Chunk<'_> {
             udot[n] = udot0[n] - sum;
         }
         let ok = ok & is_finite(time);
-        let rows: &[RowLanes; M] = rows;
-        self.write_single((rows, &udot0, &udot, &lambda), ok, block, at, count)
+        if own_writer {
+            let rows: &[RowLanes; M] = rows;
+            return self.write_single((rows, &udot0, &udot, &lambda), ok, block, at, count);
+        }
+        // Any other output: the general writer, reading the kernel's results where the general
+        // path's dynamics leaves them (the rows and the kinematics are there already).
+        let dynamics = &mut scratch.dynamics;
+        dynamics.udot0[0] = udot0;
+        dynamics.udot[0] = udot;
+        dynamics.lambda[..M].copy_from_slice(&lambda);
+        for k in 0..M {
+            scratch.g[k][j] = g[k];
+        }
+        self.write_outputs(scratch, ok, block, at, count)
     }
 
     /// Writes lanes `0..count` of the kernel's results (`u̇`, `u̇₀` and λ, those selected)

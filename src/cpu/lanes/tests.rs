@@ -241,7 +241,8 @@ fn knife_edge_batch(n: usize) -> Batch {
 }
 
 /// The one-constraint kernel (`single`) gives the general lane path's bits for what it writes
-/// (u̇ and λ, u̇₀ alone, nothing but the status) on each built-in kind against Ground, on
+/// itself (u̇ and λ, u̇₀ alone, nothing but the status) and for what it hands to the general
+/// writer (body forces, the contact report, every output) on each built-in kind against Ground, on
 /// point-to-ground contacts of 1–3 rows with Baumgarte terms, and on a user-style constraint
 /// (the trait's per-lane default); chunks with disabled instances included (the masked rows).
 #[test]
@@ -268,7 +269,24 @@ fn the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
             udot_unconstrained: true,
             ..Outputs::NONE
         };
-        for outputs in [Outputs::DYNAMICS, unconstrained, Outputs::NONE] {
+        let forces = Outputs {
+            body_forces: true,
+            multipliers: true,
+            ..Outputs::NONE
+        };
+        let contact = Outputs {
+            contact: true,
+            ..Outputs::NONE
+        };
+        let selections = [
+            Outputs::DYNAMICS,
+            unconstrained,
+            Outputs::NONE,
+            forces,
+            contact,
+            Outputs::ALL,
+        ];
+        for outputs in selections {
             let mut kernel = Evaluation::default();
             batch.evaluate_outputs_into(outputs, &mut kernel);
             let general = batch.evaluate_general_lanes(outputs);
