@@ -1,5 +1,6 @@
 //! Instance-steps per second: a rolling ball (MuJoCo's reference system, dt = 1 ms) and a no-slip
-//! stick standing on its tip, with semi-implicit Euler and RK4; CPU (1 thread, all threads) and
+//! stick standing on its tip, with semi-implicit Euler, RK4, and RK4 with Simbody's projection at
+//! 1e-6 (the `simbatch bench` rows `euler`, `rk4`, `rk4-projection`); CPU (1 thread, all threads) and
 //! GPU f32 for several substeps per call (the state read back once per call), N = 1e3 … 1e6.
 //!
 //! `cargo bench --bench step` (set `SIMBATCH_BENCH_MAX_N` to cap N, e.g. 100000 on a laptop).
@@ -40,15 +41,21 @@ fn step(c: &mut Criterion) {
         ("rolling_ball", rolling_balls),
         ("no_slip_stick", standing_sticks),
     ];
+    let (euler, rk4) = (
+        Integrator::SemiImplicitEuler { step: 1e-3 },
+        Integrator::Rk4 { step: 1e-3 },
+    );
+    let projection = Stabilization::Projection { tolerance: 1e-6 };
     let integrators = [
-        ("euler", Integrator::SemiImplicitEuler { step: 1e-3 }),
-        ("rk4", Integrator::Rk4 { step: 1e-3 }),
+        ("euler", euler, Stabilization::None),
+        ("rk4", rk4, Stabilization::None),
+        ("rk4_projection", rk4, projection),
     ];
     for (system, make) in systems {
-        for (iname, integrator) in integrators {
+        for (iname, integrator, stabilization) in integrators {
             let options = StepOptions {
                 integrator,
-                stabilization: Stabilization::None,
+                stabilization,
             };
             let mut group = c.benchmark_group(format!("step/{system}/{iname}"));
             group.sample_size(10);
@@ -58,11 +65,10 @@ fn step(c: &mut Criterion) {
                 if n <= 10_000 {
                     let mut batch = base.clone();
                     let mut stepper = Stepper::new(options).expect("options");
+                    // The whole loop on the pool's thread: a wake-up per call would be timed too.
                     group.bench_function(BenchmarkId::new("cpu_1_thread", n), |b| {
-                        b.iter(|| {
-                            one_thread
-                                .install(|| stepper.step(&mut batch, CPU_STEPS))
-                                .expect("step")
+                        one_thread.install(|| {
+                            b.iter(|| stepper.step(&mut batch, CPU_STEPS).expect("step"))
                         })
                     });
                 }
