@@ -113,9 +113,9 @@ impl Evaluator {
     /// Selects the outputs later evaluations compute and store; the other columns of the
     /// [`Evaluation`] are left empty and reading them is [`Error::OutputNotSelected`]. On the
     /// CPU an unselected output is not computed, which is most of the time of an evaluation
-    /// that only wants u̇ and λ ([`Outputs::DYNAMICS`]). The GPU kernel computes and reads back
-    /// every output (its layout is per template, not per call), and the host converts only the
-    /// selected ones. Selected columns are the same bits whatever else is selected.
+    /// that only wants u̇ and λ ([`Outputs::DYNAMICS`]). The GPU kernel computes every output
+    /// (its layout is per template, not per call); only the selected columns are read back and
+    /// converted. Selected columns are the same bits whatever else is selected.
     pub fn set_outputs(&mut self, outputs: Outputs) {
         self.outputs = outputs;
     }

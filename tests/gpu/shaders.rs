@@ -136,7 +136,8 @@ fn f64_kernels_compute_sin_and_cos_to_libm_accuracy() {
 
 /// A device keeps the kernels it built: a second stepper for the same template (a new
 /// environment, the next shard of a study) builds nothing and steps the same bits; another
-/// integrator builds its own stepping kernel only.
+/// integrator builds its own stepping kernel only; the evaluation kernel is built by the first
+/// evaluation, not by a stepper that only steps.
 #[test]
 fn a_second_stepper_for_the_same_template_reuses_the_kernels() {
     use simbatch::prelude::*;
@@ -156,7 +157,10 @@ fn a_second_stepper_for_the_same_template_reuses_the_kernels() {
         .advance(&mut first, 0.01)
         .unwrap();
     let built = device.kernels.built();
-    assert_eq!(built, 2, "the evaluation kernel and one stepping kernel");
+    assert_eq!(
+        built, 1,
+        "one stepping kernel: the evaluation kernel waits for an evaluation"
+    );
     Stepper::on_gpu(rk4, device.clone(), Precision::F32)
         .unwrap()
         .advance(&mut second, 0.01)
@@ -183,6 +187,12 @@ fn a_second_stepper_for_the_same_template_reuses_the_kernels() {
         built + 1,
         "Euler's stepping kernel only"
     );
+    // The first evaluation builds the evaluation kernel, once for both steppers' template.
+    let mut stepper = Stepper::on_gpu(rk4, device.clone(), Precision::F32).unwrap();
+    stepper.step(&mut second, 1).unwrap();
+    let on_gpu = stepper.evaluator_mut().evaluate(&second).unwrap();
+    assert_eq!(on_gpu.flagged(), 0);
+    assert_eq!(device.kernels.built(), built + 2, "the evaluation kernel");
     assert_eq!(device.kernels.len(), 3);
 }
 

@@ -19,6 +19,7 @@ use crate::evaluation::{Evaluation, Outputs};
 use crate::gpu::buffers::{
     Launch, gpu_allocation_error, layout_entry, within_error_scope, write_reals,
 };
+use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
 use crate::gpu::layout::Layout;
 use crate::gpu::shader::kernel_source;
@@ -75,7 +76,12 @@ pub struct GpuEvaluator {
     pub(crate) device: Arc<GpuDevice>,
     pub(crate) precision: Precision,
     pub(crate) layout: Layout,
-    pipeline: wgpu::ComputePipeline,
+    /// The evaluation kernel's text (checked by naga when the evaluator is made) and its
+    /// pipeline, built by the driver on the first evaluation: a batch that is only stepped
+    /// never waits for it (the driver's build is most of a first step's time).
+    source: String,
+    pipeline: Option<wgpu::ComputePipeline>,
+    kernel_layout: KernelLayout,
     bind_group_layout: wgpu::BindGroupLayout,
     capacity: usize,
     max_binding_bytes: u64,
@@ -129,10 +135,12 @@ fn next_generation() -> u64 {
 }
 
 impl GpuEvaluator {
-    /// Builds the kernel for `batch`'s template, reading once the columns the batch shares now
-    /// ([`Layout::for_batch`]). Errors (no panic) when the template has a constraint kind
-    /// without a GPU kernel, when f64 is asked of an adapter without `SHADER_F64`, or when the
-    /// kernel fails validation.
+    /// Generates and validates the kernel for `batch`'s template, reading once the columns the
+    /// batch shares now ([`Layout::for_batch`]). Errors (no panic) when the template has a
+    /// constraint kind without a GPU kernel, when f64 is asked of an adapter without
+    /// `SHADER_F64`, or when the kernel fails naga's validation. The driver builds the
+    /// pipeline on the first evaluation (a driver's refusal is that call's error): a stepper's
+    /// evaluator that never evaluates never waits for it.
     pub fn new(
         device: Arc<GpuDevice>,
         batch: &Batch,
@@ -206,11 +214,7 @@ impl GpuEvaluator {
                 layout_entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
             ],
         );
-        let pipeline = device
-            .kernels
-            .pipeline(d, &kernel_layout, "simbatch evaluate", &source.text, "main")
-            .map_err(|e| Error::Gpu(format!("kernel build failed: {e}")))?;
-        let bind_group_layout = kernel_layout.bind_group;
+        let bind_group_layout = kernel_layout.bind_group.clone();
         let limits = &device.limits;
         let max_binding_bytes = options
             .max_binding_bytes
@@ -241,7 +245,9 @@ impl GpuEvaluator {
             device,
             precision,
             layout,
-            pipeline,
+            source: source.text,
+            pipeline: None,
+            kernel_layout,
             bind_group_layout,
             capacity,
             max_binding_bytes,
@@ -255,6 +261,28 @@ impl GpuEvaluator {
             last_readback_bytes: 0,
             generation: next_generation(),
         })
+    }
+
+    /// The evaluation pipeline, built by the driver on first use (or taken from the device's
+    /// cache); its error as [`Error::Gpu`] when the driver refuses the kernel.
+    pub(super) fn evaluation_pipeline(&mut self) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = &self.pipeline {
+            return Ok(p.clone());
+        }
+        let d = &self.device.device;
+        let pipeline = self
+            .device
+            .kernels
+            .pipeline(
+                d,
+                &self.kernel_layout,
+                "simbatch evaluate",
+                &self.source,
+                "main",
+            )
+            .map_err(|e| Error::Gpu(format!("kernel build failed: {e}")))?;
+        self.pipeline = Some(pipeline.clone());
+        Ok(pipeline)
     }
 
     /// Instances per chunk (per storage binding and dispatch).
@@ -497,10 +525,10 @@ impl GpuEvaluator {
         out: &mut Evaluation,
     ) -> Result<()> {
         let segments = self.read_segments(outputs);
-        self.ready(batch)?;
+        let pipeline = self.ready(batch)?;
         out.reset_for(batch.template(), batch.len());
         self.last_readback_bytes = 0;
-        self.run_slices(&segments, |slice, raw| match raw {
+        self.run_slices(&pipeline, &segments, |slice, raw| match raw {
             RawRef::F32(v) => self.append_slice(batch, out, outputs, v, slice.count),
             RawRef::F64(v) => self.append_slice(batch, out, outputs, v, slice.count),
         })?;
@@ -513,7 +541,7 @@ impl GpuEvaluator {
     pub fn evaluate_with_jacobians(&mut self, batch: &Batch) -> Result<(Evaluation, GpuJacobians)> {
         let every = [(0, self.layout.output_width)];
         let nu = self.layout.nu;
-        self.ready(batch)?;
+        let pipeline = self.ready(batch)?;
         let mut ev = Evaluation::default();
         ev.reset_for(batch.template(), batch.len());
         let n_c = self.layout.constraints.len();
@@ -522,7 +550,7 @@ impl GpuEvaluator {
             bias_acceleration: vec![Vec::new(); n_c],
         };
         self.last_readback_bytes = 0;
-        self.run_slices(&every, |slice, raw| {
+        self.run_slices(&pipeline, &every, |slice, raw| {
             let values: Vec<f64> = match raw {
                 RawRef::F32(v) => v.iter().map(|x| *x as f64).collect(),
                 RawRef::F64(v) => v.to_vec(),

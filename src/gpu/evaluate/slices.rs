@@ -92,22 +92,28 @@ impl GpuEvaluator {
         Ok(())
     }
 
-    /// Makes the buffers (the first time), uploads the changed columns, and makes the output
-    /// slices (the first time).
-    pub(super) fn ready(&mut self, batch: &Batch) -> Result<()> {
+    /// Makes the buffers (the first time), uploads the changed columns, makes the output
+    /// slices and the evaluation pipeline (the first time), and returns the pipeline.
+    pub(super) fn ready(&mut self, batch: &Batch) -> Result<wgpu::ComputePipeline> {
         self.rebuild_for(batch)?;
         self.prepare(batch)?;
         self.last_upload_bytes = self.upload(batch)?;
-        self.prepare_outputs()
+        self.prepare_outputs()?;
+        self.evaluation_pipeline()
     }
 
     /// One evaluation pass over one slice.
-    fn encode_slice(&self, encoder: &mut wgpu::CommandEncoder, slice: &Slice) {
+    fn encode_slice(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        encoder: &mut wgpu::CommandEncoder,
+        slice: &Slice,
+    ) {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("simbatch evaluate"),
             timestamp_writes: None,
         });
-        pass.set_pipeline(&self.pipeline);
+        pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &slice.bind_group, &[]);
         pass.dispatch_workgroups(
             slice.count.div_ceil(self.workgroup_size as usize) as u32,
@@ -125,6 +131,7 @@ impl GpuEvaluator {
     /// segments is not this call's: `consume` reads the segments only.
     pub(super) fn run_slices(
         &self,
+        pipeline: &wgpu::ComputePipeline,
         segments: &[(usize, usize)],
         mut consume: impl FnMut(&Slice, RawRef<'_>),
     ) -> Result<()> {
@@ -141,7 +148,7 @@ impl GpuEvaluator {
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                         label: Some("simbatch evaluate"),
                     });
-            self.encode_slice(&mut encoder, slice);
+            self.encode_slice(pipeline, &mut encoder, slice);
             let mut read = 0;
             for &(prefix, width) in segments {
                 let (at, size) = (prefix as u64 * per_value, width as u64 * per_value);
@@ -167,7 +174,7 @@ impl GpuEvaluator {
     /// Uploads changed columns and runs the kernel on every slice in one submit, waiting for
     /// it, without reading anything back (for benchmarks of the kernel alone).
     pub fn dispatch(&mut self, batch: &Batch) -> Result<()> {
-        self.ready(batch)?;
+        let pipeline = self.ready(batch)?;
         let mut encoder =
             self.device
                 .device
@@ -175,7 +182,7 @@ impl GpuEvaluator {
                     label: Some("simbatch evaluate"),
                 });
         for slice in self.chunks.iter().flat_map(|c| &c.slices) {
-            self.encode_slice(&mut encoder, slice);
+            self.encode_slice(&pipeline, &mut encoder, slice);
         }
         self.device.queue.submit([encoder.finish()]);
         self.device

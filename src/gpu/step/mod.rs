@@ -62,8 +62,9 @@ impl std::fmt::Debug for GpuStepper {
 }
 
 impl GpuStepper {
-    /// Builds the evaluation kernel for `batch`'s template (the stepping kernels follow on
-    /// first step); errors as [`GpuEvaluator::new`].
+    /// Generates the kernels for `batch`'s template: the stepping variant the first step asks
+    /// for is built by the driver then, the evaluation kernel only when the stepper's
+    /// evaluator first evaluates; errors as [`GpuEvaluator::new`].
     pub fn new(
         device: Arc<GpuDevice>,
         batch: &Batch,
