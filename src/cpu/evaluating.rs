@@ -84,6 +84,10 @@ impl Batch {
             Path::GeneralLanes => LanePlan::new(self.template()).map(LanePlan::without_single),
         };
         let mut blocks = out.blocks(BLOCK);
+        // One block, or one thread in the pool: on the caller's thread, without handing the
+        // work to the pool and waiting for it (two context switches a call; the same results,
+        // which do not depend on the threads).
+        let parallel = parallel && blocks.len() > 1 && rayon::current_num_threads() > 1;
         match &plan {
             Some(plan) => {
                 // A chunk and scratch per rayon job, not per block.
