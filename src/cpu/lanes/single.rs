@@ -19,7 +19,8 @@
 //! 2-core AMD VM it evaluated u̇ and λ 1.10–1.19× faster than the general path on one thread
 //! when it came (rolling sphere 1.34–1.39e7 → 1.55–1.57e7 per second), and 1.81e7 with its own
 //! chunk loop and the fused multiply-adds (README "Performance"). Evaluations of every output
-//! came to it later: 1.15× (rolling sphere, 1.40–1.41e7 → 1.61e7 on the Zen 5 VM).
+//! came to it later: 1.15–1.2× (rolling sphere, 1.40–1.41e7 → 1.66–1.69e7 per second on the
+//! Zen 5 VM, with the general writer inlined into the kernel's copies).
 
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]

@@ -524,8 +524,8 @@ impl GpuEvaluator {
         outputs: Outputs,
         out: &mut Evaluation,
     ) -> Result<()> {
-        let segments = self.read_segments(outputs);
         let pipeline = self.ready(batch)?;
+        let segments = self.read_segments(outputs);
         out.reset_for(batch.template(), batch.len());
         self.last_readback_bytes = 0;
         self.run_slices(&pipeline, &segments, |slice, raw| match raw {
