@@ -32,15 +32,17 @@ impl GpuEvaluator {
                     wanted.push((prefix, c.rows));
                 }
             }
+            // Widths from the layout's own placement: the body forces end where the power
+            // starts; the contact point, separation and contact force (a 3-vector, last) sit
+            // side by side.
             if selected.body_forces {
-                wanted.push((c.body_forces(), 12));
+                wanted.push((c.body_forces(), c.power() - c.body_forces()));
             }
             if selected.power {
-                wanted.push((c.power(), 1));
+                wanted.push((c.power(), c.contact_point() - c.power()));
             }
             if selected.contact {
-                // Contact point (3), separation (1) and contact force (3), side by side.
-                wanted.push((c.contact_point(), 7));
+                wanted.push((c.contact_point(), c.contact_force() + 3 - c.contact_point()));
             }
         }
         wanted.sort_unstable();
