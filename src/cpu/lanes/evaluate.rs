@@ -160,9 +160,8 @@ impl Chunk<'_> {
     /// masked Jacobian blocks of the free bodies, `u̇₀`, `u̇` and λ of the loaded instances, and
     /// the bodies' kinematics (for the contact reports) — into `block` from entry `at`; returns
     /// the lanes answered: those `ok` keeps whose λ, `u̇` and powers are finite. The general
-    /// path's writer, and the one-constraint kernel's for any output beyond u̇, u̇₀ and λ.
-    /// Inlined into each: in the kernel's copy for its row count it ran 1.03–1.10× faster
-    /// (every output; callgrind 998 → 969 instructions a rolling-sphere evaluation).
+    /// path's writer; the one-constraint kernel has its own (`Chunk::write_single`), which
+    /// must give the same bits.
     #[inline(always)]
     pub(super) fn write_outputs(
         &self,

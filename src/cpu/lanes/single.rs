@@ -5,13 +5,14 @@
 //! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified Cholesky
 //! solve and `u̇`. The Jacobian blocks, `M⁻¹ Gᵀ`, the Gram matrix and the multipliers are
 //! fixed-size locals of `M` rows, not entries of the general path's `MAX_M`-row scratch read back
-//! through the plan's per-row slot tables. When an evaluation selects nothing but `u̇`, `u̇₀` and
-//! λ (what a study of the dynamics reads, [`Outputs::DYNAMICS`](crate::evaluation::Outputs)),
-//! the kernel writes them itself, without the general writer's per-constraint bookkeeping; any
-//! other selection (every output, the default) hands its results to the general writer
-//! (`Chunk::write_outputs`) where the general path's dynamics would have left them. The kernel
-//! owns the loop over a block's chunks, in its copy for the row count, with a load for its
-//! template (`Chunk::load_single`), so what stays fixed over a block is looked up once.
+//! through the plan's per-row slot tables. The kernel writes whatever the evaluation selects
+//! itself (`Chunk::write_single`), straight from those locals, for one constraint of `M` rows
+//! on one free body: none of the general writer's per-constraint bookkeeping, and no copy of
+//! its results into the general path's scratch. It owns the loop over a block's chunks, in its
+//! copy for the row count, with a load for its template (`Chunk::load_single`), so what stays
+//! fixed over a block is looked up once; full chunks run in a copy where the lane count is a
+//! constant, so their writes are the transposes alone, and a block's last, partial chunk in
+//! another.
 //!
 //! The arithmetic is the general path's (`dynamics.rs`, `evaluate.rs`), operation for operation
 //! and in the same order, so the two give the same bits (`lanes::tests` holds them to it); the
@@ -20,7 +21,9 @@
 //! when it came (rolling sphere 1.34–1.39e7 → 1.55–1.57e7 per second), and 1.81e7 with its own
 //! chunk loop and the fused multiply-adds (README "Performance"). Evaluations of every output
 //! came to it later: 1.15–1.2× (rolling sphere, 1.40–1.41e7 → 1.66–1.69e7 per second on the
-//! Zen 5 VM, with the general writer inlined into the kernel's copies).
+//! Zen 5 VM, with the general writer inlined into the kernel's copies), and 1.05–1.08× more
+//! with the kernel's own writer and the full chunks' copy (1.66–1.72e7 → 1.80–1.85e7 per
+//! second, N = 10³; 969 → about 850 instructions an evaluation).
 
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]
@@ -29,7 +32,7 @@ use super::dynamics::dot6;
 use super::evaluate::{put, reported};
 use super::kinematics::apply_row_levels;
 use super::solve::solve_sized;
-use super::{ALL_LANES, Chunk, MAX_M, Scratch, all_finite};
+use super::{ALL_LANES, BodyLanes, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
 use crate::batch::status;
 use crate::constraints::{ParamLanes, RowLanes};
 use crate::evaluation::EvaluationBlock;
@@ -38,30 +41,15 @@ use crate::math::lanes::{
     rotation_from_quaternion, select, splat,
 };
 
-/// What the kernel hands its writer: the rows, `u̇₀`, `u̇` and λ.
+/// What the kernel hands its writer: the rows, `u̇₀`, `u̇`, λ and the free body's masked
+/// Jacobian blocks.
 type Results<'s, const M: usize> = (
     &'s [RowLanes; M],
     &'s [Lane; 6],
     &'s [Lane; 6],
     &'s [Lane; M],
+    &'s [[Lane; 6]; M],
 );
-
-/// Whether `block` selects no output but `u̇`, `u̇₀` and λ, which the kernel writes itself;
-/// the others go through the general writer (`Chunk::write_outputs`), with its per-constraint
-/// bookkeeping.
-#[inline(always)]
-fn dynamics_only(block: &EvaluationBlock<'_>) -> bool {
-    let selected = block.outputs;
-    let contact = block.constraints.first().is_some_and(|out| {
-        out.contact_point.is_some() || out.separation.is_some() || out.contact_force.is_some()
-    });
-    !(selected.position_errors
-        || selected.velocity_errors
-        || selected.acceleration_errors
-        || selected.power
-        || selected.body_forces
-        || contact)
-}
 
 impl Chunk<'_> {
     /// Evaluates every instance of `block` with the one-constraint kernel when the plan takes
@@ -99,27 +87,31 @@ impl Chunk<'_> {
         scratch: &mut Scratch,
         block: &mut EvaluationBlock<'_>,
     ) {
-        let own_writer = dynamics_only(block);
         let mut at = 0;
-        while at < block.len {
-            let count = (block.len - at).min(LANES);
+        // Full chunks, with the lane count a constant in this copy of the kernel (its writes
+        // take the transposes only), then the last, partial chunk.
+        while at + LANES <= block.len {
+            self.load_single(std::array::from_fn(|l| block.start + at + l));
+            let answered = self.evaluate_rows::<M>(j, scratch, block, at, LANES);
+            self.answer_on_reference(answered, block, at, LANES);
+            at += LANES;
+        }
+        if at < block.len {
+            let count = block.len - at;
             // Padding lanes repeat the last instance; they are computed and never written.
             self.load_single(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
-            let answered = self.evaluate_rows::<M>(j, own_writer, scratch, block, at, count);
+            let answered = self.evaluate_rows::<M>(j, scratch, block, at, count);
             self.answer_on_reference(answered, block, at, count);
-            at += count;
         }
     }
 
     /// The kernel on the loaded instances, for `M` rows, the free body being body `j` of the
-    /// constraint: writes lanes `0..count` into `block` from entry `at` (by its own writer when
-    /// `own_writer`, the block selecting only u̇, u̇₀ and λ, else by the general one) and
-    /// returns the lanes answered.
+    /// constraint: writes lanes `0..count` into `block` from entry `at` and returns the lanes
+    /// answered.
     #[inline(always)]
     fn evaluate_rows<const M: usize>(
         &self,
         j: usize,
-        own_writer: bool,
         scratch: &mut Scratch,
         block: &mut EvaluationBlock<'_>,
         at: usize,
@@ -225,41 +217,35 @@ impl Chunk<'_> {
             udot[n] = udot0[n] - sum;
         }
         let ok = ok & is_finite(time);
-        if own_writer {
-            let rows: &[RowLanes; M] = rows;
-            return self.write_single((rows, &udot0, &udot, &lambda), ok, block, at, count);
-        }
-        // Any other output: the general writer, reading the kernel's results where the general
-        // path's dynamics leaves them (the rows and the kinematics are there already).
-        let dynamics = &mut scratch.dynamics;
-        dynamics.udot0[0] = udot0;
-        dynamics.udot[0] = udot;
-        dynamics.lambda[..M].copy_from_slice(&lambda);
-        for k in 0..M {
-            scratch.g[k][j] = g[k];
-        }
-        self.write_outputs(scratch, ok, block, at, count)
+        let rows: &[RowLanes; M] = rows;
+        let results = (rows, &udot0, &udot, &lambda, &g);
+        self.write_single(results, &scratch.kin, ok, block, at, count)
     }
 
-    /// Writes lanes `0..count` of the kernel's results (`u̇`, `u̇₀` and λ, those selected)
-    /// into `block` from entry `at`, and returns the lanes answered, with the checks
-    /// `Chunk::evaluate` makes: λ, `u̇` and the power −λ · verr finite.
+    /// Writes lanes `0..count` of the outputs `block` selects from the kernel's results into
+    /// `block` from entry `at`, and returns the lanes answered: those `ok` keeps whose λ, `u̇`
+    /// and power −λ · verr are finite (the checks `Chunk::write_outputs` makes). Each output is
+    /// the general writer's formula, operation for operation (the power is the constraint's,
+    /// and so the total); the contact report comes from the kind's
+    /// [`report_lanes`](crate::model::Constraint::report_lanes) at the bodies' kinematics `kin`.
     #[inline(always)]
     fn write_single<const M: usize>(
         &self,
-        (rows, udot0, udot, lambda): Results<'_, M>,
+        (rows, udot0, udot, lambda, g): Results<'_, M>,
+        kin: &[BodyLanes; MAX_BODIES],
         mut ok: LaneMask,
         block: &mut EvaluationBlock<'_>,
         at: usize,
         count: usize,
     ) -> u32 {
+        let z = splat(0.0);
         let selected = block.outputs;
         ok = ok & all_finite(lambda) & all_finite(udot);
-        let mut total_power = splat(0.0);
+        let mut power = z;
         for k in 0..M {
-            total_power -= lambda[k] * rows[k].velocity_error;
+            power -= lambda[k] * rows[k].velocity_error;
         }
-        ok = ok & is_finite(total_power);
+        ok = ok & is_finite(power);
         let nu = block.nu;
         if selected.udot {
             put(block.udot, nu, 0, at, count, udot);
@@ -267,11 +253,66 @@ impl Chunk<'_> {
         if selected.udot_unconstrained {
             put(block.udot_unconstrained, nu, 0, at, count, udot0);
         }
+        let c = &self.plan.constraints[0];
+        let on = self.enabled[0];
+        let out = &mut block.constraints[0];
+        if selected.power {
+            put(out.power, 1, 0, at, count, &[power]);
+        }
+        if selected.body_forces {
+            let width = 6 * out.body_count;
+            let column = out.body_forces.as_flattened_mut();
+            for b in 0..c.body_count {
+                let mut force = [z; 6];
+                for k in 0..M {
+                    for n in 0..6 {
+                        force[n] += lambda[k] * rows[k].jacobian[b][n];
+                    }
+                }
+                put(column, width, 6 * b, at, count, &force);
+            }
+        }
+        let (w, slots) = (out.width, &c.report_slots);
+        if selected.position_errors {
+            let p = reported(slots, |r| rows[r].position_error);
+            put(out.position_errors, w, 0, at, count, &p[..w]);
+        }
+        if selected.velocity_errors {
+            let v = reported(slots, |r| rows[r].velocity_error);
+            put(out.velocity_errors, w, 0, at, count, &v[..w]);
+        }
+        if selected.acceleration_errors {
+            let mut acceleration_errors = [z; M];
+            for k in 0..M {
+                let g_udot = z + dot6(&g[k], udot);
+                acceleration_errors[k] = select(on, g_udot + rows[k].acceleration_error, z);
+            }
+            let a = reported(slots, |r| acceleration_errors[r]);
+            put(out.acceleration_errors, w, 0, at, count, &a[..w]);
+        }
         if selected.multipliers {
-            let slots = &self.plan.constraints[0].report_slots;
-            let out = &mut block.constraints[0];
             let mu = reported(slots, |r| lambda[r]);
-            put(out.multipliers, out.width, 0, at, count, &mu[..slots.len()]);
+            put(out.multipliers, w, 0, at, count, &mu[..w]);
+        }
+        if out.contact_point.is_some() || out.separation.is_some() || out.contact_force.is_some() {
+            let template = self.batch.template();
+            let constraint = &template.constraints()[0].constraint;
+            let cols = &self.batch.all_constraint_columns()[0];
+            let params = ParamLanes::new(&cols.params, self.instances);
+            let report = self.with_bodies(c, kin, |bodies| {
+                constraint.report_lanes(&params, &self.prepared[0], bodies, lambda)
+            });
+            if let Some(v) = out.contact_point.as_deref_mut() {
+                let p: [Lane; 3] = report.contact_point.into();
+                put(v.as_flattened_mut(), 3, 0, at, count, &p);
+            }
+            if let Some(v) = out.separation.as_deref_mut() {
+                put(v, 1, 0, at, count, &[report.separation]);
+            }
+            if let Some(v) = out.contact_force.as_deref_mut() {
+                let f: [Lane; 3] = report.contact_force.into();
+                put(v.as_flattened_mut(), 3, 0, at, count, &f);
+            }
         }
         block.status[at..at + count].fill(status::OK);
         bits(ok) & !self.reference_only

@@ -240,11 +240,12 @@ fn knife_edge_batch(n: usize) -> Batch {
     batch
 }
 
-/// The one-constraint kernel (`single`) gives the general lane path's bits for what it writes
-/// itself (u̇ and λ, u̇₀ alone, nothing but the status) and for what it hands to the general
-/// writer (body forces, the contact report, every output) on each built-in kind against Ground, on
-/// point-to-ground contacts of 1–3 rows with Baumgarte terms, and on a user-style constraint
-/// (the trait's per-lane default); chunks with disabled instances included (the masked rows).
+/// The one-constraint kernel (`single`), with its own writer, gives the general lane path's
+/// bits for each selection (u̇ and λ, u̇₀ alone, nothing but the status, body forces, the contact
+/// report, every output) on each built-in kind against Ground, on point-to-ground contacts of
+/// 1–3 rows with Baumgarte terms, and on a user-style constraint on one body (the trait's
+/// per-lane default); chunks with disabled instances included (the masked rows), and partial
+/// last chunks (N not a multiple of the lane count).
 #[test]
 fn the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
     let mut batches = Vec::new();
