@@ -351,20 +351,23 @@ fn store_constraint_rows(i: u32, solved: ptr<function, Solved>, n: u32, first: u
         }
         store(jac + n * NU, n, i, r, (*solved).bias_acceleration[at]);
     }
-    store3(o + 4u * n, 12u, i, 0u, force_a_ang);
-    store3(o + 4u * n, 12u, i, 3u, force_a_lin);
-    store3(o + 4u * n, 12u, i, 6u, force_b_ang);
-    store3(o + 4u * n, 12u, i, 9u, force_b_lin);
-    store(o + 4u * n + 12u, 1u, i, 0u, power);
+    // The fixed-width columns after the four per-row ones (the layout's `OUT_*_AT`).
+    let forces = o + 4u * n;
+    store3(forces, OUT_BODY_FORCES_WIDTH, i, 0u, force_a_ang);
+    store3(forces, OUT_BODY_FORCES_WIDTH, i, 3u, force_a_lin);
+    store3(forces, OUT_BODY_FORCES_WIDTH, i, 6u, force_b_ang);
+    store3(forces, OUT_BODY_FORCES_WIDTH, i, 9u, force_b_lin);
+    store(forces + OUT_POWER_AT, 1u, i, 0u, power);
     return lambda;
 }
 
 // A constraint's report (contact point, separation, contact force) into its output columns
 // (prefix o, n rows).
 fn store_contact_report(i: u32, o: u32, n: u32, report: ContactReport) {
-    store3(o + 4u * n + 13u, 3u, i, 0u, report.contact_point);
-    store(o + 4u * n + 16u, 1u, i, 0u, report.separation);
-    store3(o + 4u * n + 17u, 3u, i, 0u, report.contact_force);
+    let forces = o + 4u * n;
+    store3(forces + OUT_CONTACT_POINT_AT, 3u, i, 0u, report.contact_point);
+    store(forces + OUT_SEPARATION_AT, 1u, i, 0u, report.separation);
+    store3(forces + OUT_CONTACT_FORCE_AT, 3u, i, 0u, report.contact_force);
 }
 
 fn evaluate_instance(i: u32) {

@@ -4,6 +4,7 @@
 use super::GpuEvaluator;
 use crate::batch::{Batch, status};
 use crate::evaluation::{Evaluation, Outputs};
+use crate::gpu::layout::BODY_FORCES_WIDTH;
 
 impl GpuEvaluator {
     /// The output segments `(prefix, width)` an evaluation of `selected` reads back (what
@@ -32,9 +33,8 @@ impl GpuEvaluator {
                     wanted.push((prefix, c.rows));
                 }
             }
-            // Widths from the layout's own placement: the body forces end where the power
-            // starts; the contact point, separation and contact force (a 3-vector, last) sit
-            // side by side.
+            // Widths from the layout's own placement: each column ends where the next starts;
+            // the contact point, separation and contact force sit side by side, last.
             if selected.body_forces {
                 wanted.push((c.body_forces(), c.power() - c.body_forces()));
             }
@@ -42,7 +42,7 @@ impl GpuEvaluator {
                 wanted.push((c.power(), c.contact_point() - c.power()));
             }
             if selected.contact {
-                wanted.push((c.contact_point(), c.contact_force() + 3 - c.contact_point()));
+                wanted.push((c.contact_point(), c.end() - c.contact_point()));
             }
         }
         wanted.sort_unstable();
@@ -135,7 +135,8 @@ impl GpuEvaluator {
                 if selected.body_forces {
                     let dst = &mut out.body_forces;
                     scope.spawn(move |_| {
-                        for forces in segment(place.body_forces(), 12).chunks_exact(12) {
+                        let values = segment(place.body_forces(), BODY_FORCES_WIDTH);
+                        for forces in values.chunks_exact(BODY_FORCES_WIDTH) {
                             for b in 0..body_count {
                                 let mut force = [0.0; 6];
                                 for (k, x) in force.iter_mut().enumerate() {

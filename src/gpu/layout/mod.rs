@@ -35,6 +35,17 @@ pub struct WgslSection {
     pub text: String,
 }
 
+/// Values of a constraint's body-force column: body a's (torque, force), then body b's.
+pub const BODY_FORCES_WIDTH: usize = 12;
+/// Where each of a constraint's fixed-width output columns starts, counted from its body
+/// forces (which follow its four per-row columns), and their total width: the one description
+/// the host's [`ConstraintOutput`] prefixes and the kernel's `OUT_*_AT` constants both come from.
+const POWER_AT: usize = BODY_FORCES_WIDTH;
+const CONTACT_POINT_AT: usize = POWER_AT + 1;
+const SEPARATION_AT: usize = CONTACT_POINT_AT + 3;
+const CONTACT_FORCE_AT: usize = SEPARATION_AT + 1;
+const FIXED_OUTPUTS_WIDTH: usize = CONTACT_FORCE_AT + 3;
+
 /// Output placement of one constraint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConstraintOutput {
@@ -59,25 +70,30 @@ impl ConstraintOutput {
     pub fn multipliers(&self) -> usize {
         self.prefix + 3 * self.rows
     }
-    /// Prefix of the body forces (width 12: body a's (torque, force), then body b's).
+    /// Prefix of the body forces ([`BODY_FORCES_WIDTH`] values: body a's (torque, force),
+    /// then body b's).
     pub fn body_forces(&self) -> usize {
         self.prefix + 4 * self.rows
     }
-    /// Prefix of the power.
+    /// Prefix of the power (one value).
     pub fn power(&self) -> usize {
-        self.body_forces() + 12
+        self.body_forces() + POWER_AT
     }
-    /// Prefix of the contact point.
+    /// Prefix of the contact point (three values).
     pub fn contact_point(&self) -> usize {
-        self.power() + 1
+        self.body_forces() + CONTACT_POINT_AT
     }
-    /// Prefix of the separation.
+    /// Prefix of the separation (one value).
     pub fn separation(&self) -> usize {
-        self.contact_point() + 3
+        self.body_forces() + SEPARATION_AT
     }
-    /// Prefix of the contact force.
+    /// Prefix of the contact force (three values, the constraint's last output column).
     pub fn contact_force(&self) -> usize {
-        self.separation() + 1
+        self.body_forces() + CONTACT_FORCE_AT
+    }
+    /// One past the constraint's last output column (its contact force).
+    pub fn end(&self) -> usize {
+        self.body_forces() + FIXED_OUTPUTS_WIDTH
     }
     /// Prefix of the bias k (after the Jacobian rows).
     pub fn bias_acceleration(&self, nu: usize) -> usize {
@@ -426,7 +442,7 @@ impl Layout {
                 prefix: out,
                 jacobian_prefix: 0,
             });
-            out += 4 * c.rows + 20;
+            out += 4 * c.rows + FIXED_OUTPUTS_WIDTH;
         }
         let output_main_width = out;
         for c in &mut constraints {
@@ -481,6 +497,14 @@ impl Layout {
         let _ = writeln!(w, "const OUT_STATUS: u32 = {status}u;");
         let _ = writeln!(w, "const OUT_UDOT: u32 = {udot}u;");
         let _ = writeln!(w, "const OUT_UDOT0: u32 = {udot_unconstrained}u;");
+        let _ = writeln!(
+            w,
+            "const OUT_BODY_FORCES_WIDTH: u32 = {BODY_FORCES_WIDTH}u;"
+        );
+        let _ = writeln!(w, "const OUT_POWER_AT: u32 = {POWER_AT}u;");
+        let _ = writeln!(w, "const OUT_CONTACT_POINT_AT: u32 = {CONTACT_POINT_AT}u;");
+        let _ = writeln!(w, "const OUT_SEPARATION_AT: u32 = {SEPARATION_AT}u;");
+        let _ = writeln!(w, "const OUT_CONTACT_FORCE_AT: u32 = {CONTACT_FORCE_AT}u;");
 
         // (The state columns the stepping kernel writes are per-instance columns, never shared.)
         for c in &mut inputs {
