@@ -31,15 +31,8 @@ struct StepParams {
 
 @group(0) @binding(3) var<storage, read> step_params: StepParams;
 
-// Output columns (prefixes, width 1): one instance's progress through a call.
-const CARRY_STATUS: u32 = 0u; // status bits; non-zero: stop (the host sets it for halted instances)
-const CARRY_ACCEPTED: u32 = 1u;
-const CARRY_ELAPSED: u32 = 2u;
-const CARRY_ELAPSED_LOW: u32 = 3u; // Kahan compensation: the elapsed time is ELAPSED − ELAPSED_LOW
-const CARRY_STEP_SIZE: u32 = 4u; // RKM step size (0: not yet chosen)
-const CARRY_FINISHED: u32 = 5u;
-const CARRY_REJECTED: u32 = 6u;
-const CARRY_PROJECTIONS: u32 = 7u;
+// Output columns (prefixes, width 1): one instance's progress through a call, the CARRY_*
+// constants generated from the host's list (`gpu::layout::carry`).
 
 // Twin of `derivative` (src/cpu/integrate.rs): free bodies follow the constrained dynamics,
 // constant-law prescribed bodies their own velocity at their given acceleration (`body_rates`,

@@ -203,7 +203,10 @@ pub fn kernel_source(precision: Precision, layout: &Layout, workgroup_size: u32)
 /// 2 RKM) and `PROJECTION`. Plain constants rather than pipeline overrides: the compiler drops
 /// the variants not taken.
 pub fn stepping_constants(integrator: u32, projection: bool) -> String {
-    format!("const INTEGRATOR: u32 = {integrator}u;\nconst PROJECTION: bool = {projection};\n")
+    format!(
+        "const INTEGRATOR: u32 = {integrator}u;\nconst PROJECTION: bool = {projection};\n{}",
+        crate::gpu::layout::carry::carry_constants()
+    )
 }
 
 /// The constants of how a kernel is launched: `WORKGROUP_SIZE`, the entry points'

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::model::{BodyKind, SystemTemplate};
 use crate::motion::MOTION_PARAMS_CAP;
 
+pub mod carry;
 mod inputs;
 pub use inputs::{InputColumn, PARAMETER_SLOTS_CAP};
 

@@ -8,6 +8,7 @@ use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
 use crate::gpu::layout::Layout;
+use crate::gpu::layout::carry::CARRY_COLUMNS;
 use crate::step::{Integrator, Stabilization, StepOptions};
 
 /// Largest number of trial steps in one dispatch; longer runs are several dispatches (the state
@@ -24,17 +25,6 @@ pub(super) fn trials_per_dispatch(options: &StepOptions) -> usize {
 
 /// Most dispatches per chunk in one submit; a call that needs more submits again.
 pub(super) const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
-
-/// Output columns the kernel carries between dispatches (`CARRY_*` in `shaders/step.wgsl`).
-pub(super) const CARRY_COLUMNS: usize = 8;
-pub(super) const CARRY_STATUS: usize = 0;
-pub(super) const CARRY_ACCEPTED: usize = 1;
-pub(super) const CARRY_ELAPSED: usize = 2;
-pub(super) const CARRY_ELAPSED_LOW: usize = 3;
-pub(super) const CARRY_STEP_SIZE: usize = 4;
-pub(super) const CARRY_FINISHED: usize = 5;
-pub(super) const CARRY_REJECTED: usize = 6;
-pub(super) const CARRY_PROJECTIONS: usize = 7;
 
 /// Largest step count per kernel call: the f32 carry columns count exactly up to 2²⁴.
 pub(super) const MAX_STEPS_PER_CALL: usize = 1 << 23;

@@ -14,7 +14,6 @@ pub(crate) mod readback;
 use std::sync::Arc;
 
 use kernel::{
-    CARRY_ACCEPTED, CARRY_COLUMNS, CARRY_FINISHED, CARRY_REJECTED, CARRY_STATUS, CARRY_STEP_SIZE,
     ChunkStep, KernelSettings, MAX_DISPATCHES_PER_SUBMIT, MAX_STEPS_PER_CALL, RKM, StepPipeline,
     params_bytes, trials_per_dispatch,
 };
@@ -27,6 +26,9 @@ use crate::gpu::buffers::{
 };
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
+use crate::gpu::layout::carry::{
+    CARRY_ACCEPTED, CARRY_COLUMNS, CARRY_FINISHED, CARRY_REJECTED, CARRY_STATUS, CARRY_STEP_SIZE,
+};
 use crate::gpu::{GpuOptions, Precision};
 use crate::step::{Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, StepOptions, StepReport};
 

@@ -2,10 +2,7 @@
 //! instance's carry (status, accepted and rejected steps, elapsed time, step size), turned into
 //! the batch's states and the call's report.
 
-use super::kernel::{
-    CARRY_ACCEPTED, CARRY_COLUMNS, CARRY_ELAPSED, CARRY_ELAPSED_LOW, CARRY_FINISHED,
-    CARRY_PROJECTIONS, CARRY_REJECTED, CARRY_STATUS, CARRY_STEP_SIZE, KernelSettings, RKM,
-};
+use super::kernel::{KernelSettings, RKM};
 #[cfg(doc)]
 use crate::batch::InstanceState;
 use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
@@ -14,6 +11,10 @@ use crate::gpu::Precision;
 use crate::gpu::buffers::{read_back_into, submit_round, within_error_scope};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
+use crate::gpu::layout::carry::{
+    CARRY_ACCEPTED, CARRY_COLUMNS, CARRY_ELAPSED, CARRY_ELAPSED_LOW, CARRY_FINISHED,
+    CARRY_PROJECTIONS, CARRY_REJECTED, CARRY_STATUS, CARRY_STEP_SIZE,
+};
 use crate::gpu::layout::{InputColumn, Layout};
 use crate::step::{Goal, StepReport};
 
