@@ -74,6 +74,33 @@ pub(crate) fn map_read<R>(
     size: u64,
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<R> {
+    map_read_until(device, buffer, size, wgpu::PollType::wait_indefinitely(), f)
+}
+
+/// [`map_read`] waiting for `submission` (the one that fills `buffer`) only, not for work
+/// submitted after it, which keeps the device busy while the host reads.
+pub(crate) fn map_read_after<R>(
+    device: &GpuDevice,
+    buffer: &wgpu::Buffer,
+    size: u64,
+    submission: wgpu::SubmissionIndex,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R> {
+    let wait = wgpu::PollType::Wait {
+        submission_index: Some(submission),
+        timeout: None,
+    };
+    map_read_until(device, buffer, size, wait, f)
+}
+
+/// [`map_read`] with the poll `wait`, which must cover the submission that fills `buffer`.
+fn map_read_until<R>(
+    device: &GpuDevice,
+    buffer: &wgpu::Buffer,
+    size: u64,
+    wait: wgpu::PollType,
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<R> {
     let slice = buffer.slice(0..size);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -81,7 +108,7 @@ pub(crate) fn map_read<R>(
     });
     device
         .device
-        .poll(wgpu::PollType::wait_indefinitely())
+        .poll(wait)
         .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
     // A lost device fails the mapping: say why.
     let failed = |what: String| device.fault().err().unwrap_or(Error::Gpu(what));

@@ -7,9 +7,11 @@
 //! the batch shares ([`Layout::for_batch`]) — and remembers the version of each column it
 //! holds: a call uploads only the columns written since ([`Batch::column_version`]).
 //!
-//! The outputs are work buffers, not batch storage: one output and one staging buffer of at
-//! most [`SLICE_BYTES`] each, made on the first evaluation (a batch that is only stepped never
-//! has them), through which each chunk is evaluated and read back one slice at a time.
+//! The outputs are work buffers, not batch storage: one output buffer and one staging buffer
+//! (two when the batch takes several slices) of at most [`SLICE_BYTES`] each, made on the
+//! first evaluation (a batch that is only stepped never has them), through which each chunk is
+//! evaluated and read back one slice at a time — the next slice computed and copied while the
+//! host converts this one.
 
 use std::sync::Arc;
 
@@ -65,10 +67,12 @@ struct Slice {
     bind_group: wgpu::BindGroup,
 }
 
-/// The evaluation's work buffers (shared by every slice).
+/// The evaluation's work buffers (shared by every slice): the kernel's output, and one staging
+/// buffer, or two when the batch takes several slices, so that the host reads one slice while
+/// the device computes and copies the next.
 struct OutputBuffers {
     output: wgpu::Buffer,
-    staging: wgpu::Buffer,
+    staging: Vec<wgpu::Buffer>,
 }
 
 /// Evaluates batches of one template on the GPU.
@@ -415,7 +419,10 @@ impl GpuEvaluator {
             .sum();
         let launches = self.chunks.iter().map(|c| c.slices.len()).sum::<usize>()
             * std::mem::size_of::<Launch>();
-        inputs + launches as u64 + self.outputs.as_ref().map_or(0, |o| 2 * o.output.size())
+        let outputs = self.outputs.as_ref().map_or(0, |o| {
+            o.output.size() + o.staging.iter().map(wgpu::Buffer::size).sum::<u64>()
+        });
+        inputs + launches as u64 + outputs
     }
 
     /// Uploads the columns that changed since this chunk last saw them; returns bytes sent.

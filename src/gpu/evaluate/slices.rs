@@ -1,16 +1,17 @@
-//! The evaluation's work buffers and its slices: one output and one staging buffer of at most
-//! [`SLICE_BYTES`] each, made on the first evaluation, through which each chunk is evaluated and
-//! read back a slice at a time.
+//! The evaluation's work buffers and its slices: one output buffer and one or two staging
+//! buffers of at most [`SLICE_BYTES`] each, made on the first evaluation, through which each
+//! chunk is evaluated and read back a slice at a time, pipelined over the two staging buffers.
 
 use super::{GpuEvaluator, OutputBuffers, RawRef, SLICE_BYTES, Slice};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{Launch, gpu_allocation_error, map_read};
+use crate::gpu::buffers::{Launch, gpu_allocation_error, map_read_after};
 
 impl GpuEvaluator {
-    /// Makes the evaluation's output and staging buffers (at most [`SLICE_BYTES`] each) and
-    /// every chunk's slices, on the first evaluation of these chunks.
+    /// Makes the evaluation's output and staging buffers (at most [`SLICE_BYTES`] each; a second
+    /// staging buffer when the chunks take several slices) and every chunk's slices, on the
+    /// first evaluation of these chunks.
     pub(super) fn prepare_outputs(&mut self) -> Result<()> {
         if self.outputs.is_some() && self.chunks.iter().all(|c| !c.slices.is_empty()) {
             return Ok(());
@@ -35,12 +36,18 @@ impl GpuEvaluator {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let staging = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("simbatch staging"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        // A second staging buffer only when some chunk takes more than one slice.
+        let slices: usize = self.chunks.iter().map(|c| c.count.div_ceil(slice)).sum();
+        let staging = (0..slices.min(2))
+            .map(|_| {
+                d.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("simbatch staging"),
+                    size,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
         for chunk in &mut self.chunks {
             chunk.slices.clear();
             let mut first = 0;
@@ -84,7 +91,7 @@ impl GpuEvaluator {
             return Err(gpu_allocation_error(
                 &self.device,
                 slice,
-                2 * size as u128,
+                (1 + slices.min(2)) as u128 * size as u128,
                 Some(e),
             ));
         }
@@ -122,13 +129,18 @@ impl GpuEvaluator {
         );
     }
 
-    /// Runs the kernel on each slice of each chunk in turn, copies the output `segments` to the
+    /// Runs the kernel on each slice of each chunk in turn, copies the output `segments` to a
     /// staging buffer — `(prefix, width)` in the units of [`Layout`](crate::gpu::layout::Layout)'s
     /// output prefixes: in a slice of `n` instances, values `prefix · n .. (prefix + width) · n`,
     /// copied to the same place, so that the kernel's layout reads the same in staging — and
     /// hands the staging buffer up to the last segment's end, in the kernel's precision, to
     /// `consume` while mapped (no intermediate copy), in instance order. What lies between the
     /// segments is not this call's: `consume` reads the segments only.
+    ///
+    /// Pipelined over two staging buffers: slice k + 1 is submitted before the host waits for
+    /// slice k, so the device computes and copies the next slice while the host converts this
+    /// one. The slices share the output buffer; the queue runs submissions in order, so slice
+    /// k + 1's kernel writes it only after slice k's copies have read it.
     pub(super) fn run_slices(
         &self,
         pipeline: &wgpu::ComputePipeline,
@@ -140,7 +152,9 @@ impl GpuEvaluator {
             .as_ref()
             .ok_or_else(|| Error::Gpu("evaluation buffers missing".into()))?;
         let bytes = self.precision.bytes();
-        for slice in self.chunks.iter().flat_map(|c| &c.slices) {
+        // Submits slice `slice`'s kernel and copies into `staging`; returns the bytes to map
+        // (0: nothing selected) and the submission to wait for.
+        let submit = |slice: &Slice, staging: &wgpu::Buffer| {
             let per_value = (slice.count * bytes) as u64;
             let mut encoder =
                 self.device
@@ -153,20 +167,39 @@ impl GpuEvaluator {
             for &(prefix, width) in segments {
                 let (at, size) = (prefix as u64 * per_value, width as u64 * per_value);
                 if size > 0 {
-                    encoder.copy_buffer_to_buffer(&outputs.output, at, &outputs.staging, at, size);
+                    encoder.copy_buffer_to_buffer(&outputs.output, at, staging, at, size);
                     read = read.max(at + size);
                 }
             }
-            self.device.queue.submit([encoder.finish()]);
+            (read, self.device.queue.submit([encoder.finish()]))
+        };
+        let slices: Vec<&Slice> = self.chunks.iter().flat_map(|c| &c.slices).collect();
+        let staging = |k: usize| &outputs.staging[k % outputs.staging.len()];
+        let Some(first) = slices.first() else {
+            return Ok(());
+        };
+        let mut pending = Some(submit(first, staging(0)));
+        for (k, slice) in slices.iter().enumerate() {
+            let Some((read, submission)) = pending.take() else {
+                break; // Not reached: each slice but the last submits the next.
+            };
+            // The next slice's staging buffer was unmapped when its previous slice was read.
+            if let Some(next) = slices.get(k + 1) {
+                pending = Some(submit(next, staging(k + 1)));
+            }
             if read == 0 {
                 continue;
             }
-            map_read(&self.device, &outputs.staging, read, |view| {
-                match self.precision {
+            map_read_after(
+                &self.device,
+                staging(k),
+                read,
+                submission,
+                |view| match self.precision {
                     Precision::F32 => consume(slice, RawRef::F32(bytemuck::cast_slice(view))),
                     Precision::F64 => consume(slice, RawRef::F64(bytemuck::cast_slice(view))),
-                }
-            })?;
+                },
+            )?;
         }
         Ok(())
     }
