@@ -29,9 +29,9 @@ pub(crate) fn run_goal(
 /// per-thread scratch is not counted): per block on the lane path, per instance on the
 /// reference path.
 pub(crate) fn call_bytes(batch: &Batch, use_lanes: bool) -> usize {
-    let lanes = use_lanes && lanes::step::plan_for(batch).is_some();
-    if lanes {
-        lanes::step::call_bytes(batch.len())
+    let plan = lanes::step::plan_for(batch).filter(|_| use_lanes);
+    if let Some(plan) = plan {
+        lanes::step::call_bytes(batch.len(), plan.ny())
     } else {
         batch.len() * InstanceState::bytes_for(batch)
     }

@@ -12,7 +12,7 @@
 
 use simba::simd::{SimdComplexField, SimdPartialOrd, SimdValue};
 
-use super::step::{Buffers, Outcome, Stages, derivative_or_reference, finish_step};
+use super::step::{Buffers, Outcome, Stages, States, derivative_or_reference, finish_step};
 use super::{Chunk, MAX_Y};
 use crate::batch::status;
 use crate::cpu::integrate::project;
@@ -105,8 +105,9 @@ struct Control {
 }
 
 /// Advances one chunk by `goal` with RKM, lane `l` starting from step size `sizes[l]` (0: not
-/// chosen yet), and returns the lanes' states, flags, reports and step sizes: lane by lane,
-/// `cpu::integrate::advance_instance` for RKM.
+/// chosen yet), writes the lanes' states into `y_out` (`ny` lane values) and returns their
+/// flags, reports and step sizes: lane by lane, `cpu::integrate::advance_instance` for RKM.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn advance(
     chunk: &Chunk<'_>,
     options: &StepOptions,
@@ -114,12 +115,14 @@ pub(super) fn advance(
     sizes: [f64; LANES],
     violation: f64,
     buffers: &mut Buffers,
+    states: &mut States,
+    y_out: &mut [Lane],
 ) -> Outcome {
     let Integrator::RungeKuttaMerson { accuracy, max_step } = options.integrator else {
         unreachable!("the fixed-step integrators step in `step::advance`")
     };
-    let (mut y, mut time) = chunk.gather_state();
-    let mut next = [splat(0.0); MAX_Y];
+    let States { y, next } = states;
+    let mut time = chunk.gather_state_into(y);
     let mut control = sizes.map(|size| Control {
         h: if size > 0.0 { size } else { max_step.min(1e-3) },
         elapsed: 0.0,
@@ -179,7 +182,7 @@ pub(super) fn advance(
                 max_step.min(1e-3)
             }
         }));
-        let (good, error) = try_step(chunk, &y, time, h, options, attempt, &mut next, buffers);
+        let (good, error) = try_step(chunk, y, time, h, options, attempt, next, buffers);
         let error = values(error);
         let next_time = time + h;
         // The error test first, lane by lane (reference order); `passed`: lanes that go on to
@@ -222,7 +225,7 @@ pub(super) fn advance(
         if let Stabilization::Projection { tolerance } = options.stabilization
             && passed != 0
         {
-            let (perr, verr) = chunk.constraint_errors(&next, next_time, &mut buffers.scratch);
+            let (perr, verr) = chunk.constraint_errors(next, next_time, &mut buffers.scratch);
             let (perr, verr) = (values(perr), values(verr));
             for (l, c) in control.iter_mut().enumerate() {
                 if passed & (1 << l) == 0 || !(perr[l] > tolerance || verr[l] > tolerance) {
@@ -240,7 +243,7 @@ pub(super) fn advance(
                     }
                     continue;
                 }
-                let mut state = chunk.instance_state(&next, next_time, l);
+                let mut state = chunk.instance_state(next, next_time, l);
                 let projected = project(
                     chunk.batch,
                     chunk.instances[l],
@@ -251,7 +254,7 @@ pub(super) fn advance(
                 match projected {
                     Some(n) if state.is_finite() => {
                         c.report.projections += n;
-                        chunk.set_instance_state(&mut next, l, &state);
+                        chunk.set_instance_state(next, l, &state);
                     }
                     projected => {
                         // As the reference: projections count once applied, and a projected
@@ -288,7 +291,7 @@ pub(super) fn advance(
         .filter(|(_, c)| c.accepted > 0 && c.flags == 0)
         .fold(0u32, |m, (l, _)| m | 1 << l);
     if checked != 0 {
-        let (perr, verr) = chunk.constraint_errors(&y, time, &mut buffers.scratch);
+        let (perr, verr) = chunk.constraint_errors(y, time, &mut buffers.scratch);
         for (l, c) in control.iter_mut().enumerate() {
             let worst = perr.extract(l).max(verr.extract(l));
             if checked & (1 << l) != 0 && (worst.is_nan() || worst > violation) {
@@ -296,8 +299,8 @@ pub(super) fn advance(
             }
         }
     }
+    y_out.copy_from_slice(&y[..y_out.len()]);
     Outcome {
-        y,
         time,
         flags: control.each_ref().map(|c| c.flags),
         report: control.each_ref().map(|c| c.report.clone()),

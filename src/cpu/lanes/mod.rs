@@ -426,15 +426,17 @@ impl<'a> Chunk<'a> {
         }
     }
 
-    /// The chunk's states as held in the batch's columns, and their times.
+    /// The chunk's states as held in the batch's columns, and their times (for the tests; the
+    /// stepping and evaluation paths gather into buffers they keep).
+    #[cfg(test)]
     pub(crate) fn gather_state(&self) -> ([Lane; MAX_Y], Lane) {
         let mut y = [splat(0.0); MAX_Y];
         let time = self.gather_state_into(&mut y);
         (y, time)
     }
 
-    /// [`gather_state`](Self::gather_state) into `y` (its first `ny` values), returning the
-    /// times.
+    /// The chunk's states as held in the batch's columns, into `y` (its first `ny` values);
+    /// returns their times.
     pub(crate) fn gather_state_into(&self, y: &mut [Lane; MAX_Y]) -> Lane {
         let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
         let nq = plan.nq();

@@ -31,9 +31,8 @@ pub(crate) fn plan_for(batch: &Batch) -> Option<LanePlan> {
     LanePlan::new(batch.template())
 }
 
-/// What one chunk's call produced, lane by lane.
+/// What one chunk's call produced, lane by lane (its states go to the block's state buffer).
 pub(super) struct Outcome {
-    pub(super) y: [Lane; MAX_Y],
     pub(super) time: Lane,
     pub(super) flags: [u32; LANES],
     pub(super) report: [StepReport; LANES],
@@ -51,11 +50,13 @@ fn block_size() -> usize {
     CHUNKS_PER_THREAD * LANES * rayon::current_num_threads().max(1)
 }
 
-/// Bytes a lane stepping call of a batch of `len` instances allocates besides the batch: the
-/// outcome buffer of one block and its instance list (per-thread scratch is not counted).
-pub(crate) fn call_bytes(len: usize) -> usize {
+/// Bytes a lane stepping call of a batch of `len` instances of `ny` state values allocates
+/// besides the batch: one block's outcomes, states and instance list (per-thread scratch is
+/// not counted).
+pub(crate) fn call_bytes(len: usize, ny: usize) -> usize {
     let block = len.min(block_size());
-    block.div_ceil(LANES) * std::mem::size_of::<Outcome>() + block * std::mem::size_of::<usize>()
+    let chunk = std::mem::size_of::<Outcome>() + ny * std::mem::size_of::<Lane>();
+    block.div_ceil(LANES) * chunk + block * std::mem::size_of::<usize>()
 }
 
 /// Runs `goal` on every instance not halted, in chunks of [`LANES`] (rayon over chunks, one
@@ -80,42 +81,62 @@ pub(crate) fn run_goal(
     let block = block_size();
     let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(block));
     let mut outcomes: Vec<Outcome> = Vec::new();
+    // Each chunk's states, `ny` lane values a chunk: written in place, not returned in its
+    // outcome (a `MAX_Y`-lane array moved per chunk was most of a one-step call's overhead).
+    let mut states: Vec<Lane> = Vec::new();
+    // On the caller's thread, one set of buffers for the whole call. The state buffers live
+    // on the stack (here, or in each rayon job's state): boxed, RK4 ran 3–5 % slower (their
+    // heap address against the stages', presumably).
+    let mut own_states = States::new();
+    let mut own = sequential.then(Buffers::new);
     for start in (0..batch.len()).step_by(block) {
         let end = (start + block).min(batch.len());
         active.clear();
         active.extend((start..end).filter(|&i| batch.status()[i] & status::HALTED == 0));
+        states.resize(active.len().div_ceil(LANES) * ny, splat(0.0));
         let b: &Batch = batch;
-        let init = || (Buffers::new(), Chunk::new(b, plan));
-        let run = |state: &mut (Buffers, Chunk<'_>), group: &[usize]| {
-            let (buffers, chunk) = state;
+        let run = |chunk: &mut Chunk<'_>,
+                   buffers: &mut Buffers,
+                   own_states: &mut States,
+                   group: &[usize],
+                   y_out: &mut [Lane]| {
             let instances = std::array::from_fn(|l| group[l.min(group.len() - 1)]);
             chunk.load(instances);
             match options.integrator {
-                Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => {
-                    advance(chunk, options, goal, step, violation, buffers)
-                }
+                Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => advance(
+                    chunk, options, goal, step, violation, buffers, own_states, y_out,
+                ),
                 Integrator::RungeKuttaMerson { .. } => {
                     let sizes = instances.map(|i| step_sizes[i]);
-                    adaptive::advance(chunk, options, goal, sizes, violation, buffers)
+                    adaptive::advance(
+                        chunk, options, goal, sizes, violation, buffers, own_states, y_out,
+                    )
                 }
             }
         };
-        if sequential {
+        let groups = active.chunks(LANES).zip(states.chunks_mut(ny.max(1)));
+        if let Some(buffers) = own.as_mut() {
             // On the caller's thread: no hand-over to the pool and wait (the same outcomes).
-            let mut state = init();
+            let mut chunk = Chunk::new(b, plan);
+            let states = &mut own_states;
             outcomes.clear();
-            outcomes.extend(active.chunks(LANES).map(|group| run(&mut state, group)));
+            outcomes.extend(groups.map(|(group, y)| run(&mut chunk, buffers, states, group, y)));
         } else {
             // Buffers and chunk per rayon job, not per group of instances: a group's call
             // only reads what it wrote or loaded.
             active
                 .par_chunks(LANES)
-                .map_init(init, run)
+                .zip(states.par_chunks_mut(ny.max(1)))
+                .map_init(
+                    || (Chunk::new(b, plan), (Buffers::new(), States::new())),
+                    |(chunk, (buffers, states)), (group, y)| run(chunk, buffers, states, group, y),
+                )
                 .collect_into_vec(&mut outcomes);
         }
-        for (chunk, outcome) in active.chunks(LANES).zip(&outcomes) {
+        let chunks = active.chunks(LANES).zip(states.chunks(ny.max(1)));
+        for ((chunk, y), outcome) in chunks.zip(&outcomes) {
             for (l, &i) in chunk.iter().enumerate() {
-                for (v, x) in values[..ny].iter_mut().zip(&outcome.y) {
+                for (v, x) in values[..ny].iter_mut().zip(y) {
                     *v = x.extract(l);
                 }
                 batch.store_values(i, outcome.time.extract(l), &values[..ny], outcome.flags[l]);
@@ -195,6 +216,24 @@ pub(super) struct Buffers {
     pub(super) stages: Box<Stages>,
     pub(super) work: Workspace,
     pub(super) scratch: Box<Scratch>,
+}
+
+/// A chunk's state and trial state during a call, reused from chunk to chunk rather than
+/// zeroed for each (5 KiB of stores per chunk of four; with the state array its outcome used
+/// to carry, most of a one-step call's overhead): a chunk writes their first `ny` values
+/// before it reads them, and reads no others.
+pub(super) struct States {
+    pub(super) y: [Lane; MAX_Y],
+    pub(super) next: [Lane; MAX_Y],
+}
+
+impl States {
+    fn new() -> Self {
+        Self {
+            y: [splat(0.0); MAX_Y],
+            next: [splat(0.0); MAX_Y],
+        }
+    }
 }
 
 impl Buffers {
@@ -277,7 +316,9 @@ fn try_step(
     good & finish_step(chunk, next)
 }
 
-/// Advances one chunk by `goal` with the fixed step `step`.
+/// Advances one chunk by `goal` with the fixed step `step`; its states end in `y_out` (`ny`
+/// lane values).
+#[allow(clippy::too_many_arguments)]
 fn advance(
     chunk: &Chunk<'_>,
     options: &StepOptions,
@@ -285,17 +326,19 @@ fn advance(
     step: f64,
     violation: f64,
     buffers: &mut Buffers,
+    states: &mut States,
+    y_out: &mut [Lane],
 ) -> Outcome {
     let Buffers {
         stages,
         work,
         scratch,
     } = buffers;
-    let (mut y, mut time) = chunk.gather_state();
+    let States { y, next } = states;
+    let mut time = chunk.gather_state_into(y);
     let mut flags = [0u32; LANES];
     let mut report: [StepReport; LANES] = std::array::from_fn(|_| StepReport::default());
     let mut active = ALL_LANES;
-    let mut next = [splat(0.0); MAX_Y];
     let mut elapsed = 0.0f64;
     let mut accepted = 0usize;
     let fail = |flags: &mut [u32; LANES], lanes: u32, bits_: u32| {
@@ -318,20 +361,20 @@ fn advance(
             }
         };
         let buffers = (&mut **stages, &mut *work, &mut **scratch);
-        let mut good = try_step(chunk, &y, time, this_h, options, active, &mut next, buffers);
+        let mut good = try_step(chunk, y, time, this_h, options, active, next, buffers);
         fail(&mut flags, active & !good, status::NONFINITE_STATE);
         let next_time = time + splat(this_h);
         if let Stabilization::Projection { tolerance } = options.stabilization
             && good != 0
         {
-            let (perr, verr) = chunk.constraint_errors(&next, next_time, scratch);
+            let (perr, verr) = chunk.constraint_errors(next, next_time, scratch);
             let tol = splat(tolerance);
             let over = bits(perr.simd_gt(tol) | verr.simd_gt(tol)) & good;
             for l in 0..LANES {
                 if over & (1 << l) == 0 {
                     continue;
                 }
-                let mut state = chunk.instance_state(&next, next_time, l);
+                let mut state = chunk.instance_state(next, next_time, l);
                 // As the reference: projections count once applied, and a projected state
                 // that is not finite stops the instance.
                 let projected =
@@ -341,7 +384,7 @@ fn advance(
                 }
                 match projected {
                     Some(_) if state.is_finite() => {
-                        chunk.set_instance_state(&mut next, l, &state);
+                        chunk.set_instance_state(next, l, &state);
                     }
                     _ => {
                         good &= !(1 << l);
@@ -368,7 +411,7 @@ fn advance(
     }
     // Off its constraints after the call: flagged, never reported as fine.
     if accepted > 0 && active != 0 {
-        let (perr, verr) = chunk.constraint_errors(&y, time, scratch);
+        let (perr, verr) = chunk.constraint_errors(y, time, scratch);
         for l in 0..LANES {
             let worst = perr.extract(l).max(verr.extract(l));
             if active & (1 << l) != 0 && (worst.is_nan() || worst > violation) {
@@ -376,8 +419,8 @@ fn advance(
             }
         }
     }
+    y_out.copy_from_slice(&y[..y_out.len()]);
     Outcome {
-        y,
         time,
         flags,
         report,
