@@ -10,11 +10,11 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::{Dynamics, dot6};
-use super::{Chunk, LanePlan, MAX_Y, Scratch, all_finite};
+use super::{BodyLanes, Chunk, LanePlan, MAX_BODIES, MAX_Y, Scratch, all_finite};
 use crate::batch::{Batch, status};
 use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
-use crate::evaluation::EvaluationBlock;
+use crate::evaluation::{ConstraintBlock, EvaluationBlock};
 use crate::math::lanes::{
     LANES, Lane, LaneMask, bits, is_finite, scatter_rows, select, splat, values,
 };
@@ -53,23 +53,6 @@ pub(super) fn put(
     }
 }
 
-/// Writes lanes `0..count` of `x` into `column[at + l]`. A full chunk (`count == LANES`, every
-/// chunk but a block's last) takes a loop of constant length, which the compiler unrolls.
-#[inline(always)]
-fn put_rows<const W: usize>(column: &mut [[f64; W]], at: usize, count: usize, x: &[Lane; W]) {
-    let x = lane_values(x);
-    let mut write = |l: usize| column[at + l] = std::array::from_fn(|k| x[k][l]);
-    if count == LANES {
-        for l in 0..LANES {
-            write(l);
-        }
-    } else {
-        for l in 0..count {
-            write(l);
-        }
-    }
-}
-
 /// Per report slot, `value` of the row it reports (0 where it reports none).
 #[inline(always)]
 pub(super) fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -> [Lane; MAX_ROWS] {
@@ -80,6 +63,20 @@ pub(super) fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -
         }
     }
     x
+}
+
+/// Writes lanes `0..count` of each report slot's `value` of the row it reports (0 where it
+/// reports none) into `column` (one value a slot, `slots.len()` an instance) from entry `at`.
+#[inline(always)]
+pub(super) fn put_reported(
+    column: &mut [f64],
+    slots: &[Option<usize>],
+    at: usize,
+    count: usize,
+    value: impl Fn(usize) -> Lane,
+) {
+    let x = reported(slots, value);
+    put(column, slots.len(), 0, at, count, &x[..slots.len()]);
 }
 
 /// What a rayon job of an evaluation keeps across its blocks.
@@ -210,7 +207,6 @@ impl Chunk<'_> {
         }
         ok = ok & is_finite(total_power);
 
-        let template = self.batch.template();
         let per_row = selected.position_errors
             || selected.velocity_errors
             || selected.acceleration_errors
@@ -267,49 +263,67 @@ impl Chunk<'_> {
             if per_row {
                 // Each selected output's reported values (0 in a slot no row reports), written
                 // at once; an output not selected is not gathered.
-                let (w, n) = (out.width, c.report_slots.len());
                 let slots = &c.report_slots;
                 if selected.position_errors {
-                    let p = reported(slots, |r| own[r].position_error);
-                    put(out.position_errors, w, 0, at, count, &p[..n]);
+                    put_reported(out.position_errors, slots, at, count, |r| {
+                        own[r].position_error
+                    });
                 }
                 if selected.velocity_errors {
-                    let v = reported(slots, |r| own[r].velocity_error);
-                    put(out.velocity_errors, w, 0, at, count, &v[..n]);
+                    put_reported(out.velocity_errors, slots, at, count, |r| {
+                        own[r].velocity_error
+                    });
                 }
                 if selected.acceleration_errors {
-                    let a = reported(slots, |r| acceleration_errors[r]);
-                    put(out.acceleration_errors, w, 0, at, count, &a[..n]);
+                    let a = &acceleration_errors;
+                    put_reported(out.acceleration_errors, slots, at, count, |r| a[r]);
                 }
                 if selected.multipliers {
-                    let mu = reported(slots, |r| multipliers[r]);
-                    put(out.multipliers, w, 0, at, count, &mu[..n]);
+                    put_reported(out.multipliers, slots, at, count, |r| multipliers[r]);
                 }
             }
 
-            if out.contact_point.is_some()
-                || out.separation.is_some()
-                || out.contact_force.is_some()
-            {
-                let constraint = &template.constraints()[k].constraint;
-                let cols = &self.batch.all_constraint_columns()[k];
-                let params = ParamLanes::new(&cols.params, self.instances);
-                let report = self.with_bodies(c, kin, |bodies| {
-                    constraint.report_lanes(&params, &self.prepared[k], bodies, multipliers)
-                });
-                if let Some(v) = out.contact_point.as_deref_mut() {
-                    put_rows(v, at, count, &report.contact_point.into());
-                }
-                if let Some(v) = out.separation.as_deref_mut() {
-                    put(v, 1, 0, at, count, &[report.separation]);
-                }
-                if let Some(v) = out.contact_force.as_deref_mut() {
-                    put_rows(v, at, count, &report.contact_force.into());
-                }
-            }
+            self.put_contact_report(k, kin, multipliers, out, at, count);
         }
         let answered = bits(ok) & !self.reference_only;
         block.status[at..at + count].fill(status::OK);
         answered
+    }
+
+    /// Writes lanes `0..count` of constraint `k`'s contact report — its kind's
+    /// [`report_lanes`](crate::model::Constraint::report_lanes) at the bodies' kinematics
+    /// `kin` and its `multipliers` — into those of `out`'s contact columns the evaluation
+    /// selects, from entry `at`. Both writers' (general and one-constraint kernel).
+    #[inline(always)]
+    pub(super) fn put_contact_report(
+        &self,
+        k: usize,
+        kin: &[BodyLanes; MAX_BODIES],
+        multipliers: &[Lane],
+        out: &mut ConstraintBlock<'_>,
+        at: usize,
+        count: usize,
+    ) {
+        if out.contact_point.is_none() && out.separation.is_none() && out.contact_force.is_none() {
+            return;
+        }
+        let c = &self.plan.constraints[k];
+        let constraint = &self.batch.template().constraints()[k].constraint;
+        let cols = &self.batch.all_constraint_columns()[k];
+        let params = ParamLanes::new(&cols.params, self.instances);
+        let report = self.with_bodies(c, kin, |bodies| {
+            constraint.report_lanes(&params, &self.prepared[k], bodies, multipliers)
+        });
+        if let Some(v) = out.contact_point.as_deref_mut() {
+            let p: [Lane; 3] = report.contact_point.into();
+            put(v.as_flattened_mut(), 3, 0, at, count, &p);
+        }
+        if let Some(v) = out.separation.as_deref_mut() {
+            put(v, 1, 0, at, count, &[report.separation]);
+        }
+        if let Some(v) = out.contact_force.as_deref_mut() {
+            let f: [Lane; 3] = report.contact_force.into();
+            put(v.as_flattened_mut(), 3, 0, at, count, &f);
+        }
     }
 }

@@ -29,7 +29,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::dot6;
-use super::evaluate::{put, reported};
+use super::evaluate::{put, put_reported};
 use super::kinematics::apply_row_levels;
 use super::solve::solve_sized;
 use super::{ALL_LANES, BodyLanes, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
@@ -272,14 +272,16 @@ impl Chunk<'_> {
                 put(column, width, 6 * b, at, count, &force);
             }
         }
-        let (w, slots) = (out.width, &c.report_slots);
+        let slots = &c.report_slots;
         if selected.position_errors {
-            let p = reported(slots, |r| rows[r].position_error);
-            put(out.position_errors, w, 0, at, count, &p[..w]);
+            put_reported(out.position_errors, slots, at, count, |r| {
+                rows[r].position_error
+            });
         }
         if selected.velocity_errors {
-            let v = reported(slots, |r| rows[r].velocity_error);
-            put(out.velocity_errors, w, 0, at, count, &v[..w]);
+            put_reported(out.velocity_errors, slots, at, count, |r| {
+                rows[r].velocity_error
+            });
         }
         if selected.acceleration_errors {
             let mut acceleration_errors = [z; M];
@@ -287,33 +289,13 @@ impl Chunk<'_> {
                 let g_udot = z + dot6(&g[k], udot);
                 acceleration_errors[k] = select(on, g_udot + rows[k].acceleration_error, z);
             }
-            let a = reported(slots, |r| acceleration_errors[r]);
-            put(out.acceleration_errors, w, 0, at, count, &a[..w]);
+            let a = &acceleration_errors;
+            put_reported(out.acceleration_errors, slots, at, count, |r| a[r]);
         }
         if selected.multipliers {
-            let mu = reported(slots, |r| lambda[r]);
-            put(out.multipliers, w, 0, at, count, &mu[..w]);
+            put_reported(out.multipliers, slots, at, count, |r| lambda[r]);
         }
-        if out.contact_point.is_some() || out.separation.is_some() || out.contact_force.is_some() {
-            let template = self.batch.template();
-            let constraint = &template.constraints()[0].constraint;
-            let cols = &self.batch.all_constraint_columns()[0];
-            let params = ParamLanes::new(&cols.params, self.instances);
-            let report = self.with_bodies(c, kin, |bodies| {
-                constraint.report_lanes(&params, &self.prepared[0], bodies, lambda)
-            });
-            if let Some(v) = out.contact_point.as_deref_mut() {
-                let p: [Lane; 3] = report.contact_point.into();
-                put(v.as_flattened_mut(), 3, 0, at, count, &p);
-            }
-            if let Some(v) = out.separation.as_deref_mut() {
-                put(v, 1, 0, at, count, &[report.separation]);
-            }
-            if let Some(v) = out.contact_force.as_deref_mut() {
-                let f: [Lane; 3] = report.contact_force.into();
-                put(v.as_flattened_mut(), 3, 0, at, count, &f);
-            }
-        }
+        self.put_contact_report(0, kin, lambda, out, at, count);
         block.status[at..at + count].fill(status::OK);
         bits(ok) & !self.reference_only
     }
