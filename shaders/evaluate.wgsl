@@ -60,8 +60,16 @@ fn load4(prefix: u32, width: u32, i: u32, k: u32) -> vec4<real> {
     return vec4<real>(load3(prefix, width, i, k), load(prefix, width, i, k + 3u));
 }
 
+// Value k of the instance's column (prefix, width), in the order the host chose
+// (`gpu::layout::OutputOrder`, the generated OUTPUT_VALUE_MAJOR): the instances' values of one
+// kind side by side (GPUs: a warp's stores fill whole cache lines), or each instance's values
+// side by side (CPU drivers).
 fn store(prefix: u32, width: u32, i: u32, k: u32, value: real) {
-    output[prefix * launch.out_capacity + (i - launch.first) * width + k] = value;
+    if OUTPUT_VALUE_MAJOR {
+        output[(prefix + k) * launch.out_capacity + (i - launch.first)] = value;
+    } else {
+        output[prefix * launch.out_capacity + (i - launch.first) * width + k] = value;
+    }
 }
 
 fn store3(prefix: u32, width: u32, i: u32, k: u32, value: vec3<real>) {

@@ -82,4 +82,8 @@ pub struct GpuOptions {
     /// ([`GpuDevice::default_workgroup_size`]). Results do not depend on it, bit for bit; it is
     /// a tuning knob, swept by `simbatch bench --workgroup-sizes`.
     pub workgroup_size: Option<u32>,
+    /// The order of the evaluation kernel's output columns; `None`: the adapter's
+    /// ([`OutputOrder::for_adapter`](layout::OutputOrder::for_adapter): value-major on GPUs,
+    /// instance-major on CPU drivers). Results do not depend on it, bit for bit.
+    pub output_order: Option<layout::OutputOrder>,
 }

@@ -8,12 +8,12 @@
 //! [`Probe::NoDynamics`] the whole derivative (a stepping kernel then moves every state by zero
 //! rates: the integrator, loads and stores alone), [`Probe::NoCache`] the thread's private copy
 //! of the parameter columns (every use reads the input buffer). The differences between the
-//! timings are what each stage costs. [`Probe::ValueMajor`] drops nothing: it stores the output
-//! columns value-major, to time that layout's stores on hardware before adopting it.
+//! timings are what each stage costs. (The output columns' order, which a `value-major` probe
+//! timed on an H100 before it was adopted, is now an option: `GpuOptions::output_order`.)
 //!
-//! **The results of a probed kernel are wrong by design** (all but `no-cache`'s; `value-major`'s
-//! are right but the host reads them as instance-major). A probe is process-wide and off
-//! unless [`set`] turns it on; only the bench command does, and it prints that it did.
+//! **The results of a probed kernel are wrong by design** (all but `no-cache`'s). A probe is
+//! process-wide and off unless [`set`] turns it on; only the bench command does, and it prints
+//! that it did.
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -36,17 +36,10 @@ pub enum Probe {
     /// buffer at every use (what the kernels did before `cache_parameters`; its results are
     /// the right ones, the probe times what the copy saves).
     NoCache,
-    /// The output columns stored value-major — value `k` of instance `i` at `(prefix + k) ·
-    /// capacity + i`, so that a warp's 32 stores of one value fill whole cache lines — where
-    /// the kernels store them instance-major (`prefix · capacity + i · width + k`). The host
-    /// still reads instance-major, so the evaluation's results come back transposed; the
-    /// probe times the stores (the `evaluations (kernel only)` rows). On lavapipe this layout
-    /// ran 0.68× (README "Performance"); on hardware it is unmeasured.
-    ValueMajor,
 }
 
 /// The names [`Probe::from_str`] accepts.
-pub const PROBES: &str = "no-fallback, no-solve, no-rows, no-dynamics, no-cache, value-major";
+pub const PROBES: &str = "no-fallback, no-solve, no-rows, no-dynamics, no-cache";
 
 impl FromStr for Probe {
     type Err = Error;
@@ -57,7 +50,6 @@ impl FromStr for Probe {
             "no-rows" => Ok(Self::NoRows),
             "no-dynamics" => Ok(Self::NoDynamics),
             "no-cache" => Ok(Self::NoCache),
-            "value-major" => Ok(Self::ValueMajor),
             _ => Err(Error::BadChoice {
                 what: "gpu probe",
                 value: s.to_string(),
@@ -76,7 +68,6 @@ impl Probe {
             Self::NoRows => "no-rows",
             Self::NoDynamics => "no-dynamics",
             Self::NoCache => "no-cache",
-            Self::ValueMajor => "value-major",
         }
     }
 
@@ -108,10 +99,6 @@ impl Probe {
                 "    if slot != 0xffffffffu {\n        return parameters[slot + k];",
                 "    if false {\n        return parameters[slot + k];",
             )],
-            Self::ValueMajor => &[(
-                "    output[prefix * launch.out_capacity + (i - launch.first) * width + k] = value;",
-                "    output[(prefix + k) * launch.out_capacity + (i - launch.first)] = value;",
-            )],
         }
     }
 }
@@ -128,7 +115,6 @@ pub fn set(probe: Option<Probe>) {
         Some(Probe::NoDynamics) => 3,
         Some(Probe::NoRows) => 4,
         Some(Probe::NoCache) => 5,
-        Some(Probe::ValueMajor) => 6,
     };
     PROBE.store(code, Ordering::SeqCst);
 }
@@ -141,7 +127,6 @@ pub fn current() -> Option<Probe> {
         3 => Some(Probe::NoDynamics),
         4 => Some(Probe::NoRows),
         5 => Some(Probe::NoCache),
-        6 => Some(Probe::ValueMajor),
         _ => None,
     }
 }
@@ -171,7 +156,6 @@ mod tests {
             Probe::NoRows,
             Probe::NoDynamics,
             Probe::NoCache,
-            Probe::ValueMajor,
         ] {
             let mut source = crate::gpu::shader::stepping_source(
                 crate::gpu::Precision::F32,

@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::layout::Layout;
+use crate::gpu::layout::{Layout, OutputOrder};
 
 /// `shaders/common.wgsl`.
 pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
@@ -194,9 +194,14 @@ impl KernelSource {
 
 /// The evaluation kernel for a template's layout (every file but `step.wgsl`: a smaller module
 /// compiles faster, which matters on CPU Vulkan drivers), with `workgroup_size` invocations per
-/// workgroup (`GpuDevice::workgroup_size`).
-pub fn kernel_source(precision: Precision, layout: &Layout, workgroup_size: u32) -> KernelSource {
-    assemble(precision, layout, workgroup_size, None)
+/// workgroup (`GpuDevice::workgroup_size`), storing its output columns in `order`.
+pub fn kernel_source(
+    precision: Precision,
+    layout: &Layout,
+    workgroup_size: u32,
+    order: OutputOrder,
+) -> KernelSource {
+    assemble(precision, layout, workgroup_size, order, None)
 }
 
 /// The constants that choose a stepping variant: `INTEGRATOR` (0 semi-implicit Euler, 1 RK4,
@@ -217,7 +222,8 @@ pub fn launch_constants(workgroup_size: u32) -> String {
 }
 
 /// The stepping kernel for one variant: the evaluation kernel plus `step_bodies.wgsl`, the
-/// generated stepping walks and `step.wgsl`.
+/// generated stepping walks and `step.wgsl`. Its outputs (the carry columns) are of width 1,
+/// the same in either [`OutputOrder`]: it is built instance-major.
 pub fn stepping_source(
     precision: Precision,
     layout: &Layout,
@@ -229,6 +235,7 @@ pub fn stepping_source(
         precision,
         layout,
         workgroup_size,
+        OutputOrder::InstanceMajor,
         Some((integrator, projection)),
     )
 }
@@ -237,11 +244,13 @@ fn assemble(
     precision: Precision,
     layout: &Layout,
     workgroup_size: u32,
+    order: OutputOrder,
     stepping: Option<(u32, bool)>,
 ) -> KernelSource {
     let mut k = KernelSource::new(precision);
     k.push("the layout constants", &layout.wgsl_constants);
     k.push("the launch constants", &launch_constants(workgroup_size));
+    k.push("the output order", &order.wgsl_constant());
     if let Some((integrator, projection)) = stepping {
         k.push(
             "the stepping constants",

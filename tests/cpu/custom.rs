@@ -277,7 +277,8 @@ fn a_type_error_in_a_users_wgsl_names_its_file_and_line() {
     let batch = Batch::new(t, 4).unwrap();
     // The kernel is checked before any device is involved, so this needs no GPU.
     let layout = simbatch::gpu::layout::Layout::new(batch.template()).unwrap();
-    let err = simbatch::gpu::shader::kernel_source(Precision::F32, &layout, 64)
+    let order = simbatch::gpu::layout::OutputOrder::ValueMajor;
+    let err = simbatch::gpu::shader::kernel_source(Precision::F32, &layout, 64, order)
         .check()
         .unwrap_err();
     println!("{err}");

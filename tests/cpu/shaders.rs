@@ -5,7 +5,7 @@
 
 use simbatch::gpu::Precision;
 use simbatch::gpu::codegen;
-use simbatch::gpu::layout::Layout;
+use simbatch::gpu::layout::{Layout, OutputOrder};
 use simbatch::gpu::shader::{
     self, FILES, kernel_source, launch_constants, prelude, stepping_constants, stepping_source,
 };
@@ -86,8 +86,10 @@ fn templates() -> Vec<(&'static str, SystemTemplate)> {
 fn every_shader_file_validates_on_its_own() {
     let (_, t) = &templates()[1];
     let layout = Layout::new(t).unwrap();
-    let constants =
-        layout.wgsl_constants.clone() + &launch_constants(64) + &stepping_constants(2, true);
+    let constants = layout.wgsl_constants.clone()
+        + &launch_constants(64)
+        + &OutputOrder::ValueMajor.wgsl_constant()
+        + &stepping_constants(2, true);
     // The generated walks, input addressing and multiplier solve, which evaluate.wgsl calls
     // (the walks call the constraint files and evaluate.wgsl's one-body functions), and the
     // stepping walks, which step.wgsl calls.
@@ -131,9 +133,12 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
     for (name, t) in templates() {
         let layout = Layout::new(&t).unwrap();
         for precision in [Precision::F32, Precision::F64] {
-            let kernel = kernel_source(precision, &layout, 64);
-            kernel.check().unwrap();
-            validate(&kernel.text, &format!("{name} ({precision:?})"));
+            for order in [OutputOrder::InstanceMajor, OutputOrder::ValueMajor] {
+                let kernel = kernel_source(precision, &layout, 64, order);
+                kernel.check().unwrap();
+                assert!(kernel.text.contains(&order.wgsl_constant()));
+                validate(&kernel.text, &format!("{name} ({precision:?}, {order:?})"));
+            }
             for integrator in 0..3 {
                 for projection in [false, true] {
                     validate(
@@ -149,7 +154,7 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
     // Any workgroup size the adapter allows: the size is the only thing that changes.
     let layout = Layout::new(&templates()[0].1).unwrap();
     for size in [1, 7, 256, 1024] {
-        let kernel = kernel_source(Precision::F32, &layout, size);
+        let kernel = kernel_source(Precision::F32, &layout, size, OutputOrder::ValueMajor);
         assert!(kernel.text.contains(&launch_constants(size)));
         validate(&kernel.text, &format!("workgroup size {size}"));
         validate(
@@ -199,7 +204,7 @@ fn the_generated_multiplier_solve_validates_for_every_row_count() {
 fn a_broken_shader_is_reported_against_its_own_file_and_line() {
     let (_, t) = &templates()[0];
     let layout = Layout::new(t).unwrap();
-    let mut kernel = kernel_source(Precision::F32, &layout, 64);
+    let mut kernel = kernel_source(Precision::F32, &layout, 64, OutputOrder::InstanceMajor);
     let line = "    let o_b = ball.rotation * sphere_center;";
     assert!(kernel.text.contains(line));
     kernel.text = kernel

@@ -16,5 +16,6 @@ mod events;
 mod events_bilateral;
 mod events_general;
 mod host_copies;
+mod output_order;
 mod shaders;
 mod step;

@@ -64,12 +64,16 @@ pub struct BenchArgs {
     /// Diagnostics: build every GPU kernel without one stage (no-fallback: the solve's eigen
     /// fallback; no-solve: the multiplier solve; no-rows: the constraint rows and the solve;
     /// no-dynamics: the whole derivative of the stepping kernels; no-cache: the private copy
-    /// of the parameter columns), to time what that stage costs on hardware (`gpu::probe`);
-    /// or with the output columns stored value-major (value-major: times that layout's stores
-    /// in the `evaluations (kernel only)` rows). The results are wrong by design (but
-    /// no-cache's); the rows' backend reads e.g. `gpu-f32/no-solve`.
+    /// of the parameter columns), to time what that stage costs on hardware (`gpu::probe`).
+    /// The results are wrong by design (but no-cache's); the rows' backend reads e.g.
+    /// `gpu-f32/no-solve`.
     #[arg(long)]
     pub gpu_probe: Option<String>,
+    /// The order of the GPU evaluation kernel's output columns: instance-major or value-major
+    /// (`GpuOptions::output_order`); unset: the adapter's (value-major on GPUs, instance-major
+    /// on CPU drivers). Set, the evaluation rows' backend names it (`gpu-f32/value-major`).
+    #[arg(long)]
+    pub gpu_output_order: Option<String>,
 }
 
 /// What [`time`] measured: the median seconds per call, and the first call's seconds (on the
@@ -355,6 +359,14 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
         Some(p) => format!("gpu-{}/{}", args.precision, p.name()),
         None => format!("gpu-{}", args.precision),
     };
+    let output_order = match &args.gpu_output_order {
+        Some(name) => Some(name.parse::<crate::gpu::layout::OutputOrder>()?),
+        None => None,
+    };
+    let evaluation_name = match output_order {
+        Some(order) => format!("{gpu_name}/{}", order.name()),
+        None => gpu_name.clone(),
+    };
     let cpu = args.backends.iter().any(|b| b == "cpu");
     for &n in &args.n {
         for (system, build) in evaluated {
@@ -389,6 +401,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             {
                 let options = GpuOptions {
                     workgroup_size: Some(workgroup),
+                    output_order,
                     ..GpuOptions::default()
                 };
                 // Every output, then u̇ and λ alone: the kernel is the same, only the selected
@@ -402,7 +415,11 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                         Evaluator::on_device(d.clone(), precision, options)?.with_outputs(outputs);
                     let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                     bytes = gpu_bytes_per_instance(e.device_bytes(), n);
-                    report(row(&gpu_name, what, bytes, Some(workgroup)), n as f64, s);
+                    report(
+                        row(&evaluation_name, what, bytes, Some(workgroup)),
+                        n as f64,
+                        s,
+                    );
                 }
                 // The kernel alone (changed columns uploaded, nothing read back): what the row
                 // above spends beyond it is the readback and the host's conversion.
@@ -410,7 +427,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 let s = time(|| Ok(kernel.dispatch(&batch)?), args.seconds)?;
                 report(
                     row(
-                        &gpu_name,
+                        &evaluation_name,
                         "evaluations (kernel only)",
                         bytes,
                         Some(workgroup),

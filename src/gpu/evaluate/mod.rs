@@ -23,7 +23,7 @@ use crate::gpu::buffers::{
 };
 use crate::gpu::cache::KernelLayout;
 use crate::gpu::device::GpuDevice;
-use crate::gpu::layout::Layout;
+use crate::gpu::layout::{Layout, OutputColumn, OutputOrder};
 use crate::gpu::shader::kernel_source;
 use crate::gpu::{GpuOptions, Precision};
 
@@ -92,6 +92,8 @@ pub struct GpuEvaluator {
     options: GpuOptions,
     /// Invocations per workgroup of its kernels (the evaluation and the stepping ones).
     pub(crate) workgroup_size: u32,
+    /// The order of the evaluation kernel's output columns (`GpuOptions::output_order`).
+    output_order: OutputOrder,
     /// The batch the kernel was built for and its input columns' versions then.
     built_for: Option<(u64, Vec<u64>)>,
     batch_uid: Option<u64>,
@@ -205,7 +207,10 @@ impl GpuEvaluator {
             )));
         }
         let workgroup_size = device.workgroup_size(options.workgroup_size)?;
-        let source = kernel_source(precision, &layout, workgroup_size);
+        let output_order = options
+            .output_order
+            .unwrap_or_else(|| OutputOrder::for_adapter(device.info.device_type));
+        let source = kernel_source(precision, &layout, workgroup_size, output_order);
         source.check()?;
         let d = &device.device;
         let kernel_layout = device.kernels.layout(
@@ -257,6 +262,7 @@ impl GpuEvaluator {
             max_binding_bytes,
             options,
             workgroup_size,
+            output_order,
             built_for: None,
             batch_uid: None,
             chunks: Vec::new(),
@@ -319,6 +325,12 @@ impl GpuEvaluator {
     /// (`evaluate_outputs_into`), every output with the Jacobians (`evaluate_with_jacobians`).
     pub fn last_readback_bytes(&self) -> u64 {
         self.last_readback_bytes
+    }
+
+    /// The order of the evaluation kernel's output columns (`GpuOptions::output_order`, or
+    /// the adapter's).
+    pub fn output_order(&self) -> OutputOrder {
+        self.output_order
     }
 
     /// Precision of the kernel.
@@ -563,11 +575,12 @@ impl GpuEvaluator {
                 RawRef::F64(v) => v.to_vec(),
             };
             self.append_slice(batch, &mut ev, Outputs::ALL, &values, slice.count);
-            let n = slice.count;
+            let (n, order) = (slice.count, self.output_order);
             for (k, c) in self.layout.constraints.iter().enumerate() {
-                let seg = |prefix: usize, w: usize| &values[prefix * n..(prefix + w) * n];
-                jac.jacobian[k].extend_from_slice(seg(c.jacobian_prefix, c.rows * nu));
-                jac.bias_acceleration[k].extend_from_slice(seg(c.bias_acceleration(nu), c.rows));
+                let column = |p: usize, w: usize| OutputColumn::new(&values, p, w, n, order);
+                column(c.jacobian_prefix, c.rows * nu).extend_into(&mut jac.jacobian[k], |x| x);
+                let bias = column(c.bias_acceleration(nu), c.rows);
+                bias.extend_into(&mut jac.bias_acceleration[k], |x| x);
             }
         })?;
         self.last_readback_bytes = readback_bytes(&every, batch.len(), self.precision);

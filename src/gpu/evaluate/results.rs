@@ -4,7 +4,7 @@
 use super::GpuEvaluator;
 use crate::batch::{Batch, status};
 use crate::evaluation::{Evaluation, Outputs};
-use crate::gpu::layout::BODY_FORCES_WIDTH;
+use crate::gpu::layout::{BODY_FORCES_WIDTH, OutputColumn};
 
 impl GpuEvaluator {
     /// The output segments `(prefix, width)` an evaluation of `selected` reads back (what
@@ -61,8 +61,8 @@ impl GpuEvaluator {
     /// converted by a rayon task of its own (the host's share of an evaluation with readback:
     /// on lavapipe it took about half of every-output evaluation's time); a column's values
     /// are appended in order, so the result does not depend on the threads. In a slice of `n`
-    /// instances, the column with prefix p and width w is the instance-major slice
-    /// `v[p·n .. (p + w)·n]`.
+    /// instances, the column with prefix p and width w is `v[p·n .. (p + w)·n]`, in the
+    /// evaluator's [`OutputOrder`](crate::gpu::layout::OutputOrder) ([`OutputColumn`]).
     pub(super) fn append_slice<T: Copy + Into<f64> + Sync>(
         &self,
         batch: &Batch,
@@ -73,8 +73,9 @@ impl GpuEvaluator {
     ) {
         let layout = &self.layout;
         let nu = layout.nu;
-        let segment = |prefix: usize, width: usize| &v[prefix * n..(prefix + width) * n];
-        let f = |x: &T| -> f64 { (*x).into() };
+        let order = self.output_order;
+        let column = |prefix: usize, width: usize| OutputColumn::new(v, prefix, width, n, order);
+        let f = |x: T| -> f64 { x.into() };
         let Evaluation {
             status,
             udot,
@@ -84,15 +85,14 @@ impl GpuEvaluator {
         } = ev;
         rayon::scope(|scope| {
             scope.spawn(|_| {
-                status.extend(segment(layout.status, 1).iter().map(|x| f(x) as u32));
+                column(layout.status, 1).extend_into(status, |x| f(x) as u32);
             });
             if selected.udot {
-                scope.spawn(|_| udot.extend(segment(layout.udot, nu).iter().map(f)));
+                scope.spawn(|_| column(layout.udot, nu).extend_into(udot, f));
             }
             if selected.udot_unconstrained {
                 scope.spawn(|_| {
-                    let column = segment(layout.udot_unconstrained, nu);
-                    udot_unconstrained.extend(column.iter().map(f));
+                    column(layout.udot_unconstrained, nu).extend_into(udot_unconstrained, f)
                 });
             }
             for ((slot, place), out) in batch
@@ -106,14 +106,12 @@ impl GpuEvaluator {
                 let rows = place.rows;
                 // Internal rows → reported slots (x, y, z); absent slots are 0.
                 let reorder = move |prefix: usize, dst: &mut Vec<f64>| {
-                    for row in segment(prefix, rows).chunks_exact(rows) {
-                        dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| f(&row[r]))));
-                    }
+                    column(prefix, rows).for_each_instance(|row| {
+                        dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| f(row[r]))));
+                    });
                 };
-                let triples = move |prefix: usize| {
-                    segment(prefix, 3)
-                        .chunks_exact(3)
-                        .map(move |p| [f(&p[0]), f(&p[1]), f(&p[2])])
+                let triples = move |prefix: usize, dst: &mut Vec<[f64; 3]>| {
+                    column(prefix, 3).for_each_instance(|p| dst.push([f(p[0]), f(p[1]), f(p[2])]));
                 };
                 let body_count = out.body_count;
                 if selected.position_errors {
@@ -135,35 +133,31 @@ impl GpuEvaluator {
                 if selected.body_forces {
                     let dst = &mut out.body_forces;
                     scope.spawn(move |_| {
-                        let values = segment(place.body_forces(), BODY_FORCES_WIDTH);
-                        for forces in values.chunks_exact(BODY_FORCES_WIDTH) {
+                        let values = column(place.body_forces(), BODY_FORCES_WIDTH);
+                        values.for_each_instance(|forces| {
                             for b in 0..body_count {
-                                let mut force = [0.0; 6];
-                                for (k, x) in force.iter_mut().enumerate() {
-                                    *x = f(&forces[6 * b + k]);
-                                }
-                                dst.push(force);
+                                dst.push(std::array::from_fn(|k| f(forces[6 * b + k])));
                             }
-                        }
+                        });
                     });
                 }
                 if selected.power {
                     let dst = &mut out.power;
-                    scope.spawn(move |_| dst.extend(segment(place.power(), 1).iter().map(f)));
+                    scope.spawn(move |_| column(place.power(), 1).extend_into(dst, f));
                 }
                 if !selected.contact {
                     continue;
                 }
                 if let Some(dst) = out.contact_point.as_mut() {
-                    scope.spawn(move |_| dst.extend(triples(place.contact_point())));
+                    scope.spawn(move |_| triples(place.contact_point(), dst));
                 }
                 if let Some(dst) = out.separation.as_mut() {
                     scope.spawn(move |_| {
-                        dst.extend(segment(place.separation(), 1).iter().map(f));
+                        column(place.separation(), 1).extend_into(dst, f);
                     });
                 }
                 if let Some(dst) = out.contact_force.as_mut() {
-                    scope.spawn(move |_| dst.extend(triples(place.contact_force())));
+                    scope.spawn(move |_| triples(place.contact_force(), dst));
                 }
             }
         });

@@ -16,7 +16,9 @@ use crate::motion::MOTION_PARAMS_CAP;
 
 pub mod carry;
 mod inputs;
+mod order;
 pub use inputs::{InputColumn, PARAMETER_SLOTS_CAP};
+pub use order::{OUTPUT_ORDERS, OutputColumn, OutputOrder};
 
 /// Largest number of free bodies per template on the GPU (private-memory budget per thread).
 pub const MAX_FREE_BODIES: usize = 4;

@@ -1,0 +1,100 @@
+//! The evaluation kernel's two output orders (`gpu::layout::OutputOrder`): value-major, the
+//! default on GPUs, and instance-major, the default on CPU drivers such as lavapipe, give the
+//! same bits — every output, a selection, the Jacobians, in f32 and f64, through chunks and
+//! several slices — and the CPU's answers. CI's lavapipe would otherwise run only its own
+//! default.
+
+use std::sync::Arc;
+
+use crate::common::device;
+
+use simbatch::golden::{Report, compare_evaluations};
+use simbatch::gpu::layout::{Layout, OutputOrder};
+use simbatch::prelude::*;
+use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
+
+const ORDERS: [OutputOrder; 2] = [OutputOrder::InstanceMajor, OutputOrder::ValueMajor];
+
+/// An evaluator in `order` whose chunks hold 700 instances (so a batch of thousands takes
+/// several chunks, each several output slices).
+fn evaluator(
+    device: &Arc<GpuDevice>,
+    batch: &Batch,
+    precision: Precision,
+    order: OutputOrder,
+) -> GpuEvaluator {
+    let layout = Layout::for_batch(batch).unwrap();
+    let bytes = precision.bytes() as u64;
+    let options = GpuOptions {
+        max_binding_bytes: Some(
+            (layout.varying_width as u64 * 700 + layout.shared_width as u64) * bytes,
+        ),
+        output_order: Some(order),
+        ..GpuOptions::default()
+    };
+    let e = GpuEvaluator::new(device.clone(), batch, precision, options).unwrap();
+    assert_eq!(e.output_order(), order);
+    e
+}
+
+#[test]
+fn both_output_orders_give_the_same_bits_and_the_cpus_answers() {
+    let Some(device) = device() else { return };
+    // The default follows the adapter.
+    let (rolling, _, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 2500, 31).unwrap();
+    let default = GpuEvaluator::new(
+        device.clone(),
+        &rolling,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        default.output_order(),
+        OutputOrder::for_adapter(device.info.device_type)
+    );
+    let (ground, _, _) = point_to_ground_batch(2000, 32, 3, true, true).unwrap();
+    let (point, _, _) = contact_batch(ContactKind::Point, PlaneBody::Prescribed, 1500, 33).unwrap();
+    let mut precisions = vec![(Precision::F32, 2e-4)];
+    if device.supports_f64 {
+        precisions.push((Precision::F64, 1e-9));
+    }
+    for (name, batch) in [
+        ("rolling sphere, free plane", &rolling),
+        ("point to ground, 3 normals", &ground),
+        ("point on a prescribed plane", &point),
+    ] {
+        let cpu = batch.evaluate();
+        for &(precision, tol) in &precisions {
+            let what = format!("{name}, {precision:?}");
+            let [mut a, mut b] = ORDERS.map(|order| evaluator(&device, batch, precision, order));
+            let (every_a, jac_a) = a.evaluate_with_jacobians(batch).unwrap();
+            let (every_b, jac_b) = b.evaluate_with_jacobians(batch).unwrap();
+            assert!(a.chunk_count() > 1, "{what}: several chunks");
+            assert!(
+                a.slice_count() > a.chunk_count(),
+                "{what}: several slices a chunk"
+            );
+            // `assert!`, not `assert_eq!`: a failure would print megabytes of values.
+            assert!(every_a == every_b, "{what}: every output differs");
+            assert!(jac_a == jac_b, "{what}: Jacobians and bias differ");
+            assert!(every_a == a.evaluate(batch).unwrap(), "{what}");
+            let mut dyn_a = Evaluation::default();
+            let mut dyn_b = Evaluation::default();
+            a.evaluate_outputs_into(batch, Outputs::DYNAMICS, &mut dyn_a)
+                .unwrap();
+            b.evaluate_outputs_into(batch, Outputs::DYNAMICS, &mut dyn_b)
+                .unwrap();
+            assert!(dyn_a == dyn_b, "{what}: u̇ and λ differ");
+            assert!(
+                dyn_a.udot == every_a.udot,
+                "{what}: u̇ differs from every output's"
+            );
+            // Not both wrong the same way: the CPU's answers.
+            let mut report = Report::default();
+            compare_evaluations(&every_b, &cpu, tol, &mut report).unwrap();
+            assert!(report.passed(), "{what}:\n{report}");
+        }
+    }
+}
