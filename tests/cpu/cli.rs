@@ -1122,6 +1122,33 @@ fn command_edges_are_handled() {
         "{stderr}"
     );
 
+    // A bad output order is refused by its flag's name before anything is measured.
+    let o = bin()
+        .args([
+            "bench",
+            "--backends",
+            "cpu",
+            "--n",
+            "10",
+            "--seconds",
+            "0.01",
+            "--gpu-output-order",
+            "row-major",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("--gpu-output-order \"row-major\"")
+            && stderr.contains("accepted: instance-major, value-major"),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).is_empty(),
+        "measured first"
+    );
+
     let file = dir.join("gpu.toml");
     std::fs::write(
         &file,

@@ -12,6 +12,7 @@ use crate::backend::Evaluator;
 use crate::backend::Stepper;
 use crate::batch::Batch;
 use crate::evaluation::{Evaluation, Outputs};
+use crate::gpu::layout::{OUTPUT_ORDERS, OutputOrder};
 use crate::gpu::{GpuEvaluator, GpuOptions, Precision};
 use crate::scenarios::{
     ContactKind, PlaneBody, contact_batch, point_to_ground_batch, rolling_balls, standing_sticks,
@@ -224,6 +225,8 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             accepted: "a number in (0, 3600]",
         }));
     }
+    // Refused before anything is measured (`measure` reads it again).
+    gpu_output_order(args)?;
     let probe = match &args.gpu_probe {
         Some(name) => Some(name.parse::<crate::gpu::probe::Probe>()?),
         None => None,
@@ -243,6 +246,21 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Engine(crate::Error::Gpu(format!("thread pool: {e}"))))?;
     pool.install(|| measure(args, precision))
+}
+
+/// `--gpu-output-order`, read: `None` when unset (the adapter's order).
+fn gpu_output_order(args: &BenchArgs) -> Result<Option<OutputOrder>, CliError> {
+    let Some(name) = &args.gpu_output_order else {
+        return Ok(None);
+    };
+    let order = name
+        .parse::<OutputOrder>()
+        .map_err(|_| crate::Error::BadChoice {
+            what: "--gpu-output-order",
+            value: name.clone(),
+            accepted: OUTPUT_ORDERS,
+        })?;
+    Ok(Some(order))
 }
 
 /// The measurements, on the current rayon pool.
@@ -359,10 +377,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
         Some(p) => format!("gpu-{}/{}", args.precision, p.name()),
         None => format!("gpu-{}", args.precision),
     };
-    let output_order = match &args.gpu_output_order {
-        Some(name) => Some(name.parse::<crate::gpu::layout::OutputOrder>()?),
-        None => None,
-    };
+    let output_order = gpu_output_order(args)?;
     let evaluation_name = match output_order {
         Some(order) => format!("{gpu_name}/{}", order.name()),
         None => gpu_name.clone(),
