@@ -72,9 +72,10 @@ fn applied_minus_coriolis(props: MassProperties, kin: BodyKinematics, gravity: v
     let w = kin.ang_vel;
     let c_g = r * props.com;
     let m = props.mass;
-    let i_g = r * props.inertia * transpose(r);
+    // I_G w = R (I (Rᵀ w)): three matrix-vector products, not the matrix R I Rᵀ.
+    let i_g_w = r * (props.inertia * (transpose(r) * w));
     let w_x_c = cross(w, cross(w, c_g));
-    let coriolis_ang = cross(w, i_g * w) + m * cross(c_g, w_x_c);
+    let coriolis_ang = cross(w, i_g_w) + m * cross(c_g, w_x_c);
     let coriolis_lin = m * w_x_c;
     let f_com = m * gravity + force;
     let f_ang = cross(c_g, f_com) + torque;

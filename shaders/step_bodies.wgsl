@@ -54,8 +54,9 @@ fn free_applied_power(i: u32, p: u32, rotation: mat3x3<real>, w: vec3<real>, v: 
 fn free_kinetic_energy(i: u32, p: u32, rotation: mat3x3<real>, w: vec3<real>, v: vec3<real>) -> real {
     let v_com = v + cross(w, rotation * load3(p + FREE_COM_AT, 3u, i, 0u));
     let inertia = inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u));
-    let i_g = rotation * inertia * transpose(rotation);
-    return 0.5 * (load(p + FREE_MASS_AT, 1u, i, 0u) * dot(v_com, v_com) + dot(w, i_g * w));
+    // wᵀ I_G w = (Rᵀ w)ᵀ I (Rᵀ w).
+    let w_body = transpose(rotation) * w;
+    return 0.5 * (load(p + FREE_MASS_AT, 1u, i, 0u) * dot(v_com, v_com) + dot(w_body, inertia * w_body));
 }
 
 // Body k's part of `advance_state` (`advance_bodies`, generated, calls it per integrated body).

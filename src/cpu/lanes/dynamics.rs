@@ -373,7 +373,9 @@ impl Chunk<'_> {
     /// accelerations, work rates)`, as `cpu::integrate::derivative`: a body with the constant
     /// law moves at its velocity, which changes at its acceleration; a driven body's entries do
     /// not move, its law giving its motion at every stage time), and the bit mask of the lanes
-    /// the lane formulas answered; the others must be recomputed on the reference path.
+    /// the lane formulas answered; the others must be recomputed on the reference path. A plan
+    /// of one free body and one constraint (`LanePlan::single`) takes the one-constraint
+    /// kernel (`Chunk::derivative_single`), which gives these bits.
     pub(crate) fn derivative(
         &self,
         y: &[Lane],
@@ -384,6 +386,18 @@ impl Chunk<'_> {
     ) -> u32 {
         let plan = self.plan;
         let (nq, m) = (plan.nq(), plan.m);
+        // One free body and one constraint: the one-constraint kernel (same bits).
+        if let Some(j) = plan.single {
+            match m {
+                1 => return self.derivative_single::<1>(j, y, baumgarte, dy, scratch),
+                2 => return self.derivative_single::<2>(j, y, baumgarte, dy, scratch),
+                3 => return self.derivative_single::<3>(j, y, baumgarte, dy, scratch),
+                4 => return self.derivative_single::<4>(j, y, baumgarte, dy, scratch),
+                5 => return self.derivative_single::<5>(j, y, baumgarte, dy, scratch),
+                6 => return self.derivative_single::<6>(j, y, baumgarte, dy, scratch),
+                _ => {}
+            }
+        }
         let mut ok = self.dynamics(y, time, baumgarte, scratch);
         let (kin, g) = (&scratch.kin, &scratch.g);
         let Dynamics {

@@ -16,7 +16,7 @@ use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::{ConstraintBlock, EvaluationBlock};
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, bits, is_finite, scatter_rows, select, splat, values,
+    LANES, Lane, LaneMask, bits, is_finite, scatter_fixed, scatter_rows, select, splat, values,
 };
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
@@ -31,7 +31,8 @@ fn lane_values<const W: usize>(x: &[Lane; W]) -> [[f64; LANES]; W] {
 
 /// Writes lanes `0..count` of the values `x` into `column` at entries
 /// `(at + l) · width + offset + k`: a full chunk (every chunk but a block's last) by
-/// [`scatter_rows`]'s transpose, a partial one value by value.
+/// [`scatter_rows`]'s transpose ([`scatter_fixed`] for the common widths), a partial one value
+/// by value.
 #[inline(always)]
 pub(super) fn put(
     column: &mut [f64],
@@ -41,11 +42,22 @@ pub(super) fn put(
     count: usize,
     x: &[Lane],
 ) {
-    let block = &mut column[at * width..(at + count) * width];
     if count == LANES {
-        scatter_rows(block, width, offset, x);
-        return;
+        // The widths the kernels write (one value, a 3-vector, a body's six, two bodies'
+        // twelve) with the width a constant; others by the general transpose.
+        match width {
+            1 => return scatter_fixed::<1>(column, offset, at, x),
+            2 => return scatter_fixed::<2>(column, offset, at, x),
+            3 => return scatter_fixed::<3>(column, offset, at, x),
+            6 => return scatter_fixed::<6>(column, offset, at, x),
+            12 => return scatter_fixed::<12>(column, offset, at, x),
+            _ => {
+                let block = &mut column[at * width..(at + count) * width];
+                return scatter_rows(block, width, offset, x);
+            }
+        }
     }
+    let block = &mut column[at * width..(at + count) * width];
     for (l, row) in block.chunks_exact_mut(width).enumerate() {
         for (value, x) in row[offset..offset + x.len()].iter_mut().zip(x) {
             *value = values(*x)[l];

@@ -1,6 +1,6 @@
-//! Evaluation of the commonest template — one free body and one constraint between it and
-//! Ground (a sphere or a point on a plane, a point against the ground, a user's constraint on
-//! one body) — in one function per row count: the state gathered, the body's kinematics, `u̇₀`,
+//! Evaluation and stepping of the commonest template — one free body and one constraint between
+//! it and Ground (a sphere or a point on a plane, a point against the ground, a user's
+//! constraint on one body) — in one function per row count: the body's kinematics, `u̇₀`,
 //! the constraint's rows (through [`Constraint::evaluate_lanes`](crate::model::Constraint), the
 //! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified Cholesky
 //! solve and `u̇`. The Jacobian blocks, `M⁻¹ Gᵀ`, the Gram matrix and the multipliers are
@@ -24,6 +24,10 @@
 //! Zen 5 VM, with the general writer inlined into the kernel's copies), and 1.05–1.08× more
 //! with the kernel's own writer and the full chunks' copy (1.66–1.72e7 → 1.80–1.85e7 per
 //! second, N = 10³; 969 → about 850 instructions an evaluation).
+//!
+//! Stepping's state derivative takes the same dynamics (`Chunk::single_dynamics`, then
+//! `derivative_single` instead of the writer), which made RK4 1.17–1.19× and Euler 1.13–1.15×
+//! as fast on one thread (rolling ball, N = 10⁴, Zen 5 VM).
 
 // Index loops over rows mirror the general path's loops they are held against.
 #![allow(clippy::needless_range_loop)]
@@ -35,11 +39,31 @@ use super::solve::solve_sized;
 use super::{ALL_LANES, BodyLanes, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
 use crate::batch::status;
 use crate::constraints::{ParamLanes, RowLanes};
+use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
     LANES, Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite, mul_add,
-    rotation_from_quaternion, select, splat,
+    quaternion_rate, rotation_from_quaternion, select, splat,
 };
+
+/// What the kernel's dynamics leave besides the kinematics and rows, handed to the caller's
+/// continuation (`Chunk::single_dynamics`): references to the kernel's locals, which stay
+/// where they are (returned by value, they were copied, a kilobyte per chunk).
+struct SingleDynamics<'d, const M: usize> {
+    /// The lanes where every step was finite and the solve certified (or the minimum-norm
+    /// route answered).
+    ok: LaneMask,
+    /// `u̇₀ = M⁻¹ (f − c)`.
+    udot0: &'d [Lane; 6],
+    /// `u̇ = u̇₀ − M⁻¹ Gᵀ λ`.
+    udot: &'d [Lane; 6],
+    /// λ per row (0 on disabled rows).
+    lambda: &'d [Lane; M],
+    /// The free body's masked Jacobian block per row.
+    g: &'d [[Lane; 6]; M],
+    /// `c_G = R c`.
+    c_g: &'d LaneVec3,
+}
 
 /// What the kernel hands its writer: the rows, `u̇₀`, `u̇`, λ and the free body's masked
 /// Jacobian blocks.
@@ -50,6 +74,76 @@ type Results<'s, const M: usize> = (
     &'s [Lane; M],
     &'s [[Lane; 6]; M],
 );
+
+/// What follows the kernel's dynamics ([`Chunk::single_dynamics`]): evaluation's writer
+/// ([`WriteOutputs`]) or stepping's state derivative ([`StateDerivative`]). A trait with
+/// methods inlined always, not a closure: the compiler left a closure of this size as a call,
+/// which kept the dynamics' locals in memory (zeroed, then written) — 1.03× the u̇-and-λ
+/// evaluation's instructions.
+trait AfterDynamics<const M: usize> {
+    /// Finishes the loaded instances with `d` and what `scratch` holds; returns the lanes
+    /// answered.
+    fn finish(self, chunk: &Chunk<'_>, d: SingleDynamics<'_, M>, scratch: &Scratch) -> u32;
+}
+
+/// Evaluation: writes lanes `0..count` of the selected outputs into `block` from entry `at`
+/// (the lanes' `time` must be finite).
+struct WriteOutputs<'b, 'e> {
+    block: &'b mut EvaluationBlock<'e>,
+    at: usize,
+    count: usize,
+    time: Lane,
+}
+
+impl<const M: usize> AfterDynamics<M> for WriteOutputs<'_, '_> {
+    #[inline(always)]
+    fn finish(self, chunk: &Chunk<'_>, d: SingleDynamics<'_, M>, scratch: &Scratch) -> u32 {
+        let ok = d.ok & is_finite(self.time);
+        let Some(rows) = scratch.rows.first_chunk::<M>() else {
+            return 0; // M ≤ MAX_ROWS < MAX_M: not reached.
+        };
+        let results = (rows, d.udot0, d.udot, d.lambda, d.g);
+        chunk.write_single(results, &scratch.kin, ok, self.block, self.at, self.count)
+    }
+}
+
+/// Stepping: `ẏ` at the state `(q, u, work)` into `dy`.
+struct StateDerivative<'y> {
+    q: &'y [Lane; 7],
+    u: &'y [Lane; 6],
+    dy: &'y mut [Lane; 15],
+}
+
+impl<const M: usize> AfterDynamics<M> for StateDerivative<'_> {
+    /// `Chunk::derivative`'s formulas, operation for operation.
+    #[inline(always)]
+    fn finish(self, chunk: &Chunk<'_>, d: SingleDynamics<'_, M>, scratch: &Scratch) -> u32 {
+        let (q, u, dy) = (self.q, self.u, self.dy);
+        let z = splat(0.0);
+        let mut ok = d.ok;
+        // −λ · (G u), the constraint forces' power.
+        let mut driven = z;
+        for k in 0..M {
+            let gu = z + dot6(&d.g[k], u);
+            driven -= d.lambda[k] * gu;
+        }
+        let k = &scratch.kin[chunk.plan.free_bodies[0]];
+        let rate = quaternion_rate(&[q[0], q[1], q[2], q[3]], &k.ang_vel);
+        dy[..4].copy_from_slice(&rate);
+        dy[4] = k.lin_vel.x;
+        dy[5] = k.lin_vel.y;
+        dy[6] = k.lin_vel.z;
+        dy[7..13].copy_from_slice(d.udot);
+        // Applied power F · v_com + T · w (cpu::integrate's applied_power).
+        let body = &chunk.bodies[0];
+        let v_com = k.lin_vel + k.ang_vel.cross(d.c_g);
+        let power = z + (body.force.dot(&v_com) + body.torque.dot(&k.ang_vel));
+        dy[13] = driven;
+        dy[14] = power;
+        ok = ok & all_finite(dy);
+        bits(ok) & !chunk.reference_only
+    }
+}
 
 impl Chunk<'_> {
     /// Evaluates every instance of `block` with the one-constraint kernel when the plan takes
@@ -117,16 +211,41 @@ impl Chunk<'_> {
         at: usize,
         count: usize,
     ) -> u32 {
-        let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
-        let z = splat(0.0);
-        let c = &plan.constraints[0];
-
-        // The state, and the free body's kinematics (`Chunk::kinematics`).
+        let (batch, inst) = (self.batch, &self.instances);
         let columns = &batch.free_columns()[0];
         let q: [Lane; 7] = gather_rows(&columns.q, inst);
         let u: [Lane; 6] = gather_rows(&columns.u, inst);
         let time = gather_values(batch.time(), inst);
-        let mut ok = is_finite(q.iter().chain(&u).fold(z, |sum, x| sum + *x));
+        let then = WriteOutputs {
+            block,
+            at,
+            count,
+            time,
+        };
+        self.single_dynamics::<M>(j, &q, &u, BaumgarteMode::Template, scratch, then)
+    }
+
+    /// The constrained dynamics of the loaded instances at `q` and `u`, for `M` rows, the free
+    /// body being body `j` of the constraint, with the Baumgarte terms of `baumgarte`: the
+    /// free body's kinematics into `scratch.kin` (accelerations zero), the rows into the first
+    /// `M` of `scratch.rows`, the rest in the returned locals. Evaluation's and stepping's
+    /// kernel alike (`evaluate_rows`, `derivative_single`).
+    #[inline(always)]
+    fn single_dynamics<const M: usize>(
+        &self,
+        j: usize,
+        q: &[Lane; 7],
+        u: &[Lane; 6],
+        baumgarte: BaumgarteMode,
+        scratch: &mut Scratch,
+        then: impl AfterDynamics<M>,
+    ) -> u32 {
+        let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
+        let z = splat(0.0);
+        let c = &plan.constraints[0];
+
+        // The free body's kinematics (`Chunk::kinematics`).
+        let mut ok = is_finite(q.iter().chain(u).fold(z, |sum, x| sum + *x));
         let rotation = rotation_from_quaternion(&[q[0], q[1], q[2], q[3]]);
         ok = ok & is_finite(rotation.m11);
         let (r, w) = (rotation, LaneVec3::new(u[0], u[1], u[2]));
@@ -145,9 +264,8 @@ impl Chunk<'_> {
 
         // The rows, with the generic row-level rules (`Chunk::rows`).
         // The rows live in the scratch, which needs no clearing: `evaluate_lanes` writes them.
-        let Some(rows) = scratch.rows.first_chunk_mut::<M>() else {
-            return 0; // M ≤ MAX_ROWS < MAX_M: not reached (every lane to the reference path).
-        };
+        // M ≤ MAX_ROWS < MAX_M (`evaluate_block_single`, `derivative`): the range is in bounds.
+        let rows = &mut scratch.rows[..M];
         let constraint = &batch.template().constraints()[0].constraint;
         let params = ParamLanes::new(&batch.all_constraint_columns()[0].params, *inst);
         self.with_bodies(c, kin, |bodies| {
@@ -157,6 +275,11 @@ impl Chunk<'_> {
 
         // Bias, masked blocks, Y = M⁻¹ Gᵀ, the Gram matrix and rhs = G u̇₀ − b; a disabled
         // constraint's rows get a unit pivot (`Chunk::dynamics`).
+        let with_baumgarte = match baumgarte {
+            BaumgarteMode::Template => plan.row_baumgarte[0],
+            BaumgarteMode::All => true,
+            BaumgarteMode::Off => false,
+        };
         let on = self.enabled[0];
         let all_on = bits(on) == ALL_LANES;
         let inverse_time_constant = self.inverse_time_constant[0];
@@ -166,7 +289,7 @@ impl Chunk<'_> {
         for k in 0..M {
             let row = &rows[k];
             bias[k] = -row.acceleration_error;
-            if plan.row_baumgarte[0] {
+            if with_baumgarte {
                 let a = inverse_time_constant;
                 bias[k] -= splat(2.0) * a * row.velocity_error + a * a * row.position_error;
             }
@@ -216,10 +339,41 @@ impl Chunk<'_> {
             }
             udot[n] = udot0[n] - sum;
         }
-        let ok = ok & is_finite(time);
-        let rows: &[RowLanes; M] = rows;
-        let results = (rows, &udot0, &udot, &lambda, &g);
-        self.write_single(results, &scratch.kin, ok, block, at, count)
+        let done = SingleDynamics {
+            ok,
+            udot0: &udot0,
+            udot: &udot,
+            lambda: &lambda,
+            g: &g,
+            c_g: &c_g,
+        };
+        then.finish(self, done, scratch)
+    }
+
+    /// `ẏ` at state `y` (`(q, u, work)` of the one free body) into `dy`, with the Baumgarte
+    /// terms of `baumgarte`, for `M` rows, the free body being body `j` of the constraint; returns
+    /// the lanes answered. Stepping's one-constraint kernel: `Chunk::derivative`'s formulas,
+    /// operation for operation and in the same order, on the kernel's dynamics
+    /// ([`single_dynamics`](Self::single_dynamics)), so the two give the same bits
+    /// (`lanes::tests`).
+    #[inline(never)]
+    pub(super) fn derivative_single<const M: usize>(
+        &self,
+        j: usize,
+        y: &[Lane],
+        baumgarte: BaumgarteMode,
+        dy: &mut [Lane],
+        scratch: &mut Scratch,
+    ) -> u32 {
+        let (Some(q), Some(u), Some(dy)) = (
+            y.first_chunk::<7>(),
+            y.get(7..).and_then(|u| u.first_chunk::<6>()),
+            dy.first_chunk_mut::<15>(),
+        ) else {
+            return 0; // Not reached: one free body's state is 15 values.
+        };
+        let then = StateDerivative { q, u, dy };
+        self.single_dynamics::<M>(j, q, u, baumgarte, scratch, then)
     }
 
     /// Writes lanes `0..count` of the outputs `block` selects from the kernel's results into

@@ -240,6 +240,31 @@ fn knife_edge_batch(n: usize) -> Batch {
     batch
 }
 
+/// Batches the one-constraint kernel takes, named: each built-in kind against Ground
+/// (`sizes[0]` random instances each, about one in 97 disabled), point-to-ground contacts of 1–3
+/// rows with Baumgarte terms (`sizes[1]`), knife-edge carts (`sizes[2]`).
+fn one_constraint_batches(sizes: [usize; 3]) -> Vec<(String, Batch)> {
+    let mut batches = Vec::new();
+    for kind in [
+        ContactKind::RollingSphere,
+        ContactKind::SlidingSphere,
+        ContactKind::Point,
+    ] {
+        let batch = contact_batch(kind, PlaneBody::Ground, sizes[0], 11)
+            .unwrap()
+            .0;
+        batches.push((format!("{kind:?}"), batch));
+    }
+    for normals in 1..=3 {
+        let batch = point_to_ground_batch(sizes[1], 9, normals, true, true)
+            .unwrap()
+            .0;
+        batches.push((format!("point to ground, {normals} normals"), batch));
+    }
+    batches.push(("knife edge".to_string(), knife_edge_batch(sizes[2])));
+    batches
+}
+
 /// The one-constraint kernel (`single`), with its own writer, gives the general lane path's
 /// bits for each selection (u̇ and λ, u̇₀ alone, nothing but the status, body forces, the contact
 /// report, every output) on each built-in kind against Ground, on point-to-ground contacts of
@@ -248,20 +273,7 @@ fn knife_edge_batch(n: usize) -> Batch {
 /// last chunks (N not a multiple of the lane count).
 #[test]
 fn the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
-    let mut batches = Vec::new();
-    for kind in [
-        ContactKind::RollingSphere,
-        ContactKind::SlidingSphere,
-        ContactKind::Point,
-    ] {
-        let batch = contact_batch(kind, PlaneBody::Ground, 203, 11).unwrap().0;
-        batches.push((format!("{kind:?}"), batch));
-    }
-    for normals in 1..=3 {
-        let batch = point_to_ground_batch(45, 9, normals, true, true).unwrap().0;
-        batches.push((format!("point to ground, {normals} normals"), batch));
-    }
-    batches.push(("knife edge".to_string(), knife_edge_batch(37)));
+    let batches = one_constraint_batches([203, 45, 37]);
     for (what, batch) in &batches {
         let plan = LanePlan::new(batch.template()).unwrap();
         assert!(plan.takes_single(), "{what}: the kernel takes the template");
@@ -297,6 +309,87 @@ fn the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
             if let Some(k) = (0..a.len()).find(|&k| a[k] != b[k]) {
                 let (x, y) = (f64::from_bits(a[k]), f64::from_bits(b[k]));
                 panic!("{what}, {outputs:?}: value {k} is {x:e} in the kernel, {y:e} general");
+            }
+        }
+    }
+}
+
+/// Stepping's one-constraint kernel (`Chunk::derivative_single`) gives the general lane path's
+/// bits: states, times, work and flags after RK4 and Euler without drift control, RK4 with
+/// Baumgarte terms on every constraint (RBDL mode) and RKM with projection, on the templates of
+/// the evaluation test above (disabled instances and partial chunks included).
+#[test]
+fn stepping_with_the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
+    let mut batches = one_constraint_batches([23, 21, 17]);
+    // States on the constraints, which RKM with projection can step (the random states above
+    // break theirs on entry, which no step removes: flagged alike on both paths).
+    batches.push((
+        "rolling balls".to_string(),
+        crate::scenarios::rolling_balls(19).unwrap(),
+    ));
+    batches.push((
+        "sticks".to_string(),
+        crate::scenarios::standing_sticks(18).unwrap(),
+    ));
+    let runs = [
+        (Integrator::Rk4 { step: 1e-3 }, Stabilization::None),
+        (
+            Integrator::SemiImplicitEuler { step: 1e-3 },
+            Stabilization::None,
+        ),
+        (Integrator::Rk4 { step: 1e-3 }, Stabilization::Baumgarte),
+        (
+            Integrator::RungeKuttaMerson {
+                accuracy: 1e-6,
+                max_step: 1e-3,
+            },
+            Stabilization::Projection { tolerance: 1e-6 },
+        ),
+    ];
+    for (what, batch) in &batches {
+        let plan = LanePlan::new(batch.template()).unwrap();
+        assert!(plan.takes_single(), "{what}: the kernel takes the template");
+        for (integrator, stabilization) in runs {
+            let options = StepOptions {
+                integrator,
+                stabilization,
+            };
+            let mut stepped = Vec::new();
+            for plan in [plan.clone(), plan.clone().without_single()] {
+                let mut b = batch.clone();
+                let mut sizes = vec![0.0; b.len()];
+                let goal = crate::step::Goal::Steps(25);
+                step::run_goal(&mut b, &plan, &options, goal, &mut sizes, f64::INFINITY).unwrap();
+                stepped.push(b);
+            }
+            let mut moved = 0;
+            for i in 0..batch.len() {
+                let (a, b) = (stepped[0].state_of(i), stepped[1].state_of(i));
+                let bits = |s: &crate::batch::InstanceState| -> Vec<u64> {
+                    let mut v: Vec<f64> = vec![s.time, s.work[0], s.work[1]];
+                    v.extend(s.q.iter().flatten().chain(s.u.iter().flatten()));
+                    v.iter().map(|x| x.to_bits()).collect()
+                };
+                assert_eq!(
+                    bits(&a),
+                    bits(&b),
+                    "{what}, {integrator:?}, {stabilization:?}, instance {i}: {a:?} / {b:?}"
+                );
+                assert_eq!(stepped[0].status()[i], stepped[1].status()[i], "{what}");
+                if a.time > batch.state_of(i).time {
+                    moved += 1;
+                }
+            }
+            // Projection refuses the random states' errors on entry; every other run steps.
+            let on_entry = matches!(stabilization, Stabilization::Projection { .. })
+                && !what.starts_with("rolling")
+                && !what.starts_with("sticks");
+            if !on_entry {
+                assert_eq!(
+                    moved,
+                    batch.len(),
+                    "{what}, {integrator:?}: every instance steps"
+                );
             }
         }
     }

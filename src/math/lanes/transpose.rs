@@ -1,0 +1,226 @@
+//! Moving values between per-instance columns and lanes: the transposes that gather a chunk's
+//! inputs (`N` values of four rows as `N` lane values) and scatter its outputs back, with AVX
+//! shuffles in registers where the build has AVX. Bit moves only: a value has the same bits
+//! whichever route moved it.
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+use super::lanes;
+use super::{LANES, Lane, splat, values};
+/// Values `0..N` of four rows, one row per lane, as `N` lane values: the transpose that gathers
+/// a chunk's per-instance columns. One bounds check per row; with AVX the values move by
+/// shuffles in registers (`avx::pair`), two values of each row at a time, never read past a
+/// row's end.
+#[inline(always)]
+pub fn transpose_rows<const N: usize>(rows: [&[f64]; LANES]) -> [Lane; N] {
+    let [a, b, c, d] = rows;
+    let (a, b, c, d): (&[f64; N], &[f64; N], &[f64; N], &[f64; N]) =
+        (first(a), first(b), first(c), first(d));
+    let mut out = [splat(0.0); N];
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    {
+        let mut j = 0;
+        while j + 2 <= N {
+            (out[j], out[j + 1]) = avx::pair(a, b, c, d, j);
+            j += 2;
+        }
+        if j < N {
+            out[j] = avx::single(&a[j], &b[j], &c[j], &d[j]);
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+    for j in 0..N {
+        out[j] = lanes([a[j], b[j], c[j], d[j]]);
+    }
+    out
+}
+
+/// The first `N` values of `row` (panics, as indexing does, when it is shorter).
+#[inline(always)]
+fn first<const N: usize>(row: &[f64]) -> &[f64; N] {
+    match row.first_chunk() {
+        Some(values) => values,
+        None => panic!("a row of {} values read as {N}", row.len()),
+    }
+}
+
+/// Entry `i` of `column` for each instance `i` of `instances`, one per lane.
+#[inline(always)]
+pub fn gather_values(column: &[f64], instances: &[usize; LANES]) -> Lane {
+    let [a, b, c, d] = *instances;
+    four(&column[a], &column[b], &column[c], &column[d])
+}
+
+/// The lane value of four `f64` held in memory. With AVX it is built in registers (two
+/// 128-bit halves), not by four 8-byte stores that a 32-byte load then reads back, which
+/// stalls store-to-load forwarding on x86 cores.
+#[inline(always)]
+pub fn four(a: &f64, b: &f64, c: &f64, d: &f64) -> Lane {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    {
+        avx::single(a, b, c, d)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+    {
+        lanes([*a, *b, *c, *d])
+    }
+}
+
+/// Writes the lane values `x` into four rows of `width` values held one after another in
+/// `block` (lane `l` into row `l`), at values `offset..offset + x.len()` of each row: the
+/// transpose that writes a chunk's outputs into per-instance columns. With AVX the values move
+/// by shuffles in registers, two values of each row at a time.
+///
+/// Panics when the rows do not hold `offset + x.len()` values or `block` does not hold four
+/// rows.
+#[inline(always)]
+pub fn scatter_rows(block: &mut [f64], width: usize, offset: usize, x: &[Lane]) {
+    let n = x.len();
+    assert!(
+        offset + n <= width && block.len() >= LANES * width,
+        "{n} values at {offset} of four rows of {width} in {} values",
+        block.len()
+    );
+    let (a, rest) = block.split_at_mut(width);
+    let (b, rest) = rest.split_at_mut(width);
+    let (c, d) = rest.split_at_mut(width);
+    scatter_into([a, b, c, d], offset, x);
+}
+
+/// [`scatter_rows`] into rows `at..at + LANES` of a column of `W`-value rows held as `&mut
+/// [f64]`: with the width a constant, the rows' bounds are one check on the column and the rest
+/// fold away once inlined, so a chunk's write is the transpose's shuffles and stores (a runtime
+/// width costs a score of address computations and checks per write).
+///
+/// Panics when the column does not hold rows `at..at + LANES` or a row does not hold
+/// `offset + x.len()` values.
+#[inline(always)]
+pub fn scatter_fixed<const W: usize>(column: &mut [f64], offset: usize, at: usize, x: &[Lane]) {
+    let n = x.len();
+    assert!(offset + n <= W, "{n} values at {offset} of rows of {W}");
+    let (rows, _) = column.as_chunks_mut::<W>();
+    let Some([a, b, c, d]) = rows
+        .get_mut(at..)
+        .and_then(|r| r.first_chunk_mut::<LANES>())
+    else {
+        panic!(
+            "rows {at}..{} of a column of {} rows",
+            at + LANES,
+            rows.len()
+        );
+    };
+    scatter_into([a, b, c, d], offset, x);
+}
+
+/// `x` into values `offset..offset + x.len()` of four rows, lane `l` into row `l`.
+#[inline(always)]
+fn scatter_into(rows: [&mut [f64]; LANES], offset: usize, x: &[Lane]) {
+    let n = x.len();
+    #[allow(unused_mut)]
+    let mut rows = rows.map(|row| &mut row[offset..offset + n]);
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    avx::scatter(rows, x);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+    for (j, value) in x.iter().enumerate() {
+        for (row, v) in rows.iter_mut().zip(values(*value)) {
+            row[j] = v;
+        }
+    }
+}
+
+/// Moving values into and out of lanes with AVX loads, shuffles and stores: bit moves only, so a value has the
+/// same bits whichever route built it.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+mod avx {
+    use std::arch::x86_64::{
+        __m256d, _mm_load_sd, _mm_loadh_pd, _mm_loadu_pd, _mm_storeu_pd, _mm256_castpd128_pd256,
+        _mm256_castpd256_pd128, _mm256_extractf128_pd, _mm256_insertf128_pd, _mm256_unpackhi_pd,
+        _mm256_unpacklo_pd,
+    };
+
+    use super::{Lane, values};
+
+    /// An AVX value as a lane value (the same 32 bytes).
+    #[inline(always)]
+    fn lane(x: __m256d) -> Lane {
+        Lane::from(bytemuck::cast::<__m256d, [f64; 4]>(x))
+    }
+
+    /// Values `j` and `j + 1` of four rows: a 128-bit load per row, two inserts and two
+    /// unpacks.
+    #[inline(always)]
+    pub(super) fn pair<const N: usize>(
+        a: &[f64; N],
+        b: &[f64; N],
+        c: &[f64; N],
+        d: &[f64; N],
+        j: usize,
+    ) -> (Lane, Lane) {
+        assert!(j + 2 <= N, "values {j} and {} of rows of {N}", j + 1);
+        // SAFETY: `j + 2 <= N` (asserted; a constant check once inlined), so each 16-byte
+        // load reads values `j` and `j + 1` of its row, in bounds; unaligned loads accept any
+        // address. AVX is enabled at compile time (the module's cfg).
+        unsafe {
+            let ac = _mm256_insertf128_pd::<1>(
+                _mm256_castpd128_pd256(_mm_loadu_pd(a.as_ptr().add(j))),
+                _mm_loadu_pd(c.as_ptr().add(j)),
+            );
+            let bd = _mm256_insertf128_pd::<1>(
+                _mm256_castpd128_pd256(_mm_loadu_pd(b.as_ptr().add(j))),
+                _mm_loadu_pd(d.as_ptr().add(j)),
+            );
+            (
+                lane(_mm256_unpacklo_pd(ac, bd)),
+                lane(_mm256_unpackhi_pd(ac, bd)),
+            )
+        }
+    }
+
+    /// `[a, b, c, d]` as a lane value, built in registers.
+    #[inline(always)]
+    pub(super) fn single(a: &f64, b: &f64, c: &f64, d: &f64) -> Lane {
+        // SAFETY: each pointer comes from a reference to one f64 and each load reads that one
+        // f64. AVX is enabled at compile time (the module's cfg).
+        unsafe {
+            let ab = _mm_loadh_pd(_mm_load_sd(a), b);
+            let cd = _mm_loadh_pd(_mm_load_sd(c), d);
+            lane(_mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(ab), cd))
+        }
+    }
+
+    /// `x` into four rows of `x.len()` values, lane `l` into row `l`: two unpacks and four
+    /// 128-bit stores per pair of values, the last odd value by 64-bit stores.
+    #[inline(always)]
+    pub(super) fn scatter(rows: [&mut [f64]; 4], x: &[Lane]) {
+        let [a, b, c, d] = rows;
+        let n = x.len();
+        assert!(a.len() == n && b.len() == n && c.len() == n && d.len() == n);
+        let raw = |v: &Lane| bytemuck::cast::<[f64; 4], __m256d>(values(*v));
+        let mut j = 0;
+        while j + 2 <= n {
+            let (xj, xk) = (raw(&x[j]), raw(&x[j + 1]));
+            // SAFETY: every row holds `n` values (asserted) and `j + 2 <= n`, so each 16-byte
+            // store writes values `j` and `j + 1` of its row, in bounds; unaligned stores
+            // accept any address. AVX is enabled at compile time (the module's cfg).
+            unsafe {
+                let ac = _mm256_unpacklo_pd(xj, xk);
+                let bd = _mm256_unpackhi_pd(xj, xk);
+                _mm_storeu_pd(a.as_mut_ptr().add(j), _mm256_castpd256_pd128(ac));
+                _mm_storeu_pd(c.as_mut_ptr().add(j), _mm256_extractf128_pd::<1>(ac));
+                _mm_storeu_pd(b.as_mut_ptr().add(j), _mm256_castpd256_pd128(bd));
+                _mm_storeu_pd(d.as_mut_ptr().add(j), _mm256_extractf128_pd::<1>(bd));
+            }
+            j += 2;
+        }
+        if j < n {
+            let [va, vb, vc, vd] = values(x[j]);
+            (a[j], b[j], c[j], d[j]) = (va, vb, vc, vd);
+        }
+    }
+}
+
+/// Rows `instances` of a column of `N`-value rows, as `N` lane values.
+#[inline(always)]
+pub fn gather_rows<const N: usize>(column: &[[f64; N]], instances: &[usize; LANES]) -> [Lane; N] {
+    let [a, b, c, d] = *instances;
+    transpose_rows([&column[a], &column[b], &column[c], &column[d]])
+}
