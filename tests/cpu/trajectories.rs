@@ -1,7 +1,7 @@
 //! Time stepping against Simbody's trajectories (`tests/data/golden/trajectories.jsonl`, RKM at
 //! 1e-11): every 0.05 s sample over 2 s within 1e-7 (physics.md §7), with RK4 at h = 5e-4 and
 //! with RKM at accuracy 1e-10. Honours `SIMBATCH_GOLDEN_DIR`. The GPU runs the same check in
-//! `tests/gpu/step.rs`.
+//! `tests/gpu/step/`.
 
 use std::path::Path;
 

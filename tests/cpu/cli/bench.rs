@@ -1,0 +1,119 @@
+//! `simbatch bench`: rows carry integrators, threads and bytes; flags refused by name.
+
+use super::*;
+
+/// `bench` on one thread with every integrator row: the rows carry the integrator and the bytes
+/// per instance, which equal the batch's columns plus the call's own buffers (computed here
+/// from the library's own counts, not copied from the output); a bad integrator name or thread
+/// count is refused before any work.
+#[test]
+fn bench_rows_carry_integrators_threads_and_bytes() {
+    let dir = scratch("bench");
+    let json = dir.join("bench.json");
+    let o = bin()
+        .args([
+            "bench",
+            "--backends",
+            "cpu",
+            "--n",
+            "64",
+            "--substeps",
+            "2",
+            "--seconds",
+            "0.01",
+            "--threads",
+            "1",
+            "--unilateral",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["cpu_threads"], 1);
+    let rows = doc["rows"].as_array().unwrap();
+    // `--unilateral`: the bouncing balls and the bricks on the CPU's event path: the batch's
+    // columns and the records the call returns (one per contact).
+    let (bouncing_batch, _, _) = simbatch::scenarios::bouncing_balls(64).unwrap();
+    let (brick_batch, corners, _) = simbatch::scenarios::sliding_bricks(64).unwrap();
+    for (system, batch, contacts) in [
+        ("bouncing ball (unilateral)", &bouncing_batch, 1),
+        ("brick 4 corners (unilateral)", &brick_batch, corners.len()),
+    ] {
+        let row = rows
+            .iter()
+            .find(|r| r["system"] == system && r["backend"] == "cpu")
+            .unwrap_or_else(|| panic!("no {system} row in {rows:?}"));
+        assert_eq!(row["integrator"], "events");
+        assert!(row["per_second"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["handed_to_cpu"].is_null(), "{row}");
+        let bytes = row["bytes_per_instance"].as_u64().unwrap() as usize;
+        let records = std::mem::size_of::<Option<Vec<simbatch::cpu::unilateral::ContactRecord>>>()
+            + contacts * std::mem::size_of::<simbatch::cpu::unilateral::ContactRecord>();
+        assert!(bytes >= batch.bytes().div_ceil(64) + records, "{row}");
+    }
+    let balls = simbatch::scenarios::rolling_balls(64).unwrap();
+    // Shared columns count once; the lane path's call holds one block's outcomes.
+    let columns = balls.bytes().div_ceil(64);
+    assert!(columns < simbatch::batch::Batch::bytes_per_instance(balls.template()));
+    let stepper = simbatch::prelude::Stepper::new(simbatch::prelude::StepOptions {
+        integrator: simbatch::prelude::Integrator::Rk4 { step: 1e-3 },
+        stabilization: simbatch::prelude::Stabilization::None,
+    })
+    .unwrap();
+    let state = stepper.host_call_bytes(&balls).div_ceil(64);
+    for integrator in ["rk4", "rk4-projection", "euler"] {
+        let row = rows
+            .iter()
+            .find(|r| r["system"] == "rolling ball" && r["integrator"] == integrator)
+            .unwrap_or_else(|| panic!("no {integrator} row in {rows:?}"));
+        assert_eq!(row["bytes_per_instance"], columns + state, "{row}");
+        let rate = row["per_second"].as_f64().unwrap();
+        assert!(rate > 0.0);
+        // The first call (kernels, buffers, the call) is timed apart.
+        let first = row["first_call_s"].as_f64().unwrap();
+        assert!(first > 0.0 && first.is_finite(), "{row}");
+        // Workgroups are a GPU setting.
+        assert!(row["workgroup_size"].is_null(), "{row}");
+    }
+    let evaluation = rows
+        .iter()
+        .find(|r| r["system"] == "rolling sphere" && r["what"] == "evaluations")
+        .unwrap();
+    let (spheres, _, _) = simbatch::scenarios::contact_batch(
+        simbatch::scenarios::ContactKind::RollingSphere,
+        simbatch::scenarios::PlaneBody::Ground,
+        64,
+        1,
+    )
+    .unwrap();
+    let expected = spheres.bytes().div_ceil(64) + spheres.evaluate().bytes() / 64;
+    assert_eq!(evaluation["bytes_per_instance"], expected, "{evaluation}");
+
+    for (flag, value, accepted) in [
+        ("--integrators", "rk5", "rk4, rk4-projection, euler"),
+        ("--threads", "100000", "0 (every core)"),
+    ] {
+        let o = bin()
+            .args([
+                "bench",
+                "--backends",
+                "cpu",
+                "--n",
+                "8",
+                "--seconds",
+                "0.01",
+            ])
+            .args([flag, value])
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains(value) && stderr.contains(accepted),
+            "{stderr}"
+        );
+    }
+}

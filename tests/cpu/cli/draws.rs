@@ -1,0 +1,136 @@
+//! Draws in scenarios: truncated normal and lognormal, every example scenario, refused draws
+//! named once, warnings on standard error.
+
+use super::*;
+
+/// The new distributions in a scenario: drawn per instance, recorded as inputs (a lognormal on
+/// a log axis), within their bounds; a truncated normal that can reach ≤ 0 is refused for a
+/// field that must be positive, naming it.
+#[test]
+fn truncated_normal_and_lognormal_draw_in_scenarios() {
+    let text = DEFAULT_SCENARIO
+        .replacen(
+            "mass = { log_uniform = [0.1, 10.0] }",
+            "mass = { lognormal = [0.0, 0.5] }",
+            1,
+        )
+        .replacen(
+            "incline_deg = { uniform = [5.0, 30.0] }",
+            "incline_deg = { truncated_normal = [15.0, 10.0, 5.0, 30.0] }",
+            1,
+        );
+    assert!(
+        text.contains("lognormal") && text.contains("truncated_normal"),
+        "{text}"
+    );
+    let sc = Scenario::parse("d.toml", &text).unwrap();
+    let kinds = simbatch::cli::instances::input_kinds(&sc);
+    assert!(kinds.contains(&("ball.mass".to_string(), true)));
+    assert!(kinds.contains(&("constraint[0].incline_deg".to_string(), false)));
+    for i in 0..200 {
+        let s = simbatch::cli::study::sample(&sc, i, None);
+        let names = simbatch::cli::study::input_names(&sc);
+        let get = |n: &str| s.inputs[names.iter().position(|x| x == n).unwrap()];
+        assert!(get("ball.mass") > 0.0);
+        assert!((5.0..=30.0).contains(&get("constraint[0].incline_deg")));
+    }
+    let bad = text.replacen(
+        "mass = { lognormal = [0.0, 0.5] }",
+        "mass = { truncated_normal = [1.0, 1.0, 0.0, 2.0] }",
+        1,
+    );
+    let err = Scenario::parse("d.toml", &bad).unwrap_err().to_string();
+    assert!(
+        err.contains("body[0].mass") && err.contains("truncated_normal"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_example_scenario_parses_and_its_draws_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let scenario = Scenario::parse(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The dry pass over every instance the study draws (what `simbatch run` does first).
+        simbatch::cli::study::validate(&scenario, 0..scenario.instances)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn a_refused_draw_names_the_scenarios_body_and_the_instance_once() {
+    let text = include_str!("../../../examples/scenarios/tossed_bricks.toml").replace(
+        "inertia = [0.0125, 0.035, 0.04, 0.0, 0.0, 0.0]",
+        "inertia = [0.0125, 0.0135, 0.04, 0.0, 0.0, 0.0]",
+    );
+    let scenario = Scenario::parse("bricks.toml", &text).unwrap();
+    let err = simbatch::cli::study::validate(&scenario, 0..scenario.instances).unwrap_err();
+    let CliError::Sample { instance, message } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(*instance, 0);
+    assert!(
+        message.starts_with("invalid body \"brick\".inertia: got [0.0125, 0.0135, 0.04"),
+        "{message}"
+    );
+    assert!(message.contains("triangle inequality"), "{message}");
+    assert!(
+        !message.contains("body[") && !message.contains("for instance"),
+        "{message}"
+    );
+}
+
+/// The library's warnings reach the command's standard error: a run with `--backend auto`
+/// either took a hardware GPU (the manifest says so, and there is nothing to warn about) or
+/// fell back to the CPU, and then the reason the manifest records (`auto passed over` a
+/// software adapter, or no GPU at all) is also a `warning:` line on standard error; other
+/// crates' log records (wgpu's) are not.
+#[test]
+fn the_commands_warnings_reach_standard_error() {
+    let dir = scratch("warnings");
+    let o = bin()
+        .args([
+            "run",
+            "--instances",
+            "8",
+            "--backend",
+            "auto",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("out").join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let backend = manifest["backend"].as_str().unwrap();
+    match backend.split_once("; ") {
+        Some((_, note)) => assert!(
+            stderr.contains(&format!("warning: simbatch: {note}")),
+            "manifest note {note:?} not on stderr: {stderr}"
+        ),
+        None => assert!(backend.starts_with("gpu"), "{backend}"),
+    }
+    // Every warning the logger prints is the library's own (they all say `simbatch:`).
+    assert!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .all(|l| l.starts_with("warning: simbatch: ")),
+        "other crates' records: {stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
