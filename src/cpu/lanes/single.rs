@@ -46,9 +46,9 @@ use crate::math::lanes::{
     quaternion_rate, rotation_from_quaternion, select, splat,
 };
 
-/// What the kernel's dynamics leave besides the kinematics and rows, handed to the caller's
-/// continuation (`Chunk::single_dynamics`): references to the kernel's locals, which stay
-/// where they are (returned by value, they were copied, a kilobyte per chunk).
+/// What the kernel's dynamics leave besides the kinematics and rows, handed to what follows
+/// them ([`AfterDynamics`], from `Chunk::single_dynamics`): references to the kernel's locals,
+/// which stay where they are (returned by value, they were copied, a kilobyte per chunk).
 struct SingleDynamics<'d, const M: usize> {
     /// The lanes where every step was finite and the solve certified (or the minimum-norm
     /// route answered).
@@ -228,8 +228,9 @@ impl Chunk<'_> {
     /// The constrained dynamics of the loaded instances at `q` and `u`, for `M` rows, the free
     /// body being body `j` of the constraint, with the Baumgarte terms of `baumgarte`: the
     /// free body's kinematics into `scratch.kin` (accelerations zero), the rows into the first
-    /// `M` of `scratch.rows`, the rest in the returned locals. Evaluation's and stepping's
-    /// kernel alike (`evaluate_rows`, `derivative_single`).
+    /// `M` of `scratch.rows`, the rest ([`SingleDynamics`]) handed to `then`, whose answer (the
+    /// lanes answered) it returns. Evaluation's and stepping's kernel alike (`evaluate_rows`,
+    /// `derivative_single`).
     #[inline(always)]
     fn single_dynamics<const M: usize>(
         &self,
