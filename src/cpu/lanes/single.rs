@@ -26,7 +26,7 @@
 //! second, N = 10³; 969 → about 850 instructions an evaluation).
 //!
 //! Stepping's state derivative takes the same dynamics (`Chunk::single_dynamics`, then
-//! `derivative_single` instead of the writer), which made RK4 1.17–1.19× and Euler 1.13–1.15×
+//! `derivative_single` instead of the writer), which made RK4 1.19–1.21× and Euler 1.15–1.16×
 //! as fast on one thread (rolling ball, N = 10⁴, Zen 5 VM).
 
 // Index loops over rows mirror the general path's loops they are held against.

@@ -6,6 +6,7 @@
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
 use super::lanes;
 use super::{LANES, Lane, splat, values};
+
 /// Values `0..N` of four rows, one row per lane, as `N` lane values: the transpose that gathers
 /// a chunk's per-instance columns. One bounds check per row; with AVX the values move by
 /// shuffles in registers (`avx::pair`), two values of each row at a time, never read past a
