@@ -265,8 +265,9 @@ impl Chunk<'_> {
 
         // The rows, with the generic row-level rules (`Chunk::rows`).
         // The rows live in the scratch, which needs no clearing: `evaluate_lanes` writes them.
-        // M ≤ MAX_ROWS < MAX_M (`evaluate_block_single`, `derivative`): the range is in bounds.
-        let rows = &mut scratch.rows[..M];
+        let Some(rows) = scratch.rows.first_chunk_mut::<M>() else {
+            return 0; // M ≤ MAX_ROWS < MAX_M: not reached (every lane to the reference path).
+        };
         let constraint = &batch.template().constraints()[0].constraint;
         let params = ParamLanes::new(&batch.all_constraint_columns()[0].params, *inst);
         self.with_bodies(c, kin, |bodies| {
