@@ -578,43 +578,12 @@ fn env_ids<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, simbatch::env::TASK_NAMES)
 }
 
-/// Replays `instances` of the study in `study` (an output directory of `simbatch run`) and
-/// writes `out` (`.gif`, `.html` or `.png` by extension), as `simbatch render` does; returns
-/// the number of frames replayed. The GIL is released meanwhile.
-#[pyfunction]
-#[pyo3(signature = (study, instances, out, interval=None, time=None, layout="panels", size=(640, 480), speed=1.0))]
-#[allow(clippy::too_many_arguments)]
-fn render_study(
-    py: Python<'_>,
-    study: std::path::PathBuf,
-    instances: Vec<usize>,
-    out: std::path::PathBuf,
-    interval: Option<f64>,
-    time: Option<f64>,
-    layout: &str,
-    size: (usize, usize),
-    speed: f64,
-) -> PyResult<usize> {
-    let args = simbatch::cli::render::RenderArgs {
-        study,
-        instances,
-        out,
-        interval,
-        time,
-        layout: layout.to_string(),
-        size: format!("{}x{}", size.0, size.1),
-        speed,
-    };
-    py.detach(|| simbatch::cli::render::render_study(&args))
-        .map_err(study::cli_err)
-}
-
 /// The Rust core of the `simbatch` Python package.
 #[pymodule]
 fn _simbatch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(env_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(render_study, m)?)?;
+    m.add_function(wrap_pyfunction!(study::render_study, m)?)?;
     m.add_function(wrap_pyfunction!(study::scenario_toml, m)?)?;
     m.add_function(wrap_pyfunction!(study::check_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(study::run_scenario, m)?)?;

@@ -1,6 +1,7 @@
 //! Monte Carlo studies from Python: the scenario is parsed, checked, drawn and run by the same
 //! Rust code as the `simbatch` command (one parser of the scenario and distribution syntax),
-//! and results come back as whole NumPy columns (no per-row Python work).
+//! and results come back as whole NumPy columns (no per-row Python work); a study's instances
+//! are replayed into pictures as `simbatch render` does.
 
 use std::path::PathBuf;
 
@@ -235,5 +236,36 @@ pub fn bench(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
         .map(Into::into)
         .collect();
     py.detach(|| simbatch::cli::main_with(argv))
+        .map_err(cli_err)
+}
+
+/// Replays `instances` of the study in `study` (an output directory of `simbatch run`) and
+/// writes `out` (`.gif`, `.html` or `.png` by extension), as `simbatch render` does; returns
+/// the number of frames replayed. The GIL is released meanwhile.
+#[pyfunction]
+#[pyo3(signature = (study, instances, out, interval=None, time=None, layout="panels", size=(640, 480), speed=1.0))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn render_study(
+    py: Python<'_>,
+    study: PathBuf,
+    instances: Vec<usize>,
+    out: PathBuf,
+    interval: Option<f64>,
+    time: Option<f64>,
+    layout: &str,
+    size: (usize, usize),
+    speed: f64,
+) -> PyResult<usize> {
+    let args = simbatch::cli::render::RenderArgs {
+        study,
+        instances,
+        out,
+        interval,
+        time,
+        layout: layout.to_string(),
+        size: format!("{}x{}", size.0, size.1),
+        speed,
+    };
+    py.detach(|| simbatch::cli::render::render_study(&args))
         .map_err(cli_err)
 }

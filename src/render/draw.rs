@@ -6,7 +6,9 @@
 use super::camera::Camera;
 use super::canvas::{Canvas, Rgb};
 use super::raycast::{Ball, nice_step, shade};
-use super::scene::{ContactState, InstanceFrame, Scene};
+use super::scene::{
+    ContactState, Scene, centroid, constraint_points, decoration_finite, finite, moving_points,
+};
 use crate::constraints::Decoration;
 use crate::error::{Error, Result};
 use crate::math::Vec3;
@@ -104,75 +106,6 @@ pub struct Renderer<'a> {
     force_scale: f64,
     /// The largest force drawn (N).
     force_max: f64,
-}
-
-/// Points a track's moving things pass through (body origins, sphere surfaces, points).
-fn moving_points(frames: &[InstanceFrame], out: &mut Vec<Vec3>) {
-    for f in frames {
-        for b in &f.bodies {
-            out.push(Vec3::from(b.origin));
-        }
-        for c in &f.constraints {
-            for d in &c.decorations {
-                match d {
-                    Decoration::Sphere { center, radius, .. } => {
-                        let c = Vec3::from(*center);
-                        for a in 0..3 {
-                            let mut e = Vec3::zeros();
-                            e[a] = *radius;
-                            out.push(c + e);
-                            out.push(c - e);
-                        }
-                    }
-                    Decoration::Point { position, .. } => out.push(Vec3::from(*position)),
-                    _ => {}
-                }
-            }
-        }
-    }
-}
-
-/// Where constraint `k`'s sphere or point goes over the frames.
-fn constraint_points(frames: &[InstanceFrame], k: usize) -> Vec<Vec3> {
-    frames
-        .iter()
-        .filter_map(|f| f.constraints.get(k))
-        .flat_map(|c| c.decorations.iter())
-        .filter_map(|d| match d {
-            Decoration::Sphere { center, .. } => Some(Vec3::from(*center)),
-            Decoration::Point { position, .. } => Some(Vec3::from(*position)),
-            _ => None,
-        })
-        .filter(finite)
-        .collect()
-}
-
-fn centroid(points: &[Vec3]) -> Option<Vec3> {
-    (!points.is_empty()).then(|| points.iter().sum::<Vec3>() / points.len() as f64)
-}
-
-fn finite(v: &Vec3) -> bool {
-    v.iter().all(|x| x.is_finite())
-}
-
-/// Whether every number of a decoration is finite (the ray caster takes only those).
-fn decoration_finite(d: &Decoration) -> bool {
-    let all = |v: &[f64]| v.iter().all(|x| x.is_finite());
-    match d {
-        Decoration::Plane {
-            origin,
-            axes,
-            half_width,
-        } => all(origin) && axes.iter().all(|a| all(a)) && half_width.is_finite(),
-        Decoration::Sphere {
-            center,
-            radius,
-            axes,
-        } => all(center) && radius.is_finite() && *radius > 0.0 && axes.iter().all(|a| all(a)),
-        Decoration::Point { position, radius } => all(position) && radius.is_finite(),
-        Decoration::ContactPoint { position } => all(position),
-        Decoration::Force { point, force } => all(point) && all(force),
-    }
 }
 
 impl<'a> Renderer<'a> {

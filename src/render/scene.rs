@@ -1,11 +1,14 @@
 //! What a picture shows: per instance and frame, the pose of every body and the decorative
 //! geometry of every constraint ([`Decoration`]) with its contact state, captured from a batch.
-//! Plain data (the HTML player gets it as JSON), independent of how it is drawn.
+//! Plain data (the HTML player gets it as JSON), independent of how it is drawn; with the
+//! points the frames' motion passes through and the finiteness checks a drawing fits its
+//! cameras and planes by.
 
 use crate::batch::Batch;
 use crate::constraints::{BodyKinematics, Decoration, Params};
 use crate::cpu::unilateral::{ContactMode, UnilateralContact};
 use crate::error::Result;
+use crate::math::Vec3;
 use crate::model::BodyKind;
 use crate::model::constraint::decoration::{array, axes_of};
 
@@ -199,5 +202,76 @@ pub fn up_from_gravity(gravity: [f64; 3]) -> [f64; 3] {
         gravity.map(|g| -g / n)
     } else {
         [0.0, 0.0, 1.0]
+    }
+}
+
+/// Points a track's moving things pass through (body origins, sphere surfaces, points).
+pub(super) fn moving_points(frames: &[InstanceFrame], out: &mut Vec<Vec3>) {
+    for f in frames {
+        for b in &f.bodies {
+            out.push(Vec3::from(b.origin));
+        }
+        for c in &f.constraints {
+            for d in &c.decorations {
+                match d {
+                    Decoration::Sphere { center, radius, .. } => {
+                        let c = Vec3::from(*center);
+                        for a in 0..3 {
+                            let mut e = Vec3::zeros();
+                            e[a] = *radius;
+                            out.push(c + e);
+                            out.push(c - e);
+                        }
+                    }
+                    Decoration::Point { position, .. } => out.push(Vec3::from(*position)),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Where constraint `k`'s sphere or point goes over the frames.
+pub(super) fn constraint_points(frames: &[InstanceFrame], k: usize) -> Vec<Vec3> {
+    frames
+        .iter()
+        .filter_map(|f| f.constraints.get(k))
+        .flat_map(|c| c.decorations.iter())
+        .filter_map(|d| match d {
+            Decoration::Sphere { center, .. } => Some(Vec3::from(*center)),
+            Decoration::Point { position, .. } => Some(Vec3::from(*position)),
+            _ => None,
+        })
+        .filter(finite)
+        .collect()
+}
+
+/// The mean of `points` (`None` when there are none).
+pub(super) fn centroid(points: &[Vec3]) -> Option<Vec3> {
+    (!points.is_empty()).then(|| points.iter().sum::<Vec3>() / points.len() as f64)
+}
+
+/// Whether every coordinate of `v` is finite.
+pub(super) fn finite(v: &Vec3) -> bool {
+    v.iter().all(|x| x.is_finite())
+}
+
+/// Whether every number of a decoration is finite (the ray caster takes only those).
+pub(super) fn decoration_finite(d: &Decoration) -> bool {
+    let all = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    match d {
+        Decoration::Plane {
+            origin,
+            axes,
+            half_width,
+        } => all(origin) && axes.iter().all(|a| all(a)) && half_width.is_finite(),
+        Decoration::Sphere {
+            center,
+            radius,
+            axes,
+        } => all(center) && radius.is_finite() && *radius > 0.0 && axes.iter().all(|a| all(a)),
+        Decoration::Point { position, radius } => all(position) && radius.is_finite(),
+        Decoration::ContactPoint { position } => all(position),
+        Decoration::Force { point, force } => all(point) && all(force),
     }
 }
