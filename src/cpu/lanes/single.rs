@@ -19,7 +19,7 @@
 //! tests hold both to the reference path at 1e-12 and across thread counts bit for bit. On the
 //! 2-core AMD VM it evaluated u̇ and λ 1.10–1.19× faster than the general path on one thread
 //! when it came (rolling sphere 1.34–1.39e7 → 1.55–1.57e7 per second), and 1.81e7 with its own
-//! chunk loop and the fused multiply-adds (README "Performance"). Evaluations of every output
+//! chunk loop and the fused multiply-adds (`docs/performance-log.md`). Evaluations of every output
 //! came to it later: 1.15–1.2× (rolling sphere, 1.40–1.41e7 → 1.66–1.69e7 per second on the
 //! Zen 5 VM, with the general writer inlined into the kernel's copies), and 1.05–1.08× more
 //! with the kernel's own writer and the full chunks' copy (1.66–1.72e7 → 1.80–1.85e7 per

@@ -16,13 +16,13 @@ use crate::error::{Error, Result};
 pub enum OutputOrder {
     /// Value `k` of instance `i` at `prefix · n + i · width + k`: an instance's values side by
     /// side. The faster order on CPU Vulkan drivers (lavapipe ran the value-major stores 0.68×
-    /// as fast, README "Performance"), where one invocation's stores stream through one cache
-    /// line.
+    /// as fast, `docs/performance-log.md`), where one invocation's stores stream through one
+    /// cache line.
     InstanceMajor,
     /// Value `k` of instance `i` at `(prefix + k) · n + i`: the instances' values of one kind
     /// side by side, so that the 32 stores of a warp fill whole cache lines. The faster order
-    /// on GPUs: on an H100 the evaluation kernel ran 1.7–2.8× as fast so (README
-    /// "Performance", 2026-11-26).
+    /// on GPUs: on an H100 the evaluation kernel ran 1.7–2.8× as fast so
+    /// (`docs/performance-log.md`, 2026-11-26).
     ValueMajor,
 }
 

@@ -131,7 +131,7 @@ pub fn select(mask: LaneMask, x: Lane, otherwise: Lane) -> Lane {
 /// — x86-64-v3 and later, this repository's build (`.cargo/config.toml`), and aarch64 — else a
 /// product and a sum. The lane formulas take their products' sums through it ([`dot3`], [`cross`],
 /// [`mul_vec`] and the dynamics' sums), which cut a rolling-sphere evaluation by about a
-/// tenth of its instructions (README "Performance"). Their results then differ from the
+/// tenth of its instructions (`docs/performance-log.md`). Their results then differ from the
 /// reference path's unfused ones by rounding only; they are the same bits across thread counts
 /// and chunks, and across builds for the same target features.
 #[inline(always)]
