@@ -3,7 +3,8 @@
 //! (`cpu::unilateral::run_batch_resuming`) on random balls — drawn masses, radii, heights,
 //! velocities, spins, restitution and friction, under gravity tilted up to 30° (an incline) —
 //! and against the closed forms of `unilateral.md` §9 in f32: a dropped ball's impact times and
-//! a launched ball's rolling speed.
+//! a launched ball's rolling speed. (Studies through scenario files, and `simbatch check`'s
+//! unilateral parity, are in `event_studies.rs`.)
 
 use simbatch::batch::status;
 use simbatch::cpu::unilateral::{

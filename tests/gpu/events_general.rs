@@ -1,8 +1,9 @@
 //! Event-driven stepping of several unilateral contacts on the GPU (`gpu::events`' several-contact
 //! kernel, stage 2 of `docs/gpu-unilateral.md`) against the CPU's event path
-//! (`cpu::unilateral::run_batch_resuming`): bricks dropped on their four corners onto slopes
-//! and pairs of balls, with drawn masses, heights, velocities, spins, restitution and friction,
-//! in f64 record for record; and the closed form of a brick sliding down a slope it cannot hold.
+//! (`cpu::unilateral::run_batch_resuming`): bricks dropped on their four corners onto slopes,
+//! with drawn masses, heights, velocities, spins, restitution and friction, in f64 record for
+//! record; and the closed form of a brick sliding down a slope it cannot hold. (Pairs of balls
+//! are in `events_pairs.rs`.)
 //! On a software adapter the kernel withholds the instances whose dispatches pass lavapipe's
 //! loop limit (`SOFTWARE_LOOP_BUDGET`); those are left at the call's start, and the tests
 //! count them.
