@@ -12,6 +12,7 @@ pub mod dynamics;
 pub mod evaluate;
 mod evaluating;
 pub mod integrate;
+mod jacobi;
 mod kinematics;
 pub(crate) mod lanes;
 pub mod solver;

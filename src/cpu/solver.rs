@@ -14,15 +14,19 @@
 //! The bound is loose by at most a factor `n²`, so only matrices within that factor of the
 //! threshold (and the singular ones) take the eigen route.
 //!
-//! The kernels take the same two routes: `gpu::solve` generates the certified Cholesky
-//! straight-line for the template's row count, and the Jacobi eigen route of
-//! `shaders/solver.wgsl` runs only where the certificate fails; on lavapipe the kernels compile
-//! within 10 % of the Jacobi route alone with it, and faster once `M⁻¹` is in closed form too.
+//! The eigen route is a cyclic Jacobi eigen-decomposition on the stack (`cpu::jacobi`, up to
+//! `MAX_JACOBI_ROWS` rows; nalgebra's `SymmetricEigen` beyond). The kernels take the same two
+//! routes: `gpu::solve` generates the certified Cholesky straight-line for the template's row
+//! count, and `shaders/solver.wgsl`'s Jacobi route, `cpu::jacobi`'s twin, runs only where the
+//! certificate fails; on lavapipe the kernels compile within 10 % of the Jacobi route alone with
+//! it, and faster once `M⁻¹` is in closed form too.
 //!
 //! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every
 //! stage of every instance, reuse one scratch allocation per instance.
 
 use nalgebra::{DMatrix, DVector, Matrix6, SymmetricEigen};
+
+use super::jacobi::{MAX_JACOBI_ROWS, solve_min_norm_jacobi};
 
 /// Relative threshold under which an eigenvalue of `G M⁻¹ Gᵀ` counts as zero.
 pub const RANK_TOLERANCE: f64 = 1e-10;
@@ -271,7 +275,7 @@ fn solve_certified_full_rank(
 /// Minimum-norm solution `x` of the symmetric positive semi-definite `a x = rhs`, `a` row-major
 /// `n × n` (symmetrised here); returns the numerical rank. Cholesky when it certifies full rank,
 /// the eigen route otherwise (module doc). `work` is scratch of at least `n² + n` values.
-/// `solve_min_norm_spd` in `shaders/solver.wgsl` is the eigen route alone.
+/// `solve_min_norm_spd` in `shaders/solver.wgsl` is the eigen route alone (`cpu::jacobi`).
 pub(crate) fn solve_min_norm_rows(
     a: &[f64],
     n: usize,
@@ -301,11 +305,19 @@ pub(crate) fn solve_min_norm_rows(
     if certified {
         return n;
     }
+    // A non-finite system has no answer (NaN, which every caller flags).
+    if !a[..n * n].iter().chain(&rhs[..n]).all(|v| v.is_finite()) {
+        x[..n].fill(f64::NAN);
+        return 0;
+    }
+    if n <= MAX_JACOBI_ROWS {
+        return solve_min_norm_jacobi(a, n, rhs, x);
+    }
     let (x_eig, rank) = solve_min_norm_eigen(
         &DMatrix::from_row_slice(n, n, a),
         &DVector::from_column_slice(rhs),
     );
-    x.copy_from_slice(x_eig.as_slice());
+    x[..n].copy_from_slice(x_eig.as_slice());
     rank
 }
 
@@ -320,8 +332,9 @@ pub fn solve_min_norm_spd(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>
     (x, rank)
 }
 
-/// The eigen route of [`solve_min_norm_spd`]: `Σ vₖ (vₖ · rhs) / λₖ` over the eigenvalues above
-/// `RANK_TOLERANCE · λmax`.
+/// The eigen route of [`solve_min_norm_spd`] for systems of more than `MAX_JACOBI_ROWS` rows
+/// (smaller ones take `cpu::jacobi`'s, which the tests hold to this one): `Σ vₖ (vₖ · rhs) / λₖ`
+/// over nalgebra's eigenvalues above `RANK_TOLERANCE · λmax`.
 fn solve_min_norm_eigen(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>, usize) {
     let n = a.nrows();
     // The eigen solver iterates until its off-diagonal vanishes, which a NaN or an infinity
