@@ -450,7 +450,7 @@ pub fn solve(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -475,7 +475,7 @@ mod tests {
     }
 
     /// A symmetric PSD matrix `Q diag(eigenvalues) Qᵀ` with a random orthogonal `Q`.
-    fn with_eigenvalues(eigenvalues: &[f64], seed: u64) -> DMatrix<f64> {
+    pub(crate) fn with_eigenvalues(eigenvalues: &[f64], seed: u64) -> DMatrix<f64> {
         let n = eigenvalues.len();
         let mut state = seed;
         let mut next = || {
