@@ -10,6 +10,7 @@ use simba::simd::SimdValue;
 use super::solve::solve_certified;
 use super::{ALL_LANES, Chunk, Fixed, MAX_FREE, MAX_M, Runtime, Scratch, Shape, all_finite};
 use crate::cpu::evaluate::BaumgarteMode;
+use crate::cpu::jacobi::min_norm;
 use crate::cpu::solver::solve_min_norm_rows;
 use crate::math::lanes::LANES;
 use crate::math::lanes::{
@@ -299,10 +300,11 @@ impl Chunk<'_> {
     }
 
     /// The multipliers of lanes `lanes`, whose certified Cholesky failed, by the reference
-    /// solver's minimum-norm route (`solve_min_norm_rows`: its Cholesky, else the eigen route)
-    /// on their enabled rows, lane by lane, into `lambda` (0 on disabled rows); returns the
-    /// lanes answered with finite values. `A = G M⁻¹ Gᵀ` is rebuilt per lane from the masked
-    /// blocks in the lane formulas' order, so it has the bits the lanes had.
+    /// solver's minimum-norm route on their enabled rows, into `lambda` (0 on disabled rows);
+    /// returns the lanes answered with finite values. Lanes with the same enabled rows, up to
+    /// six, take the eigen route four at a time ([`min_norm_lanes`](Self::min_norm_lanes));
+    /// others go lane by lane through `solve_min_norm_rows` (its Cholesky, else the eigen
+    /// route). `A = G M⁻¹ Gᵀ` is rebuilt from the masked blocks ([`gram_entry`](Self::gram_entry)).
     #[cold]
     #[inline(never)]
     pub(super) fn min_norm_multipliers(
@@ -314,7 +316,9 @@ impl Chunk<'_> {
         lambda: &mut [Lane; MAX_M],
     ) -> LaneMask {
         let plan = self.plan;
-        let slots = &plan.row_slots;
+        if let Some(answered) = self.min_norm_lanes(lanes, g, y_blocks, rhs, lambda) {
+            return answered;
+        }
         let mut answered = [false; LANES];
         for (l, answer) in answered.iter_mut().enumerate() {
             if lanes & (1 << l) == 0 {
@@ -329,18 +333,7 @@ impl Chunk<'_> {
                     n += 1;
                 }
             }
-            let entry = |r: usize, q: usize| {
-                let mut sum = 0.0;
-                for (j, slot) in slots[r].iter().enumerate() {
-                    for (jq, slot_q) in slots[q].iter().enumerate() {
-                        if slot.is_some() && slot == slot_q {
-                            // The lanes' own product, so the bits the lanes had.
-                            sum += dot6(&g[r][j], &y_blocks[q][jq]).extract(l);
-                        }
-                    }
-                }
-                sum
-            };
+            let entry = |r: usize, q: usize| self.gram_entry(r, q, g, y_blocks).extract(l);
             let mut a = [0.0; MAX_M * MAX_M];
             let mut b = [0.0; MAX_M];
             for i in 0..n {
@@ -367,6 +360,104 @@ impl Chunk<'_> {
             }
         }
         LaneMask::from(answered)
+    }
+
+    /// Entry `(r, q)` of `A = G M⁻¹ Gᵀ`, `r ≤ q`, from the masked blocks `g` and `M⁻¹ Gᵀ`
+    /// blocks `y_blocks`: the lanes' own products in the lane formulas' order, so the bits the
+    /// lanes had.
+    fn gram_entry(
+        &self,
+        r: usize,
+        q: usize,
+        g: &[[[Lane; 6]; 2]; MAX_M],
+        y_blocks: &[[[Lane; 6]; 2]; MAX_M],
+    ) -> Lane {
+        let slots = &self.plan.row_slots;
+        let mut sum = splat(0.0);
+        for (j, slot) in slots[r].iter().enumerate() {
+            for (jq, slot_q) in slots[q].iter().enumerate() {
+                if slot.is_some() && slot == slot_q {
+                    sum += dot6(&g[r][j], &y_blocks[q][jq]);
+                }
+            }
+        }
+        sum
+    }
+
+    /// [`min_norm_multipliers`](Self::min_norm_multipliers) for lanes that all have the same
+    /// enabled rows, at most `MAX_JACOBI_ROWS` of them: the eigen route on the four systems at
+    /// once (`cpu::jacobi::min_norm` on lane values, each lane masked once its sweeps converge),
+    /// which hides the latency of a rotation's divisions and square roots. A lane's answer has
+    /// the bits the scalar route gives its system (the Cholesky retry of `solve_min_norm_rows`
+    /// aside: these lanes failed the lanes' certificate, so the eigen route answers them).
+    /// `None` when the lanes' enabled rows differ or are too many: the scalar route then.
+    fn min_norm_lanes(
+        &self,
+        lanes: u32,
+        g: &[[[Lane; 6]; 2]; MAX_M],
+        y_blocks: &[[[Lane; 6]; 2]; MAX_M],
+        rhs: &[Lane; MAX_M],
+        lambda: &mut [Lane; MAX_M],
+    ) -> Option<LaneMask> {
+        let plan = self.plan;
+        let mut rows = [0; MAX_M];
+        let mut n = 0;
+        for r in 0..plan.m {
+            let on = bits(self.enabled[r]) & lanes;
+            if on != 0 && on != lanes {
+                return None; // The lanes' systems differ in size.
+            }
+            if on != 0 {
+                rows[n] = r;
+                n += 1;
+            }
+        }
+        let rows = &rows[..n];
+        Some(match n {
+            1 => self.min_norm_sized::<1>(lanes, rows, g, y_blocks, rhs, lambda),
+            2 => self.min_norm_sized::<2>(lanes, rows, g, y_blocks, rhs, lambda),
+            3 => self.min_norm_sized::<3>(lanes, rows, g, y_blocks, rhs, lambda),
+            4 => self.min_norm_sized::<4>(lanes, rows, g, y_blocks, rhs, lambda),
+            5 => self.min_norm_sized::<5>(lanes, rows, g, y_blocks, rhs, lambda),
+            6 => self.min_norm_sized::<6>(lanes, rows, g, y_blocks, rhs, lambda),
+            _ => return None,
+        })
+    }
+
+    /// [`min_norm_lanes`](Self::min_norm_lanes) for `N` enabled rows `rows`.
+    #[allow(clippy::too_many_arguments)]
+    fn min_norm_sized<const N: usize>(
+        &self,
+        lanes: u32,
+        rows: &[usize],
+        g: &[[[Lane; 6]; 2]; MAX_M],
+        y_blocks: &[[[Lane; 6]; 2]; MAX_M],
+        rhs: &[Lane; MAX_M],
+        lambda: &mut [Lane; MAX_M],
+    ) -> LaneMask {
+        let a: [[Lane; N]; N] = std::array::from_fn(|i| {
+            std::array::from_fn(|k| {
+                let (r, q) = (rows[i].min(rows[k]), rows[i].max(rows[k]));
+                self.gram_entry(r, q, g, y_blocks)
+            })
+        });
+        let b: [Lane; N] = std::array::from_fn(|i| rhs[rows[i]]);
+        // A non-finite system has no answer here and goes to the reference path.
+        let mut finite = is_finite(splat(0.0));
+        for (row, b) in a.iter().zip(&b) {
+            finite = finite & all_finite(row) & is_finite(*b);
+        }
+        let active = finite & LaneMask::from(std::array::from_fn(|l| lanes & (1 << l) != 0));
+        let mut x = [splat(0.0); N];
+        min_norm(&a, &b, active, &mut x);
+        let answered = active & all_finite(&x);
+        for r in 0..self.plan.m {
+            lambda[r] = select(active, splat(0.0), lambda[r]);
+        }
+        for (i, &r) in rows.iter().enumerate() {
+            lambda[r] = select(active, x[i], lambda[r]);
+        }
+        answered
     }
 
     /// `ẏ` at state `y` and times `time` into `dy` (`(q̇, pose rates, u̇, prescribed
