@@ -4,14 +4,14 @@
 //! `x = Σ vₖ (vₖ · rhs) / λₖ` over the eigenvalues above `RANK_TOLERANCE · λmax` (Simbody's
 //! minimum-norm multipliers, `physics.md` §1).
 //!
-//! Twin of `solve_min_norm_spd` in `shaders/solver.wgsl`, line for line: the same sweeps,
-//! rotations, stopping rule and rank rule, so the CPU and the kernels take the same route when
-//! rows are redundant (up to `MAX_JACOBI_ROWS`; larger systems take nalgebra's
-//! `SymmetricEigen`). Jacobi suits these small matrices: it is accurate to rounding on small
-//! symmetric matrices, needs no tridiagonal form and no allocation (the matrices live on the
-//! stack), and ends within a fixed number of sweeps (it converges quadratically, in about five).
-//! It replaced `SymmetricEigen` on heap matrices for them, which allocated at every redundant
-//! solve.
+//! Twin of `solve_min_norm_spd` in `shaders/solver.wgsl`: the same sweeps, rotations, stopping rule
+//! and rank rule in the same order (the kernel's `continue` and `break` are masks here), so the CPU
+//! and the kernels take the same route when rows are redundant (up to `MAX_JACOBI_ROWS`; larger
+//! systems take nalgebra's `SymmetricEigen`). Jacobi suits these small matrices: it is accurate to
+//! rounding on small symmetric matrices, needs no tridiagonal form and no allocation (the matrices
+//! live on the stack), and ends within a fixed number of sweeps (it converges quadratically, in
+//! about five). It replaced `SymmetricEigen` on heap matrices for them, which allocated at every
+//! redundant solve.
 //!
 //! The route is written once, generic over [`Value`]: `f64` for one system (the reference
 //! path, `solve_min_norm_jacobi`), and the lane path's [`Lane`] for four instances' systems at

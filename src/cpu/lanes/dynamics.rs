@@ -304,7 +304,8 @@ impl Chunk<'_> {
     /// returns the lanes answered with finite values. Lanes with the same enabled rows, up to
     /// six, take the eigen route four at a time ([`min_norm_lanes`](Self::min_norm_lanes));
     /// others go lane by lane through `solve_min_norm_rows` (its Cholesky, else the eigen
-    /// route). `A = G M⁻¹ Gᵀ` is rebuilt from the masked blocks ([`gram_entry`](Self::gram_entry)).
+    /// route). `A = G M⁻¹ Gᵀ` is rebuilt from the masked blocks
+    /// ([`gram_entry`](Self::gram_entry)).
     #[cold]
     #[inline(never)]
     pub(super) fn min_norm_multipliers(
