@@ -33,10 +33,21 @@ fn world_inverse_inertia(r: mat3x3<real>, inverse_inertia: mat3x3<real>) -> mat3
     return mat3x3<real>(vec3<real>(w00, w01, w02), vec3<real>(w01, w11, w12), vec3<real>(w02, w12, w22));
 }
 
+// What the closed form needs of a free body apart from its pose: 1 / m and I⁻¹ in the body's
+// frame, and whether they hold. They depend on the parameters alone, so each thread forms them
+// once (`load_free_body`, evaluate.wgsl), as the CPU's lanes do once per chunk.
+struct BodyInverseMass {
+    // m > 0 and I positive definite, all finite: the closed form holds (else SINGULAR_MASS).
+    ok: bool,
+    inverse_mass: real,
+    inverse_inertia: mat3x3<real>,
+}
+
 // I⁻¹ by cofactors of I / s, s the mean of I's diagonal: the scaling keeps the determinant
 // within range (a small body's det I underflows f32), and I is positive definite when the
-// scaled leading minors are positive (Sylvester).
-fn inverse_mass_of(props: MassProperties, rotation: mat3x3<real>) -> InverseMass {
+// scaled leading minors are positive (Sylvester). Twin of `inverse_inertia`
+// (src/cpu/lanes/solve.rs) and of `Chunk::load_body`'s 1 / m (src/cpu/lanes/load.rs).
+fn body_inverse_mass(props: MassProperties) -> BodyInverseMass {
     let i = props.inertia;
     let s = (i[0][0] + i[1][1] + i[2][2]) / 3.0;
     let a = i[0][0] / s;
@@ -56,7 +67,12 @@ fn inverse_mass_of(props: MassProperties, rotation: mat3x3<real>) -> InverseMass
     let ok = a > 0.0 && c22 > 0.0 && det > 0.0 && is_finite_real(det) && m > 0.0 && is_finite_real(m);
     let k = 1.0 / (det * s);
     let inverse_inertia = mat3x3<real>(vec3<real>(c00, c01, c02) * k, vec3<real>(c01, c11, c12) * k, vec3<real>(c02, c12, c22) * k);
-    return InverseMass(ok, rotation * props.com, 1.0 / m, world_inverse_inertia(rotation, inverse_inertia));
+    return BodyInverseMass(ok, 1.0 / m, inverse_inertia);
+}
+
+// M⁻¹ of a free body at rotation R: c_G = R c and R I⁻¹ Rᵀ, once per body and state.
+fn inverse_mass_at(body: BodyInverseMass, com: vec3<real>, rotation: mat3x3<real>) -> InverseMass {
+    return InverseMass(body.ok, rotation * com, body.inverse_mass, world_inverse_inertia(rotation, body.inverse_inertia));
 }
 
 // M⁻¹ (τ, f) = (b, a_o).

@@ -128,19 +128,40 @@ struct AssembledBodies {
     applied: array<real, NU_CAP>,
 }
 
-// Free body b (slot `slot`, input columns from prefix p) at pose (q, origin) and velocity
+// Per-call values of the thread's free bodies: mass properties, loads and the inverses the
+// closed form needs, by slot. The parameters do not change within a dispatch, so each entry
+// point forms them once after `cache_parameters` (`load_free_bodies`, generated), as the CPU's
+// lanes do once per chunk (`FreeBody`, `Chunk::load_body`, src/cpu/lanes): the stepping
+// kernels evaluate the dynamics four or five times a step.
+struct FreeBody {
+    props: MassProperties,
+    inverse: BodyInverseMass,
+    force: vec3<real>,
+    torque: vec3<real>,
+}
+
+var<private> free_bodies: array<FreeBody, NF_CAP>;
+
+// Free body slot `slot` of instance i (input columns from prefix p: mass, com, inertia,
+// applied_force, applied_torque).
+fn load_free_body(i: u32, slot: u32, p: u32) {
+    let props = MassProperties(load(p + FREE_MASS_AT, 1u, i, 0u), load3(p + FREE_COM_AT, 3u, i, 0u), inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u)));
+    free_bodies[slot] = FreeBody(props, body_inverse_mass(props), load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u));
+}
+
+// Free body b (slot `slot`, loaded by `load_free_body`) at pose (q, origin) and velocity
 // (w, v): its kinematics, with accelerations 0 (the bias is aerr at u̇ = 0), M⁻¹ in closed form
-// and f − c. Columns: mass, com, inertia, applied_force, applied_torque, q, u.
-fn add_free_body(out: ptr<function, AssembledBodies>, i: u32, gravity: vec3<real>, b: u32, slot: u32, p: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>) {
+// and f − c.
+fn add_free_body(out: ptr<function, AssembledBodies>, gravity: vec3<real>, b: u32, slot: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>) {
     if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v)) {
         (*out).status |= NONFINITE_STATE;
     }
     let zero = vec3<real>(0.0, 0.0, 0.0);
     let kin = BodyKinematics(rotation_from_quaternion(q), origin, w, v, zero, zero);
     (*out).kin[b] = kin;
-    let props = MassProperties(load(p + FREE_MASS_AT, 1u, i, 0u), load3(p + FREE_COM_AT, 3u, i, 0u), inertia_matrix(load3(p + FREE_INERTIA_AT, 6u, i, 0u), load3(p + FREE_INERTIA_AT, 6u, i, 3u)));
-    (*out).inverse[slot] = inverse_mass_of(props, kin.rotation);
-    let f = applied_minus_coriolis(props, kin, gravity, load3(p + FREE_APPLIED_FORCE_AT, 3u, i, 0u), load3(p + FREE_APPLIED_TORQUE_AT, 3u, i, 0u));
+    let body = free_bodies[slot];
+    (*out).inverse[slot] = inverse_mass_at(body.inverse, body.props.com, kin.rotation);
+    let f = applied_minus_coriolis(body.props, kin, gravity, body.force, body.torque);
     for (var k = 0u; k < 6u; k++) {
         (*out).applied[6u * slot + k] = f[k];
     }
@@ -394,5 +415,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     cache_parameters(launch.first + id.x);
+    load_free_bodies(launch.first + id.x);
     evaluate_instance(launch.first + id.x);
 }

@@ -169,6 +169,7 @@ fn event_main(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     cache_parameters(i);
+    load_free_bodies(i);
     let status_before = m.status;
     var s = load_state(i);
     s.time = machine_time(m);

@@ -335,6 +335,7 @@ fn step_main(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     cache_parameters(i);
+    load_free_bodies(i);
     var accepted = u32(output[CARRY_ACCEPTED * launch.capacity + i]);
     var elapsed = output[CARRY_ELAPSED * launch.capacity + i];
     var elapsed_low = output[CARRY_ELAPSED_LOW * launch.capacity + i];

@@ -50,8 +50,8 @@ pub struct Solution {
 
 /// Cholesky factor, in place, of the row-major `n × n` symmetric matrix `a`: `L` in the lower
 /// triangle (the upper one is left as it was). False when a pivot is not positive and finite.
-/// The kernels apply `M⁻¹` in closed form instead (`inverse_mass_of` in `shaders/dynamics.wgsl`,
-/// the lane path's formula).
+/// The kernels apply `M⁻¹` in closed form instead (`body_inverse_mass` and `inverse_mass_at`
+/// in `shaders/dynamics.wgsl`, the lane path's formula).
 ///
 /// Inlined always, as are [`cholesky_solve`] and [`inverse_factor_norm2`]: their callers pass
 /// a literal `n` where they can (the 6×6 mass blocks, [`solve_min_norm_rows`]'s sizes up

@@ -20,7 +20,7 @@ use crate::model::BodyKind;
 
 /// The pieces every kernel of `layout` gets: per driven body its law's parameter loads and
 /// motion, per constraint its parameter loads, rows and report, then the walks the evaluation
-/// kernel (and the stepping kernel through it) calls: `load_state`, `assemble_bodies`,
+/// kernel (and the stepping kernel through it) calls: `load_state`, `load_free_bodies`, `assemble_bodies`,
 /// `assemble_rows`, `store_constraint_outputs`.
 pub fn evaluation_sections(layout: &Layout) -> Vec<WgslSection> {
     let mut sections = Vec::new();
@@ -84,6 +84,7 @@ pub fn evaluation_sections(layout: &Layout) -> Vec<WgslSection> {
         name: "generated walks over the bodies and constraints (evaluation)".into(),
         text: [
             load_state(layout),
+            load_free_bodies(layout),
             assemble_bodies(layout),
             assemble_rows(layout),
             store_constraint_outputs(layout),
@@ -343,6 +344,28 @@ fn load_state(layout: &Layout) -> String {
     w + "    return s;\n}\n\n"
 }
 
+/// `load_free_bodies(i)`: every free body's per-call values (`load_free_body`), which each
+/// entry point forms once after `cache_parameters`, not at every evaluation of the dynamics.
+fn load_free_bodies(layout: &Layout) -> String {
+    let mut w = String::from(
+        "// The free bodies' mass properties, loads and inverses of instance i, once per thread:\n\
+         // twin of `Chunk::load_body` (src/cpu/lanes/load.rs).\n\
+         fn load_free_bodies(i: u32) {\n",
+    );
+    for (b, body) in layout.bodies.iter().enumerate() {
+        if body.kind == BodyKind::Free {
+            let _ = writeln!(
+                w,
+                "    load_free_body(i, {}u, {}u); // {}",
+                body.slot,
+                body.prefix,
+                describe(body, b)
+            );
+        }
+    }
+    w + "}\n\n"
+}
+
 fn assemble_bodies(layout: &Layout) -> String {
     let mut w = String::from(
         "// Kinematics of every body, M⁻¹ and f − c of the free ones: the bodies' half of\n\
@@ -359,8 +382,8 @@ fn assemble_bodies(layout: &Layout) -> String {
             (BodyKind::Ground, _) => writeln!(w, "    out.kin[{b}u] = ground_kinematics();"),
             (BodyKind::Free, _) => writeln!(
                 w,
-                "    add_free_body(&out, i, gravity, {b}u, {}u, {}u, {pieces});",
-                body.slot, body.prefix
+                "    add_free_body(&out, gravity, {b}u, {}u, {pieces});",
+                body.slot
             ),
             (BodyKind::Prescribed, None) => writeln!(
                 w,

@@ -13,7 +13,7 @@ use crate::math::lanes::{Lane, LaneMask, LaneMat3, is_finite, mul_add, select, s
 /// `I⁻¹` of the packed inertias `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` per lane, by cofactors of
 /// `I / s` (`s` the mean of the diagonal, which keeps the determinant within range for small
 /// bodies), and the lanes where it is positive definite (Sylvester's leading minors of `I / s`).
-/// Twin of `inverse_mass_of` in `shaders/dynamics.wgsl`.
+/// Twin of `body_inverse_mass` in `shaders/dynamics.wgsl`.
 pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
     let s = (i[0] + i[1] + i[2]) / splat(3.0);
     // Element by element rather than `map`, which the compiler left as a call.
