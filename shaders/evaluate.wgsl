@@ -9,7 +9,8 @@
 //   cannot disagree; MOTION_PARAMS_CAP; ROW_LEVEL (per row: 0 position, 1 velocity,
 //   2 acceleration, as `RowLevel`); OUT_STATUS, OUT_UDOT, OUT_UDOT0; PARAMS_CAP.
 // and, generated per template (src/gpu/codegen.rs), straight-line code with every body index,
-// mobility column and input prefix a literal: load_state(i), assemble_bodies(i, state,
+// mobility column and input prefix a literal: load_state(i), load_free_bodies(i) (each free
+// body's mass properties, loads and inverses, once per thread), assemble_bodies(i, state,
 // gravity), assemble_rows(i, kin, baumgarte) and store_constraint_outputs(i, solved), which call
 // the one-body and one-constraint functions below once per body or constraint of the template,
 // and per constraint c constraint_rows_c / constraint_report_c, per driven body b
