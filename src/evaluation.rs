@@ -397,6 +397,14 @@ pub(crate) struct ConstraintBlock<'a> {
     pub(crate) contact_force: Option<&'a mut [[f64; 3]]>,
 }
 
+/// The output size above which the CPU's lane path writes an evaluation with streaming stores
+/// ([`Evaluation::streams`]). On the Zen 5 VM, one thread, every output of rolling spheres
+/// (352 bytes an instance) streamed against cached stores: 3.5 MB (10⁴ instances, which the
+/// caches hold) 0.97×, 7 MB 1.32–1.37×, 14 MB 1.56×, 35 MB 1.52×, 352 MB 1.46–1.56×. 6 MiB
+/// sits between the sizes where streaming lost and won there; a larger last-level cache moves
+/// the crossover, not the sign far from it.
+pub(crate) const STREAMING_BYTES: usize = 6 << 20;
+
 /// Every column of an [`Evaluation`] for the instances `start .. start + len`: what the CPU
 /// path writes in place, one block per rayon job, so no instance's results are copied twice.
 #[derive(Debug)]
@@ -410,6 +418,9 @@ pub(crate) struct EvaluationBlock<'a> {
     pub(crate) udot: &'a mut [f64],
     pub(crate) udot_unconstrained: &'a mut [f64],
     pub(crate) constraints: Vec<ConstraintBlock<'a>>,
+    /// Whether the lane path writes its full chunks with streaming stores (chosen by the size
+    /// of the whole evaluation's outputs, [`Evaluation::streams`]; `math::lanes::transpose`).
+    pub(crate) streaming: bool,
 }
 
 impl Evaluation {
@@ -462,9 +473,34 @@ impl Evaluation {
         }
     }
 
+    /// Whether an evaluation writing these outputs should stream them past the caches: when
+    /// they are larger than [`STREAMING_BYTES`], as the per-instance columns of a large batch
+    /// are (the caches could not hold them for whoever reads them next anyway).
+    pub(crate) fn streams(&self) -> bool {
+        self.output_bytes() > STREAMING_BYTES
+    }
+
+    /// Bytes of the selected `f64` output columns (the status column aside).
+    pub(crate) fn output_bytes(&self) -> usize {
+        let mut values = self.udot.len() + self.udot_unconstrained.len();
+        for c in &self.constraints {
+            values += c.position_errors.len()
+                + c.velocity_errors.len()
+                + c.acceleration_errors.len()
+                + c.multipliers.len()
+                + c.power.len()
+                + c.body_forces.len() * 6
+                + c.contact_point.as_ref().map_or(0, |v| v.len() * 3)
+                + c.separation.as_ref().map_or(0, Vec::len)
+                + c.contact_force.as_ref().map_or(0, |v| v.len() * 3);
+        }
+        values * std::mem::size_of::<f64>()
+    }
+
     /// The columns of a [`fill_for`](Self::fill_for)-sized evaluation cut into blocks of
     /// `block` consecutive instances (`block > 0`; the last block may be shorter).
-    pub(crate) fn blocks(&mut self, block: usize) -> Vec<EvaluationBlock<'_>> {
+    /// `streaming`: whether the lane path writes them with streaming stores ([`streams`](Self::streams)).
+    pub(crate) fn blocks(&mut self, block: usize, streaming: bool) -> Vec<EvaluationBlock<'_>> {
         let block = block.max(1);
         let (len, nu, outputs) = (self.len, self.nu, self.outputs);
         let count = len.div_ceil(block);
@@ -521,6 +557,7 @@ impl Evaluation {
                         .iter_mut()
                         .filter_map(Iterator::next)
                         .collect(),
+                    streaming,
                 },
             )
             .collect()

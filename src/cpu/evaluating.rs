@@ -75,15 +75,31 @@ impl Batch {
         out
     }
 
+    /// The lane path's evaluation with `outputs`, its stores streaming or not as `streaming`
+    /// says whatever the size (`Evaluation::streams` decides otherwise).
+    #[cfg(test)]
+    pub(crate) fn evaluate_lanes_streaming(&self, outputs: Outputs, streaming: bool) -> Evaluation {
+        let mut out = Evaluation::default();
+        out.fill_for(self.template(), self.len(), outputs);
+        self.evaluate_filled(&mut out, Path::Lanes, true, streaming);
+        out
+    }
+
     fn evaluate_with(&self, out: &mut Evaluation, outputs: Outputs, path: Path, parallel: bool) {
         out.fill_for(self.template(), self.len(), outputs);
+        let streaming = out.streams();
+        self.evaluate_filled(out, path, parallel, streaming);
+    }
+
+    /// Evaluates into `out`, sized for this batch already, on `path`.
+    fn evaluate_filled(&self, out: &mut Evaluation, path: Path, parallel: bool, streaming: bool) {
         let plan = match path {
             Path::Lanes => LanePlan::new(self.template()),
             Path::Reference => None,
             #[cfg(test)]
             Path::GeneralLanes => LanePlan::new(self.template()).map(LanePlan::without_single),
         };
-        let mut blocks = out.blocks(BLOCK);
+        let mut blocks = out.blocks(BLOCK, streaming);
         // One block, or one thread in the pool: on the caller's thread, without handing the
         // work to the pool and waiting for it (two context switches a call; the same results,
         // which do not depend on the threads).

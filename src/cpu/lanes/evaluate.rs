@@ -16,7 +16,8 @@ use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::{ConstraintBlock, EvaluationBlock};
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, bits, is_finite, scatter_fixed, scatter_rows, select, splat, values,
+    LANES, Lane, LaneMask, bits, is_finite, scatter_fixed_with, scatter_rows_with, select, splat,
+    streaming_fence, values,
 };
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
@@ -29,31 +30,50 @@ fn lane_values<const W: usize>(x: &[Lane; W]) -> [[f64; LANES]; W] {
     out
 }
 
+/// Where a chunk's lanes `0..count` go: entries `at..at + count` of a block's columns, with
+/// streaming stores or not (the block's choice, `EvaluationBlock::streaming`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Place {
+    pub(super) at: usize,
+    pub(super) count: usize,
+    pub(super) streaming: bool,
+}
+
+impl Place {
+    /// Entries `at..at + count` of `block`'s columns.
+    #[inline(always)]
+    pub(super) fn of(block: &EvaluationBlock<'_>, at: usize, count: usize) -> Self {
+        Self {
+            at,
+            count,
+            streaming: block.streaming,
+        }
+    }
+}
+
 /// Writes lanes `0..count` of the values `x` into `column` at entries
 /// `(at + l) · width + offset + k`: a full chunk (every chunk but a block's last) by
-/// [`scatter_rows`]'s transpose ([`scatter_fixed`] for the common widths), a partial one value
-/// by value.
+/// [`scatter_rows_with`]'s transpose ([`scatter_fixed_with`] for the common widths), streaming
+/// when `place` says so, a partial one value by value.
 #[inline(always)]
-pub(super) fn put(
-    column: &mut [f64],
-    width: usize,
-    offset: usize,
-    at: usize,
-    count: usize,
-    x: &[Lane],
-) {
+pub(super) fn put(column: &mut [f64], width: usize, offset: usize, place: Place, x: &[Lane]) {
+    let Place {
+        at,
+        count,
+        streaming,
+    } = place;
     if count == LANES {
         // The widths the kernels write (one value, a 3-vector, a body's six, two bodies'
         // twelve) with the width a constant; others by the general transpose.
         match width {
-            1 => return scatter_fixed::<1>(column, offset, at, x),
-            2 => return scatter_fixed::<2>(column, offset, at, x),
-            3 => return scatter_fixed::<3>(column, offset, at, x),
-            6 => return scatter_fixed::<6>(column, offset, at, x),
-            12 => return scatter_fixed::<12>(column, offset, at, x),
+            1 => return scatter_fixed_with::<1>(column, offset, at, x, streaming),
+            2 => return scatter_fixed_with::<2>(column, offset, at, x, streaming),
+            3 => return scatter_fixed_with::<3>(column, offset, at, x, streaming),
+            6 => return scatter_fixed_with::<6>(column, offset, at, x, streaming),
+            12 => return scatter_fixed_with::<12>(column, offset, at, x, streaming),
             _ => {
                 let block = &mut column[at * width..(at + count) * width];
-                return scatter_rows(block, width, offset, x);
+                return scatter_rows_with(block, width, offset, x, streaming);
             }
         }
     }
@@ -78,17 +98,16 @@ pub(super) fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -
 }
 
 /// Writes lanes `0..count` of each report slot's `value` of the row it reports (0 where it
-/// reports none) into `column` (one value a slot, `slots.len()` an instance) from entry `at`.
+/// reports none) into `column` (one value a slot, `slots.len()` an instance) at `place`.
 #[inline(always)]
 pub(super) fn put_reported(
     column: &mut [f64],
     slots: &[Option<usize>],
-    at: usize,
-    count: usize,
+    place: Place,
     value: impl Fn(usize) -> Lane,
 ) {
     let x = reported(slots, value);
-    put(column, slots.len(), 0, at, count, &x[..slots.len()]);
+    put(column, slots.len(), 0, place, &x[..slots.len()]);
 }
 
 /// What a rayon job of an evaluation keeps across its blocks.
@@ -113,17 +132,20 @@ impl<'a> Buffers<'a> {
 /// lane.
 pub(crate) fn evaluate_block(buffers: &mut Buffers<'_>, block: &mut EvaluationBlock<'_>) {
     let Buffers { chunk, scratch, y } = buffers;
-    if chunk.evaluate_block_single(scratch, block) {
-        return;
+    if !chunk.evaluate_block_single(scratch, block) {
+        let mut at = 0;
+        while at < block.len {
+            let count = (block.len - at).min(LANES);
+            // Padding lanes repeat the last instance; they are computed and never written.
+            chunk.load(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
+            let answered = chunk.evaluate(scratch, y, block, at, count);
+            chunk.answer_on_reference(answered, block, at, count);
+            at += count;
+        }
     }
-    let mut at = 0;
-    while at < block.len {
-        let count = (block.len - at).min(LANES);
-        // Padding lanes repeat the last instance; they are computed and never written.
-        chunk.load(std::array::from_fn(|l| block.start + at + l.min(count - 1)));
-        let answered = chunk.evaluate(scratch, y, block, at, count);
-        chunk.answer_on_reference(answered, block, at, count);
-        at += count;
+    if block.streaming {
+        // The block's streaming stores, ordered before the pool hands its results on.
+        streaming_fence();
     }
 }
 
@@ -141,6 +163,11 @@ impl Chunk<'_> {
         let missing = !answered & ((1 << count) - 1);
         if missing == 0 {
             return;
+        }
+        if block.streaming {
+            // The lanes' partial values went out by streaming stores: ordered before the
+            // reference path overwrites them.
+            streaming_fence();
         }
         for l in 0..count {
             if missing & (1 << l) != 0 {
@@ -191,20 +218,14 @@ impl Chunk<'_> {
         ok = ok & all_finite(&lambda[..plan.m]);
 
         let (nu, selected) = (block.nu, block.outputs);
+        let place = Place::of(block, at, count);
         for slot in 0..plan.free {
             ok = ok & all_finite(&udot[slot]);
             if selected.udot {
-                put(block.udot, nu, 6 * slot, at, count, &udot[slot]);
+                put(block.udot, nu, 6 * slot, place, &udot[slot]);
             }
             if selected.udot_unconstrained {
-                put(
-                    block.udot_unconstrained,
-                    nu,
-                    6 * slot,
-                    at,
-                    count,
-                    &udot0[slot],
-                );
+                put(block.udot_unconstrained, nu, 6 * slot, place, &udot0[slot]);
             }
         }
 
@@ -252,7 +273,7 @@ impl Chunk<'_> {
                 for (row, multiplier) in own.iter().zip(multipliers) {
                     power -= *multiplier * row.velocity_error;
                 }
-                put(out.power, 1, 0, at, count, &[power]);
+                put(out.power, 1, 0, place, &[power]);
             }
             if selected.body_forces {
                 let mut forces = [[zero; 6]; 2];
@@ -277,25 +298,21 @@ impl Chunk<'_> {
                 // at once; an output not selected is not gathered.
                 let slots = &c.report_slots;
                 if selected.position_errors {
-                    put_reported(out.position_errors, slots, at, count, |r| {
-                        own[r].position_error
-                    });
+                    put_reported(out.position_errors, slots, place, |r| own[r].position_error);
                 }
                 if selected.velocity_errors {
-                    put_reported(out.velocity_errors, slots, at, count, |r| {
-                        own[r].velocity_error
-                    });
+                    put_reported(out.velocity_errors, slots, place, |r| own[r].velocity_error);
                 }
                 if selected.acceleration_errors {
                     let a = &acceleration_errors;
-                    put_reported(out.acceleration_errors, slots, at, count, |r| a[r]);
+                    put_reported(out.acceleration_errors, slots, place, |r| a[r]);
                 }
                 if selected.multipliers {
-                    put_reported(out.multipliers, slots, at, count, |r| multipliers[r]);
+                    put_reported(out.multipliers, slots, place, |r| multipliers[r]);
                 }
             }
 
-            self.put_contact_report(k, kin, multipliers, out, at, count);
+            self.put_contact_report(k, kin, multipliers, out, place);
         }
         let answered = bits(ok) & !self.reference_only;
         block.status[at..at + count].fill(status::OK);
@@ -305,7 +322,7 @@ impl Chunk<'_> {
     /// Writes lanes `0..count` of constraint `k`'s contact report — its kind's
     /// [`report_lanes`](crate::model::Constraint::report_lanes) at the bodies' kinematics
     /// `kin` and its `multipliers` — into those of `out`'s contact columns the evaluation
-    /// selects, from entry `at`. Both writers' (general and one-constraint kernel).
+    /// selects, at `place`. Both writers' (general and one-constraint kernel).
     #[inline(always)]
     pub(super) fn put_contact_report(
         &self,
@@ -313,8 +330,7 @@ impl Chunk<'_> {
         kin: &[BodyLanes; MAX_BODIES],
         multipliers: &[Lane],
         out: &mut ConstraintBlock<'_>,
-        at: usize,
-        count: usize,
+        place: Place,
     ) {
         if out.contact_point.is_none() && out.separation.is_none() && out.contact_force.is_none() {
             return;
@@ -328,14 +344,14 @@ impl Chunk<'_> {
         });
         if let Some(v) = out.contact_point.as_deref_mut() {
             let p: [Lane; 3] = report.contact_point.into();
-            put(v.as_flattened_mut(), 3, 0, at, count, &p);
+            put(v.as_flattened_mut(), 3, 0, place, &p);
         }
         if let Some(v) = out.separation.as_deref_mut() {
-            put(v, 1, 0, at, count, &[report.separation]);
+            put(v, 1, 0, place, &[report.separation]);
         }
         if let Some(v) = out.contact_force.as_deref_mut() {
             let f: [Lane; 3] = report.contact_force.into();
-            put(v.as_flattened_mut(), 3, 0, at, count, &f);
+            put(v.as_flattened_mut(), 3, 0, place, &f);
         }
     }
 }

@@ -33,7 +33,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::dot6;
-use super::evaluate::{put, put_reported};
+use super::evaluate::{Place, put, put_reported};
 use super::kinematics::apply_row_levels;
 use super::solve::solve_sized;
 use super::{ALL_LANES, BodyLanes, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
@@ -396,6 +396,7 @@ impl Chunk<'_> {
     ) -> u32 {
         let z = splat(0.0);
         let selected = block.outputs;
+        let place = Place::of(block, at, count);
         ok = ok & all_finite(lambda) & all_finite(udot);
         let mut power = z;
         for k in 0..M {
@@ -404,16 +405,16 @@ impl Chunk<'_> {
         ok = ok & is_finite(power);
         let nu = block.nu;
         if selected.udot {
-            put(block.udot, nu, 0, at, count, udot);
+            put(block.udot, nu, 0, place, udot);
         }
         if selected.udot_unconstrained {
-            put(block.udot_unconstrained, nu, 0, at, count, udot0);
+            put(block.udot_unconstrained, nu, 0, place, udot0);
         }
         let c = &self.plan.constraints[0];
         let on = self.enabled[0];
         let out = &mut block.constraints[0];
         if selected.power {
-            put(out.power, 1, 0, at, count, &[power]);
+            put(out.power, 1, 0, place, &[power]);
         }
         if selected.body_forces {
             let width = 6 * out.body_count;
@@ -425,17 +426,17 @@ impl Chunk<'_> {
                         force[n] += lambda[k] * rows[k].jacobian[b][n];
                     }
                 }
-                put(column, width, 6 * b, at, count, &force);
+                put(column, width, 6 * b, place, &force);
             }
         }
         let slots = &c.report_slots;
         if selected.position_errors {
-            put_reported(out.position_errors, slots, at, count, |r| {
+            put_reported(out.position_errors, slots, place, |r| {
                 rows[r].position_error
             });
         }
         if selected.velocity_errors {
-            put_reported(out.velocity_errors, slots, at, count, |r| {
+            put_reported(out.velocity_errors, slots, place, |r| {
                 rows[r].velocity_error
             });
         }
@@ -446,12 +447,12 @@ impl Chunk<'_> {
                 acceleration_errors[k] = select(on, g_udot + rows[k].acceleration_error, z);
             }
             let a = &acceleration_errors;
-            put_reported(out.acceleration_errors, slots, at, count, |r| a[r]);
+            put_reported(out.acceleration_errors, slots, place, |r| a[r]);
         }
         if selected.multipliers {
-            put_reported(out.multipliers, slots, at, count, |r| lambda[r]);
+            put_reported(out.multipliers, slots, place, |r| lambda[r]);
         }
-        self.put_contact_report(0, kin, lambda, out, at, count);
+        self.put_contact_report(0, kin, lambda, out, place);
         block.status[at..at + count].fill(status::OK);
         bits(ok) & !self.reference_only
     }

@@ -141,7 +141,7 @@ fn lane_evaluation_answers_every_lane_of_the_built_in_kinds() {
             batch.len(),
             crate::evaluation::Outputs::ALL,
         );
-        let mut blocks = out.blocks(batch.len());
+        let mut blocks = out.blocks(batch.len(), false);
         let block = &mut blocks[0];
         let mut buffers = evaluate::Buffers::new(batch, &plan);
         let evaluate::Buffers { chunk, scratch, y } = &mut buffers;
@@ -392,5 +392,47 @@ fn stepping_with_the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
                 );
             }
         }
+    }
+}
+
+/// Streaming stores (`EvaluationBlock::streaming`) write the same bits as ordinary ones, on the
+/// one-constraint kernel's templates and on the general lane path's (planes that are bodies of
+/// their own), for every output and for u̇ and λ alone, partial last chunks and the reference
+/// path's lanes included; and an evaluation streams exactly when its outputs pass
+/// `STREAMING_BYTES`.
+#[test]
+fn streaming_stores_write_the_same_bits() {
+    let mut batches = one_constraint_batches([203, 45, 37]);
+    for plane in [PlaneBody::Free, PlaneBody::Prescribed] {
+        let batch = contact_batch(ContactKind::RollingSphere, plane, 101, 5)
+            .unwrap()
+            .0;
+        batches.push((format!("rolling sphere on a {plane:?} plane"), batch));
+    }
+    for (what, batch) in &batches {
+        for outputs in [Outputs::ALL, Outputs::DYNAMICS] {
+            let streamed = batch.evaluate_lanes_streaming(outputs, true);
+            let cached = batch.evaluate_lanes_streaming(outputs, false);
+            let (a, b) = (evaluation_bits(&streamed), evaluation_bits(&cached));
+            assert_eq!(a.len(), b.len(), "{what}, {outputs:?}");
+            if let Some(k) = (0..a.len()).find(|&k| a[k] != b[k]) {
+                panic!("{what}, {outputs:?}: value {k} differs when streamed");
+            }
+            let mut ordinary = Evaluation::default();
+            batch.evaluate_outputs_into(outputs, &mut ordinary);
+            assert_eq!(evaluation_bits(&ordinary), b, "{what}, {outputs:?}");
+        }
+    }
+    // A rolling sphere's every output, counted by hand: u̇ and u̇₀ (6 each), position,
+    // velocity and acceleration errors and λ (3 each), power (1), both bodies' forces (6
+    // each), contact point (3), separation (1) and force (3): 44 values, 352 bytes.
+    let template = batches[0].1.template();
+    let mut e = Evaluation::default();
+    e.fill_for(template, 1000, Outputs::ALL);
+    assert_eq!(e.output_bytes(), 352_000);
+    let limit = crate::evaluation::STREAMING_BYTES / 352;
+    for (n, streams) in [(limit - 1, false), (limit + 1, true)] {
+        e.fill_for(template, n, Outputs::ALL);
+        assert_eq!(e.streams(), streams, "{n} instances");
     }
 }
