@@ -30,9 +30,9 @@ pub type LaneMat3 = Matrix3<Lane>;
 
 mod transpose;
 pub use transpose::{
-    four, gather_rows, gather_values, scatter_fixed, scatter_fixed_with, scatter_rows,
-    scatter_rows_with, streaming_fence, transpose_rows,
+    four, gather_rows, gather_values, scatter_fixed, scatter_rows, transpose_rows,
 };
+pub(crate) use transpose::{scatter_fixed_with, scatter_rows_with, streaming_fence};
 
 /// Every lane `x`.
 #[inline(always)]

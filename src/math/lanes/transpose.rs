@@ -11,7 +11,8 @@
 //! rolling spheres (35 MB of outputs) ran 1.5× as fast with them, but 10⁴ (3.5 MB, which the
 //! caches hold) 0.97×: the caller chooses by the size of what it writes. After streaming
 //! stores, and before anything reads or writes what they wrote, the writing thread must call
-//! [`streaming_fence`] (the stores are weakly ordered; `core::arch`'s rule for them).
+//! `streaming_fence` (the stores are weakly ordered; `core::arch`'s rule for them), which is
+//! why the streaming variants are the crate's own, not public: every caller fences.
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
 use super::lanes;
@@ -90,7 +91,7 @@ pub fn scatter_rows(block: &mut [f64], width: usize, offset: usize, x: &[Lane]) 
 
 /// [`scatter_rows`], with streaming stores when `streaming` says so (module doc).
 #[inline(always)]
-pub fn scatter_rows_with(
+pub(crate) fn scatter_rows_with(
     block: &mut [f64],
     width: usize,
     offset: usize,
@@ -123,7 +124,7 @@ pub fn scatter_fixed<const W: usize>(column: &mut [f64], offset: usize, at: usiz
 
 /// [`scatter_fixed`], with streaming stores when `streaming` says so (module doc).
 #[inline(always)]
-pub fn scatter_fixed_with<const W: usize>(
+pub(crate) fn scatter_fixed_with<const W: usize>(
     column: &mut [f64],
     offset: usize,
     at: usize,
@@ -149,7 +150,7 @@ pub fn scatter_fixed_with<const W: usize>(
 /// Makes this thread's streaming stores (module doc) ordered before whatever it does next;
 /// nothing where the scatters do not stream.
 #[inline(always)]
-pub fn streaming_fence() {
+pub(crate) fn streaming_fence() {
     // SAFETY: `sfence` only orders this thread's stores; SSE is part of x86-64.
     #[cfg(target_arch = "x86_64")]
     unsafe {
