@@ -403,6 +403,21 @@ fn stepping_with_the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
 #[test]
 fn streaming_stores_write_the_same_bits() {
     let mut batches = one_constraint_batches([203, 45, 37]);
+    // Rolling balls of which two spin so fast that their dynamics overflow: the lanes flag
+    // them and the reference path answers them (NaN, flagged), after the streamed chunk.
+    let mut t = SystemTemplate::new();
+    let ball = t.add_free_body("ball");
+    let contact = crate::constraints::SphereOnPlaneContact::new(crate::model::GROUND, ball, true);
+    t.add_constraint(contact).unwrap();
+    let mut flagged = Batch::new(t, 41).unwrap();
+    for i in 0..41 {
+        let x = i as f64 / 41.0;
+        let q = [1.0, 0.0, 0.1 * x, 0.0, x, -x, 0.5];
+        flagged.set_q(ball, i, q).unwrap();
+        let w = if i == 6 || i == 13 { 1e300 } else { 0.2 };
+        flagged.set_u(ball, i, [w, -x, w, x, 0.3, -0.2]).unwrap();
+    }
+    batches.push(("rolling balls, two flagged".into(), flagged));
     for plane in [PlaneBody::Free, PlaneBody::Prescribed] {
         let batch = contact_batch(ContactKind::RollingSphere, plane, 101, 5)
             .unwrap()
@@ -421,6 +436,9 @@ fn streaming_stores_write_the_same_bits() {
             let mut ordinary = Evaluation::default();
             batch.evaluate_outputs_into(outputs, &mut ordinary);
             assert_eq!(evaluation_bits(&ordinary), b, "{what}, {outputs:?}");
+            if what.contains("flagged") {
+                assert_eq!(streamed.flagged(), 2, "{what}, {outputs:?}");
+            }
         }
     }
     // A rolling sphere's every output, counted by hand: u̇ and u̇₀ (6 each), position,
