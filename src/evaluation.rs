@@ -370,10 +370,24 @@ fn split_blocks<T>(mut v: &mut [T], width: usize, block: usize, count: usize) ->
     out
 }
 
-/// As [`split_blocks`], for an optional column.
-fn split_optional<T>(v: &mut Option<Vec<T>>, block: usize, count: usize) -> Vec<Option<&mut [T]>> {
+/// The entries of instances `range` of a column `width` values an instance wide (all of an
+/// empty, unselected column).
+fn part<'a, T>(v: &'a mut [T], width: usize, range: &std::ops::Range<usize>) -> &'a mut [T] {
+    if v.is_empty() {
+        return v;
+    }
+    &mut v[range.start * width..range.end * width]
+}
+
+/// As [`split_blocks`], for the instances `range` of an optional column.
+fn split_optional<'a, T>(
+    v: &'a mut Option<Vec<T>>,
+    range: &std::ops::Range<usize>,
+    block: usize,
+    count: usize,
+) -> Vec<Option<&'a mut [T]>> {
     match v {
-        Some(v) => split_blocks(v, 1, block, count)
+        Some(v) => split_blocks(part(v, 1, range), 1, block, count)
             .into_iter()
             .map(Some)
             .collect(),
@@ -501,24 +515,57 @@ impl Evaluation {
     /// `block` consecutive instances (`block > 0`; the last block may be shorter).
     /// `streaming`: whether the lane path writes them with streaming stores ([`streams`](Self::streams)).
     pub(crate) fn blocks(&mut self, block: usize, streaming: bool) -> Vec<EvaluationBlock<'_>> {
+        self.blocks_in(0..self.len, block, streaming)
+    }
+
+    /// As [`blocks`](Self::blocks), for the instances `range` only (within `0 .. len`): the
+    /// first block starts at `range.start`.
+    pub(crate) fn blocks_in(
+        &mut self,
+        range: std::ops::Range<usize>,
+        block: usize,
+        streaming: bool,
+    ) -> Vec<EvaluationBlock<'_>> {
         let block = block.max(1);
-        let (len, nu, outputs) = (self.len, self.nu, self.outputs);
-        let count = len.div_ceil(block);
+        let (nu, outputs) = (self.nu, self.outputs);
+        let range = range.start.min(self.len)..range.end.min(self.len);
+        let count = range.len().div_ceil(block);
         let mut per_constraint: Vec<std::vec::IntoIter<ConstraintBlock<'_>>> = self
             .constraints
             .iter_mut()
             .map(|c| {
                 let (w, bodies) = (c.width, c.body_count);
-                let columns = split_blocks(&mut c.position_errors, w, block, count)
-                    .into_iter()
-                    .zip(split_blocks(&mut c.velocity_errors, w, block, count))
-                    .zip(split_blocks(&mut c.acceleration_errors, w, block, count))
-                    .zip(split_blocks(&mut c.multipliers, w, block, count))
-                    .zip(split_blocks(&mut c.body_forces, bodies, block, count))
-                    .zip(split_blocks(&mut c.power, 1, block, count))
-                    .zip(split_optional(&mut c.contact_point, block, count))
-                    .zip(split_optional(&mut c.separation, block, count))
-                    .zip(split_optional(&mut c.contact_force, block, count));
+                let columns =
+                    split_blocks(part(&mut c.position_errors, w, &range), w, block, count)
+                        .into_iter()
+                        .zip(split_blocks(
+                            part(&mut c.velocity_errors, w, &range),
+                            w,
+                            block,
+                            count,
+                        ))
+                        .zip(split_blocks(
+                            part(&mut c.acceleration_errors, w, &range),
+                            w,
+                            block,
+                            count,
+                        ))
+                        .zip(split_blocks(
+                            part(&mut c.multipliers, w, &range),
+                            w,
+                            block,
+                            count,
+                        ))
+                        .zip(split_blocks(
+                            part(&mut c.body_forces, bodies, &range),
+                            bodies,
+                            block,
+                            count,
+                        ))
+                        .zip(split_blocks(part(&mut c.power, 1, &range), 1, block, count))
+                        .zip(split_optional(&mut c.contact_point, &range, block, count))
+                        .zip(split_optional(&mut c.separation, &range, block, count))
+                        .zip(split_optional(&mut c.contact_force, &range, block, count));
                 columns
                     .map(|((((((((p, v), a), m), f), power), point), sep), force)| {
                         ConstraintBlock {
@@ -539,15 +586,25 @@ impl Evaluation {
                     .into_iter()
             })
             .collect();
-        split_blocks(&mut self.status, 1, block, count)
+        split_blocks(part(&mut self.status, 1, &range), 1, block, count)
             .into_iter()
-            .zip(split_blocks(&mut self.udot, nu, block, count))
-            .zip(split_blocks(&mut self.udot_unconstrained, nu, block, count))
+            .zip(split_blocks(
+                part(&mut self.udot, nu, &range),
+                nu,
+                block,
+                count,
+            ))
+            .zip(split_blocks(
+                part(&mut self.udot_unconstrained, nu, &range),
+                nu,
+                block,
+                count,
+            ))
             .enumerate()
             .map(
                 |(b, ((status, udot), udot_unconstrained))| EvaluationBlock {
                     outputs,
-                    start: b * block,
+                    start: range.start + b * block,
                     len: status.len(),
                     nu,
                     status,

@@ -20,6 +20,9 @@ pub struct GpuDevice {
     pub limits: wgpu::Limits,
     /// Whether f64 kernels are available (`SHADER_F64`).
     pub supports_f64: bool,
+    /// Whether passes can be timed on the device's own clock (`TIMESTAMP_QUERY`, which the
+    /// benchmarks' pass clock uses).
+    pub supports_timestamps: bool,
     /// The kernels built on this device, reused by later evaluators and steppers.
     pub kernels: KernelCache,
     /// What the device reported outside an error scope ([`GpuDevice::fault`]).
@@ -58,11 +61,14 @@ impl GpuDevice {
         let info = adapter.get_info();
         let limits = adapter.limits();
         let supports_f64 = adapter.features().contains(wgpu::Features::SHADER_F64);
-        let required_features = if supports_f64 {
-            wgpu::Features::SHADER_F64
-        } else {
-            wgpu::Features::empty()
-        };
+        let supports_timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let mut required_features = wgpu::Features::empty();
+        if supports_f64 {
+            required_features |= wgpu::Features::SHADER_F64;
+        }
+        if supports_timestamps {
+            required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("simbatch"),
@@ -98,6 +104,7 @@ impl GpuDevice {
             info,
             limits,
             supports_f64,
+            supports_timestamps,
             kernels: KernelCache::default(),
             faults,
         })

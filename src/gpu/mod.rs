@@ -8,10 +8,11 @@
 //! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper;
 //! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback);
 //! [`probe`] makes stage-dropping variants of the kernels, to time on hardware what each stage
-//! costs.
+//! costs; [`clock`] times passes on the device's own clock, for benchmarks.
 
 pub mod buffers;
 pub mod cache;
+pub mod clock;
 pub mod codegen;
 pub mod contact_laws;
 pub mod device;
@@ -86,4 +87,8 @@ pub struct GpuOptions {
     /// ([`OutputOrder::for_adapter`](layout::OutputOrder::for_adapter): value-major on GPUs,
     /// instance-major on CPU drivers). Results do not depend on it, bit for bit.
     pub output_order: Option<layout::OutputOrder>,
+    /// Largest staging buffer of an evaluation's readback, in bytes (host-visible memory, two
+    /// when the readback takes several pieces; at least one instance's outputs); `None`:
+    /// [`SLICE_BYTES`](evaluate::SLICE_BYTES). Results do not depend on it, bit for bit.
+    pub staging_bytes: Option<u64>,
 }

@@ -453,3 +453,37 @@ fn kernels_cache_every_parameter_column_up_to_the_cap() {
     }
     assert!(capped, "the bricks' parameters should pass the cap");
 }
+
+/// The output columns the readback copies one by one (instance-major pieces) tile the kernel's
+/// outputs: no gap, no overlap, and every prefix the host reads is a column's.
+#[test]
+fn output_columns_tile_the_outputs() {
+    for (name, t) in templates() {
+        let layout = Layout::new(&t).unwrap();
+        let columns = layout.output_columns();
+        let mut at = 0;
+        for &(prefix, width) in &columns {
+            assert_eq!(prefix, at, "{name}: a gap or an overlap at {at}");
+            assert!(width > 0, "{name}");
+            at += width;
+        }
+        assert_eq!(at, layout.output_width, "{name}");
+        let starts = |p: usize| columns.iter().any(|&(q, _)| q == p);
+        assert!(starts(layout.status) && starts(layout.udot) && starts(layout.udot_unconstrained));
+        for c in &layout.constraints {
+            for p in [
+                c.prefix,
+                c.multipliers(),
+                c.body_forces(),
+                c.power(),
+                c.contact_point(),
+                c.separation(),
+                c.contact_force(),
+                c.jacobian_prefix,
+                c.bias_acceleration(layout.nu),
+            ] {
+                assert!(starts(p), "{name}: no column starts at {p}");
+            }
+        }
+    }
+}

@@ -98,3 +98,69 @@ fn both_output_orders_give_the_same_bits_and_the_cpus_answers() {
         }
     }
 }
+
+/// A slice read back through staging smaller than itself, in pieces of 97 instances (one
+/// copy per value and piece when value-major, one per column when instance-major), gives the
+/// bits of a readback in one piece: every output, the Jacobians, and u̇ and λ alone (whose
+/// pieces are longer: staging holds more of their narrower rows), in both orders, through one
+/// slice and through several chunks of several slices each.
+#[test]
+fn readback_in_pieces_changes_no_bit() {
+    let Some(device) = device() else { return };
+    let (batch, _, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 2500, 41).unwrap();
+    let layout = Layout::for_batch(&batch).unwrap();
+    let output_bytes = layout.output_width as u64 * 4;
+    let chunked = (layout.varying_width as u64 * 700 + layout.shared_width as u64) * 4;
+    for order in ORDERS {
+        for binding in [None, Some(chunked)] {
+            let what = format!("{order:?}, binding {binding:?}");
+            let make = |staging_bytes| {
+                let options = GpuOptions {
+                    max_binding_bytes: binding,
+                    output_order: Some(order),
+                    staging_bytes,
+                    ..GpuOptions::default()
+                };
+                GpuEvaluator::new(device.clone(), &batch, Precision::F32, options).unwrap()
+            };
+            let mut whole = make(None);
+            let mut pieces = make(Some(97 * output_bytes));
+            let (every_a, jac_a) = whole.evaluate_with_jacobians(&batch).unwrap();
+            let (every_b, jac_b) = pieces.evaluate_with_jacobians(&batch).unwrap();
+            assert_eq!(whole.slice_count(), pieces.slice_count(), "{what}");
+            assert!(every_a == every_b, "{what}: every output differs");
+            assert!(jac_a == jac_b, "{what}: Jacobians and bias differ");
+            let mut dyn_a = Evaluation::default();
+            let mut dyn_b = Evaluation::default();
+            whole
+                .evaluate_outputs_into(&batch, Outputs::DYNAMICS, &mut dyn_a)
+                .unwrap();
+            pieces
+                .evaluate_outputs_into(&batch, Outputs::DYNAMICS, &mut dyn_b)
+                .unwrap();
+            assert!(dyn_a == dyn_b, "{what}: u̇ and λ differ");
+            assert!(dyn_b.udot == every_b.udot, "{what}: u̇ differs");
+            // Two staging buffers of 97 instances' outputs, not one of the slice's.
+            assert!(
+                pieces.device_bytes() < whole.device_bytes(),
+                "{what}: {} B against {} B",
+                pieces.device_bytes(),
+                whole.device_bytes()
+            );
+        }
+        let cpu = batch.evaluate();
+        let mut report = Report::default();
+        let ev = {
+            let options = GpuOptions {
+                output_order: Some(order),
+                staging_bytes: Some(97 * output_bytes),
+                ..GpuOptions::default()
+            };
+            let mut e = GpuEvaluator::new(device.clone(), &batch, Precision::F32, options).unwrap();
+            e.evaluate(&batch).unwrap()
+        };
+        compare_evaluations(&ev, &cpu, 2e-4, &mut report).unwrap();
+        assert!(report.passed(), "{order:?}:\n{report}");
+    }
+}

@@ -7,11 +7,12 @@
 //! the batch shares ([`Layout::for_batch`]) — and remembers the version of each column it
 //! holds: a call uploads only the columns written since ([`Batch::column_version`]).
 //!
-//! The outputs are work buffers, not batch storage: one output buffer and one staging buffer
-//! (two when the batch takes several slices) of at most [`SLICE_BYTES`] each, made on the
-//! first evaluation (a batch that is only stepped never has them), through which each chunk is
-//! evaluated and read back one slice at a time — the next slice computed and copied while the
-//! host converts this one.
+//! The outputs are work buffers, not batch storage, made on the first evaluation (a batch that
+//! is only stepped never has them): one output buffer of at most [`DISPATCH_BYTES`], into which
+//! each chunk is evaluated one slice (one dispatch) at a time, and one staging buffer (two when
+//! the readback takes several pieces) of at most [`SLICE_BYTES`], through which a slice is read
+//! back a piece at a time — the next piece copied while the host converts this one, in blocks
+//! of instances on every core.
 
 use std::sync::Arc;
 
@@ -40,9 +41,16 @@ pub struct GpuJacobians {
 mod results;
 mod slices;
 
-/// Largest output (and staging) buffer of an evaluation, in bytes: a chunk is evaluated and read
-/// back in slices of at most this much output.
+/// Largest staging buffer of an evaluation (host-visible memory; two when the readback is
+/// pipelined), in bytes, unless [`GpuOptions::staging_bytes`] says otherwise: a slice's outputs
+/// are read back in pieces of at most this much.
 pub const SLICE_BYTES: u64 = 32 << 20;
+
+/// Largest output buffer of an evaluation (device memory), in bytes: a chunk is evaluated in
+/// slices (one dispatch each) of at most this much output: large enough that a slice fills the
+/// largest GPUs several times over (a rolling sphere writes 264 B in f32, so a slice holds about
+/// 10⁶ of them; an H100 holds 270 000 threads at once).
+pub const DISPATCH_BYTES: u64 = 256 << 20;
 
 /// Values read back from one slice, in the kernel's precision, borrowed from the mapping.
 enum RawRef<'a> {
@@ -231,7 +239,7 @@ impl GpuEvaluator {
             .min(limits.max_storage_buffer_binding_size)
             .min(limits.max_buffer_size);
         // Inputs: the per-instance columns, then one row of the shared ones. The outputs go
-        // through slices (`SLICE_BYTES`), so they do not bound a chunk.
+        // through slices (`DISPATCH_BYTES`), so they do not bound a chunk.
         let per_instance = (layout.varying_width * precision.bytes()) as u64;
         let shared_bytes = (layout.shared_width * precision.bytes()) as u64;
         let by_binding =
@@ -305,8 +313,9 @@ impl GpuEvaluator {
         self.chunks.len()
     }
 
-    /// Number of slices the last evaluation ran (each one dispatch and one readback through
-    /// output and staging buffers of at most [`SLICE_BYTES`]); 0 before the first.
+    /// Number of slices the last evaluation ran (each one dispatch into an output buffer of at
+    /// most [`DISPATCH_BYTES`], read back through staging buffers of at most [`SLICE_BYTES`]);
+    /// 0 before the first.
     pub fn slice_count(&self) -> usize {
         self.chunks.iter().map(|c| c.slices.len()).sum()
     }
@@ -545,11 +554,15 @@ impl GpuEvaluator {
     ) -> Result<()> {
         let pipeline = self.ready(batch)?;
         let segments = self.read_segments(outputs);
-        out.reset_for(batch.template(), batch.len());
+        out.fill_for(batch.template(), batch.len(), outputs);
         self.last_readback_bytes = 0;
-        self.run_slices(&pipeline, &segments, |slice, raw| match raw {
-            RawRef::F32(v) => self.append_slice(batch, out, outputs, v, slice.count),
-            RawRef::F64(v) => self.append_slice(batch, out, outputs, v, slice.count),
+        let mut start = 0;
+        self.run_slices(&pipeline, &segments, |m, raw| {
+            match raw {
+                RawRef::F32(v) => self.convert_piece(batch, out, v, start, m),
+                RawRef::F64(v) => self.convert_piece(batch, out, v, start, m),
+            }
+            start += m;
         })?;
         self.last_readback_bytes = readback_bytes(&segments, batch.len(), self.precision);
         self.finish_evaluation(batch, out, outputs);
@@ -562,20 +575,22 @@ impl GpuEvaluator {
         let nu = self.layout.nu;
         let pipeline = self.ready(batch)?;
         let mut ev = Evaluation::default();
-        ev.reset_for(batch.template(), batch.len());
+        ev.fill_for(batch.template(), batch.len(), Outputs::ALL);
         let n_c = self.layout.constraints.len();
         let mut jac = GpuJacobians {
             jacobian: vec![Vec::new(); n_c],
             bias_acceleration: vec![Vec::new(); n_c],
         };
         self.last_readback_bytes = 0;
-        self.run_slices(&pipeline, &every, |slice, raw| {
+        let mut start = 0;
+        self.run_slices(&pipeline, &every, |count, raw| {
             let values: Vec<f64> = match raw {
                 RawRef::F32(v) => v.iter().map(|x| *x as f64).collect(),
                 RawRef::F64(v) => v.to_vec(),
             };
-            self.append_slice(batch, &mut ev, Outputs::ALL, &values, slice.count);
-            let (n, order) = (slice.count, self.output_order);
+            self.convert_piece(batch, &mut ev, &values, start, count);
+            start += count;
+            let (n, order) = (count, self.output_order);
             for (k, c) in self.layout.constraints.iter().enumerate() {
                 let column = |p: usize, w: usize| OutputColumn::new(&values, p, w, n, order);
                 column(c.jacobian_prefix, c.rows * nu).extend_into(&mut jac.jacobian[k], |x| x);

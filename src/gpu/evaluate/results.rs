@@ -1,10 +1,17 @@
-//! The evaluation kernel's outputs read back into an [`Evaluation`]: one slice of a chunk at a
-//! time, columns reordered from the kernel's internal rows to the reported slots.
+//! The evaluation kernel's outputs read back into an [`Evaluation`]: one piece of a slice at a
+//! time, in blocks of instances converted in parallel, columns reordered from the kernel's
+//! internal rows to the reported slots.
+
+use rayon::prelude::*;
 
 use super::GpuEvaluator;
 use crate::batch::{Batch, status};
-use crate::evaluation::{Evaluation, Outputs};
+use crate::evaluation::{Evaluation, EvaluationBlock, Outputs};
 use crate::gpu::layout::{BODY_FORCES_WIDTH, OutputColumn};
+
+/// Instances a rayon job of the readback's conversion converts ([`GpuEvaluator::convert_piece`]):
+/// a few hundred kilobytes of f32 outputs, dozens of jobs in a 32 MiB piece.
+const CONVERT_BLOCK: usize = 4096;
 
 impl GpuEvaluator {
     /// The output segments `(prefix, width)` an evaluation of `selected` reads back (what
@@ -56,111 +63,123 @@ impl GpuEvaluator {
         merged
     }
 
-    /// Appends one slice's `selected` outputs (and the status); the others are not converted,
-    /// which is most of the host's time in an evaluation of u̇ and λ alone. Each column is
-    /// converted by a rayon task of its own (the host's share of an evaluation with readback:
-    /// on lavapipe it took about half of every-output evaluation's time); a column's values
-    /// are appended in order, so the result does not depend on the threads. In a slice of `n`
-    /// instances, the column with prefix p and width w is `v[p·n .. (p + w)·n]`, in the
-    /// evaluator's [`OutputOrder`](crate::gpu::layout::OutputOrder) ([`OutputColumn`]).
-    pub(super) fn append_slice<T: Copy + Into<f64> + Sync>(
+    /// Converts one piece's outputs — instances `start .. start + m` of the batch, read back
+    /// as a slice of `m` instances in the evaluator's [`OutputOrder`](crate::gpu::layout::OutputOrder)
+    /// ([`OutputColumn`]) — into `ev`, sized by [`Evaluation::fill_for`]: the selected columns
+    /// and the status, in place. The piece is cut into blocks of [`CONVERT_BLOCK`] instances,
+    /// a rayon job each, every job converting all the columns of its instances: the host's
+    /// conversion is most of an evaluation's time with readback (on an H100's 16-core host,
+    /// 51 of 55 ms for every output of 10⁶ rolling spheres when a job converted one column
+    /// of a whole slice, 2026-11-27). Each value is written once, wherever the job runs, so
+    /// the result does not depend on the threads.
+    pub(super) fn convert_piece<T: Copy + Into<f64> + Sync>(
         &self,
         batch: &Batch,
         ev: &mut Evaluation,
-        selected: Outputs,
         v: &[T],
-        n: usize,
+        start: usize,
+        m: usize,
+    ) {
+        // Ordinary stores: the blocks' streaming flag is the CPU lane path's.
+        ev.blocks_in(start..start + m, CONVERT_BLOCK, false)
+            .into_par_iter()
+            .for_each(|mut block| {
+                let first = block.start - start;
+                self.convert_block(batch, &mut block, v, m, first);
+            });
+    }
+
+    /// One block of a piece of `m` instances (values `v`): its instances `first ..
+    /// first + block.len` of the piece.
+    fn convert_block<T: Copy + Into<f64>>(
+        &self,
+        batch: &Batch,
+        block: &mut EvaluationBlock<'_>,
+        v: &[T],
+        m: usize,
+        first: usize,
     ) {
         let layout = &self.layout;
         let nu = layout.nu;
-        let order = self.output_order;
-        let column = |prefix: usize, width: usize| OutputColumn::new(v, prefix, width, n, order);
+        let (order, count, selected) = (self.output_order, block.len, block.outputs);
+        let column = |prefix: usize, width: usize| {
+            OutputColumn::new(v, prefix, width, m, order).part(first, count)
+        };
         let f = |x: T| -> f64 { x.into() };
-        let Evaluation {
-            status,
-            udot,
-            udot_unconstrained,
-            constraints,
-            ..
-        } = ev;
-        rayon::scope(|scope| {
-            scope.spawn(|_| {
-                column(layout.status, 1).extend_into(status, |x| f(x) as u32);
-            });
-            if selected.udot {
-                scope.spawn(|_| column(layout.udot, nu).extend_into(udot, f));
+        column(layout.status, 1).write_into(block.status, |x| f(x) as u32);
+        if selected.udot {
+            column(layout.udot, nu).write_into(block.udot, f);
+        }
+        if selected.udot_unconstrained {
+            column(layout.udot_unconstrained, nu).write_into(block.udot_unconstrained, f);
+        }
+        for ((slot, place), out) in batch
+            .template()
+            .constraints()
+            .iter()
+            .zip(&layout.constraints)
+            .zip(block.constraints.iter_mut())
+        {
+            let slots = slot.constraint.report_slots();
+            let (rows, w) = (place.rows, out.width);
+            // Internal rows → reported slots (x, y, z); absent slots are 0.
+            let reorder = |prefix: usize, dst: &mut [f64]| {
+                let mut places = dst.chunks_exact_mut(w.max(1));
+                column(prefix, rows).for_each_instance(|row| {
+                    if let Some(place) = places.next() {
+                        for (d, s) in place.iter_mut().zip(slots) {
+                            *d = s.map_or(0.0, |r| f(row[r]));
+                        }
+                    }
+                });
+            };
+            let triples = |prefix: usize, dst: &mut [[f64; 3]]| {
+                let mut places = dst.iter_mut();
+                column(prefix, 3).for_each_instance(|p| {
+                    if let Some(place) = places.next() {
+                        *place = [f(p[0]), f(p[1]), f(p[2])];
+                    }
+                });
+            };
+            if selected.position_errors {
+                reorder(place.prefix, out.position_errors);
             }
-            if selected.udot_unconstrained {
-                scope.spawn(|_| {
-                    column(layout.udot_unconstrained, nu).extend_into(udot_unconstrained, f)
+            if selected.velocity_errors {
+                reorder(place.velocity_errors(), out.velocity_errors);
+            }
+            if selected.acceleration_errors {
+                reorder(place.acceleration_errors(), out.acceleration_errors);
+            }
+            if selected.multipliers {
+                reorder(place.multipliers(), out.multipliers);
+            }
+            if selected.body_forces {
+                let bodies = out.body_count;
+                let mut places = out.body_forces.chunks_exact_mut(bodies.max(1));
+                column(place.body_forces(), BODY_FORCES_WIDTH).for_each_instance(|forces| {
+                    if let Some(place) = places.next() {
+                        for (b, body) in place.iter_mut().enumerate() {
+                            *body = std::array::from_fn(|k| f(forces[6 * b + k]));
+                        }
+                    }
                 });
             }
-            for ((slot, place), out) in batch
-                .template()
-                .constraints()
-                .iter()
-                .zip(&layout.constraints)
-                .zip(constraints.iter_mut())
-            {
-                let slots = slot.constraint.report_slots();
-                let rows = place.rows;
-                // Internal rows → reported slots (x, y, z); absent slots are 0.
-                let reorder = move |prefix: usize, dst: &mut Vec<f64>| {
-                    column(prefix, rows).for_each_instance(|row| {
-                        dst.extend(slots.iter().map(|s| s.map_or(0.0, |r| f(row[r]))));
-                    });
-                };
-                let triples = move |prefix: usize, dst: &mut Vec<[f64; 3]>| {
-                    column(prefix, 3).for_each_instance(|p| dst.push([f(p[0]), f(p[1]), f(p[2])]));
-                };
-                let body_count = out.body_count;
-                if selected.position_errors {
-                    let dst = &mut out.position_errors;
-                    scope.spawn(move |_| reorder(place.prefix, dst));
-                }
-                if selected.velocity_errors {
-                    let dst = &mut out.velocity_errors;
-                    scope.spawn(move |_| reorder(place.velocity_errors(), dst));
-                }
-                if selected.acceleration_errors {
-                    let dst = &mut out.acceleration_errors;
-                    scope.spawn(move |_| reorder(place.acceleration_errors(), dst));
-                }
-                if selected.multipliers {
-                    let dst = &mut out.multipliers;
-                    scope.spawn(move |_| reorder(place.multipliers(), dst));
-                }
-                if selected.body_forces {
-                    let dst = &mut out.body_forces;
-                    scope.spawn(move |_| {
-                        let values = column(place.body_forces(), BODY_FORCES_WIDTH);
-                        values.for_each_instance(|forces| {
-                            for b in 0..body_count {
-                                dst.push(std::array::from_fn(|k| f(forces[6 * b + k])));
-                            }
-                        });
-                    });
-                }
-                if selected.power {
-                    let dst = &mut out.power;
-                    scope.spawn(move |_| column(place.power(), 1).extend_into(dst, f));
-                }
-                if !selected.contact {
-                    continue;
-                }
-                if let Some(dst) = out.contact_point.as_mut() {
-                    scope.spawn(move |_| triples(place.contact_point(), dst));
-                }
-                if let Some(dst) = out.separation.as_mut() {
-                    scope.spawn(move |_| {
-                        column(place.separation(), 1).extend_into(dst, f);
-                    });
-                }
-                if let Some(dst) = out.contact_force.as_mut() {
-                    scope.spawn(move |_| triples(place.contact_force(), dst));
-                }
+            if selected.power {
+                column(place.power(), 1).write_into(out.power, f);
             }
-        });
+            if !selected.contact {
+                continue;
+            }
+            if let Some(dst) = out.contact_point.as_deref_mut() {
+                triples(place.contact_point(), dst);
+            }
+            if let Some(dst) = out.separation.as_deref_mut() {
+                column(place.separation(), 1).write_into(dst, f);
+            }
+            if let Some(dst) = out.contact_force.as_deref_mut() {
+                triples(place.contact_force(), dst);
+            }
+        }
     }
 
     /// As on the CPU: an instance whose state is not finite (or whose mass matrix is singular)

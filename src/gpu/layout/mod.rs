@@ -102,6 +102,23 @@ impl ConstraintOutput {
     pub fn bias_acceleration(&self, nu: usize) -> usize {
         self.jacobian_prefix + self.rows * nu
     }
+
+    /// Its output columns `(prefix, width)` as the kernel stores them, the four per-row ones
+    /// and the fixed-width ones (not the Jacobian rows and bias: [`Layout::output_columns`]).
+    fn main_columns(&self) -> [(usize, usize); 9] {
+        let n = self.rows;
+        [
+            (self.prefix, n),
+            (self.velocity_errors(), n),
+            (self.acceleration_errors(), n),
+            (self.multipliers(), n),
+            (self.body_forces(), BODY_FORCES_WIDTH),
+            (self.power(), 1),
+            (self.contact_point(), 3),
+            (self.separation(), 1),
+            (self.contact_force(), 3),
+        ]
+    }
 }
 
 /// How the kernels treat one body of the template, and where its input columns start: what
@@ -261,6 +278,28 @@ fn wgsl_array(name: &str, values: &[usize]) -> String {
 }
 
 impl Layout {
+    /// Every output column `(prefix, width)` as the kernel stores them (its `store` calls'
+    /// `prefix` and `width`), in prefix order: they tile `0 .. output_width`. An instance-major
+    /// readback of part of a slice copies each column on its own (its rows are `width` wide).
+    pub fn output_columns(&self) -> Vec<(usize, usize)> {
+        let nu = self.nu;
+        let mut columns = vec![
+            (self.status, 1),
+            (self.udot, nu),
+            (self.udot_unconstrained, nu),
+        ];
+        for c in &self.constraints {
+            columns.extend(c.main_columns());
+        }
+        for c in &self.constraints {
+            columns.push((c.jacobian_prefix, c.rows * nu));
+            columns.push((c.bias_acceleration(nu), c.rows));
+        }
+        columns.retain(|&(_, w)| w > 0);
+        columns.sort_unstable();
+        columns
+    }
+
     /// Lays out a template with every column per instance; errors when the GPU kernel cannot
     /// run it.
     pub fn new(template: &SystemTemplate) -> Result<Self> {

@@ -82,12 +82,17 @@ impl FromStr for OutputOrder {
 }
 
 /// One column of a slice read back, values in the kernel's precision: value `k` of instance
-/// `i` through [`OutputOrder::index`], without copying the column.
+/// `i` through [`OutputOrder::index`], without copying the column — or a [`part`](Self::part)
+/// of its instances, which the host converts on several threads at once.
 #[derive(Debug, Clone, Copy)]
 pub struct OutputColumn<'a, T> {
+    /// The whole column: `width · n` values.
     values: &'a [T],
     width: usize,
     n: usize,
+    /// The instances `first .. first + count` of the slice's `n`.
+    first: usize,
+    count: usize,
     order: OutputOrder,
 }
 
@@ -99,43 +104,86 @@ impl<'a, T: Copy + 'a> OutputColumn<'a, T> {
             values: &slice[prefix * n..(prefix + width) * n],
             width,
             n,
+            first: 0,
+            count: n,
             order,
         }
+    }
+
+    /// The instances `first .. first + count` of this column (clamped to it), numbered from 0.
+    pub fn part(self, first: usize, count: usize) -> Self {
+        let first = (self.first + first).min(self.first + self.count);
+        let count = count.min(self.first + self.count - first);
+        Self {
+            first,
+            count,
+            ..self
+        }
+    }
+
+    /// Instances in the column (or part).
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether it holds no instance.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 
     /// Value `k` of instance `i`.
     #[inline]
     pub fn get(&self, i: usize, k: usize) -> T {
-        self.values[self.order.index(0, self.width, self.n, i, k)]
+        self.values[self.order.index(0, self.width, self.n, self.first + i, k)]
+    }
+
+    /// Each value's run of the part's instances, when value-major: `W` of them.
+    fn runs<const W: usize>(&self) -> [&'a [T]; W] {
+        let (values, n, first, count) = (self.values, self.n, self.first, self.count);
+        std::array::from_fn(|k| &values[k * n + first..k * n + first + count])
+    }
+
+    /// The part's values when instance-major (or of width 1): one run, instance by instance.
+    fn rows(&self) -> &'a [T] {
+        &self.values[self.first * self.width..(self.first + self.count) * self.width]
     }
 
     /// Appends every value converted by `f`, instance by instance (each instance's `width`
-    /// values in order): the host's instance-major order, whatever the kernel's. Instance-major
-    /// (and any column of width 1) is one pass over the values; value-major gathers each
-    /// instance's values from the value runs, with the width a constant for the common widths
-    /// (1.5–1.8× the instance-major cost a value on the Zen 5 VM): the readback's conversion is
-    /// most of an evaluation's time on the host.
+    /// values in order): the host's instance-major order, whatever the kernel's
+    /// ([`write_into`](Self::write_into)).
     pub fn extend_into<U: Copy + Default>(self, dst: &mut Vec<U>, f: impl Fn(T) -> U) {
-        if self.order == OutputOrder::InstanceMajor || self.width == 1 || self.n == 0 {
-            dst.extend(self.values.iter().map(|&x| f(x)));
+        let base = dst.len();
+        dst.resize(base + self.count * self.width, U::default());
+        self.write_into(&mut dst[base..], f);
+    }
+
+    /// Writes every value converted by `f` into `dst` (`count · width` long), instance by
+    /// instance. Instance-major (and any column of width 1) is one pass over the values;
+    /// value-major gathers each instance's values from the value runs, with the width a
+    /// constant for the common widths (1.5–1.8× the instance-major cost a value on the Zen 5
+    /// VM): the readback's conversion is most of an evaluation's time on the host.
+    pub fn write_into<U: Copy>(self, dst: &mut [U], f: impl Fn(T) -> U) {
+        let dst = &mut dst[..self.count * self.width];
+        if self.order == OutputOrder::InstanceMajor || self.width == 1 {
+            for (place, &x) in dst.iter_mut().zip(self.rows()) {
+                *place = f(x);
+            }
             return;
         }
         // Value-major: each instance's values gathered from the value runs; for the common
         // widths (a triple, a free body's 6 mobilities and their pairs, body forces) with the
         // width a constant, which the compiler turns into shuffles: a plain strided pass ran
         // 4–6× slower than instance-major.
-        let base = dst.len();
-        dst.resize(base + self.values.len(), U::default());
-        let out = &mut dst[base..];
         match self.width {
-            2 => transpose::<T, U, 2>(self.values, out, &f),
-            3 => transpose::<T, U, 3>(self.values, out, &f),
-            4 => transpose::<T, U, 4>(self.values, out, &f),
-            6 => transpose::<T, U, 6>(self.values, out, &f),
-            12 => transpose::<T, U, 12>(self.values, out, &f),
+            2 => transpose(self.runs::<2>(), dst, &f),
+            3 => transpose(self.runs::<3>(), dst, &f),
+            4 => transpose(self.runs::<4>(), dst, &f),
+            6 => transpose(self.runs::<6>(), dst, &f),
+            12 => transpose(self.runs::<12>(), dst, &f),
             width => {
-                for (k, values) in self.values.chunks_exact(self.n).enumerate() {
-                    for (place, &x) in out[k..].iter_mut().step_by(width).zip(values) {
+                for k in 0..width {
+                    let run = &self.values[k * self.n + self.first..][..self.count];
+                    for (place, &x) in dst[k..].iter_mut().step_by(width).zip(run) {
                         *place = f(x);
                     }
                 }
@@ -148,21 +196,21 @@ impl<'a, T: Copy + 'a> OutputColumn<'a, T> {
     /// else into one reused buffer).
     pub fn for_each_instance(self, mut g: impl FnMut(&[T])) {
         match self.order {
-            _ if self.width == 1 => self.values.chunks_exact(1).for_each(g),
+            _ if self.width == 1 => self.rows().chunks_exact(1).for_each(g),
             OutputOrder::InstanceMajor => {
-                self.values.chunks_exact(self.width.max(1)).for_each(g);
+                self.rows().chunks_exact(self.width.max(1)).for_each(g);
             }
             OutputOrder::ValueMajor => match self.width {
-                2 => each_row::<T, 2>(self.values, g),
-                3 => each_row::<T, 3>(self.values, g),
-                4 => each_row::<T, 4>(self.values, g),
-                6 => each_row::<T, 6>(self.values, g),
-                12 => each_row::<T, 12>(self.values, g),
+                2 => each_row(self.runs::<2>(), g),
+                3 => each_row(self.runs::<3>(), g),
+                4 => each_row(self.runs::<4>(), g),
+                6 => each_row(self.runs::<6>(), g),
+                12 => each_row(self.runs::<12>(), g),
                 width => {
                     let mut row = Vec::with_capacity(width);
-                    for i in 0..self.n {
+                    for i in 0..self.count {
                         row.clear();
-                        row.extend((0..width).map(|k| self.values[k * self.n + i]));
+                        row.extend((0..width).map(|k| self.get(i, k)));
                         g(&row);
                     }
                 }
@@ -171,21 +219,23 @@ impl<'a, T: Copy + 'a> OutputColumn<'a, T> {
     }
 }
 
-/// `g(&[values[k · n + i] for k < W])` for each instance i, `n = values.len() / W`.
+/// `g(&[runs[k][i] for k < W])` for each instance i.
 #[allow(clippy::needless_range_loop)] // i indexes W runs at once
-fn each_row<T: Copy, const W: usize>(values: &[T], mut g: impl FnMut(&[T])) {
-    let n = values.len() / W;
-    let runs: [&[T]; W] = std::array::from_fn(|k| &values[k * n..(k + 1) * n]);
+fn each_row<T: Copy, const W: usize>(runs: [&[T]; W], mut g: impl FnMut(&[T])) {
+    let n = runs.iter().map(|r| r.len()).min().unwrap_or(0);
     for i in 0..n {
         let row: [T; W] = std::array::from_fn(|k| runs[k][i]);
         g(&row);
     }
 }
 
-/// `out[i · W + k] = f(values[k · n + i])`, `n = values.len() / W`.
-fn transpose<T: Copy, U: Copy, const W: usize>(values: &[T], out: &mut [U], f: &impl Fn(T) -> U) {
-    let n = values.len() / W;
-    let runs: [&[T]; W] = std::array::from_fn(|k| &values[k * n..(k + 1) * n]);
+/// `out[i · W + k] = f(runs[k][i])`.
+fn transpose<T: Copy, U: Copy, const W: usize>(
+    runs: [&[T]; W],
+    out: &mut [U],
+    f: &impl Fn(T) -> U,
+) {
+    let n = runs.iter().map(|r| r.len()).min().unwrap_or(0);
     for (i, place) in out.chunks_exact_mut(W).enumerate().take(n) {
         let row: [U; W] = std::array::from_fn(|k| f(runs[k][i]));
         place.copy_from_slice(&row);
@@ -237,6 +287,17 @@ mod tests {
         column.for_each_instance(|row| rows.push(row.to_vec()));
         assert_eq!(rows, [[0.0, 1.0], [10.0, 11.0], [20.0, 21.0]]);
         assert_eq!(column.get(1, 1), 11.0);
+        // A part: instances 1 and 2, numbered from 0.
+        let part = column.part(1, 5);
+        assert_eq!(part.len(), 2);
+        let mut two = [0.0; 4];
+        part.write_into(&mut two, |x| x as f64);
+        assert_eq!(two, [10.0, 11.0, 20.0, 21.0]);
+        assert_eq!(part.get(0, 1), 11.0);
+        let mut part_rows = Vec::new();
+        part.part(1, 1)
+            .for_each_instance(|row| part_rows.push(row.to_vec()));
+        assert_eq!(part_rows, [[20.0, 21.0]]);
         // The same values stored instance-major read back the same.
         let im: Vec<f32> = [-1.0; 6]
             .into_iter()
@@ -249,6 +310,9 @@ mod tests {
         let mut rows_again = Vec::new();
         column.for_each_instance(|row| rows_again.push(row.to_vec()));
         assert_eq!(rows_again, rows);
+        let mut two_again = [0.0; 4];
+        column.part(1, 2).write_into(&mut two_again, |x| x as f64);
+        assert_eq!(two_again, two);
         assert_eq!(
             "value-major".parse::<OutputOrder>().unwrap(),
             OutputOrder::ValueMajor
