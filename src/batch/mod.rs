@@ -473,6 +473,49 @@ impl Batch {
         self.refresh_motion_of(i);
     }
 
+    /// A state column's values, flat (`width` an instance), for storing read-back states a
+    /// column at a time: q and u of a free body, pose and velocity of a prescribed one, the
+    /// work; `None` for any other column. Then [`clock_columns_mut`](Self::clock_columns_mut),
+    /// and [`touch_state_columns`](Self::touch_state_columns) once at the end.
+    pub(crate) fn state_column_mut(&mut self, column: Column) -> Option<&mut [f64]> {
+        match column {
+            Column::Free { slot, field } => self.free.get_mut(slot).and_then(|c| match field {
+                FreeField::Q => Some(c.q.as_flattened_mut()),
+                FreeField::U => Some(c.u.as_flattened_mut()),
+                _ => None,
+            }),
+            Column::Prescribed { slot, field } => {
+                self.prescribed.get_mut(slot).and_then(|c| match field {
+                    PrescribedField::Pose => Some(c.pose.as_flattened_mut()),
+                    PrescribedField::Velocity => Some(c.velocity.as_flattened_mut()),
+                    _ => None,
+                })
+            }
+            Column::Work => Some(self.work.as_flattened_mut()),
+            _ => None,
+        }
+    }
+
+    /// The time and status columns, for storing read-back clocks and flags a block of instances
+    /// at a time (with the state columns, [`state_column_mut`](Self::state_column_mut)); then
+    /// [`refresh_driven`](Self::refresh_driven) for each instance stored so, when
+    /// [`has_driven_bodies`](Self::has_driven_bodies).
+    pub(crate) fn clock_columns_mut(&mut self) -> (&mut [f64], &mut [u32]) {
+        (&mut self.time, &mut self.status)
+    }
+
+    /// Whether a prescribed body follows a motion law (its pose and velocity come from the law
+    /// at each instance's time).
+    pub(crate) fn has_driven_bodies(&self) -> bool {
+        self.prescribed.iter().any(|c| c.motion.is_some())
+    }
+
+    /// Instance `i`'s driven bodies from their laws at its time (the last part of
+    /// [`store_values`](Self::store_values)).
+    pub(crate) fn refresh_driven(&mut self, i: usize) {
+        self.refresh_motion_of(i);
+    }
+
     /// Marks every state column changed (time, work, q, u, poses, velocities and driven
     /// accelerations), for the GPU's upload tracking.
     pub(crate) fn touch_state_columns(&mut self) {

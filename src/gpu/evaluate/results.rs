@@ -15,7 +15,7 @@ const CONVERT_BLOCK: usize = 4096;
 
 impl GpuEvaluator {
     /// The output segments `(prefix, width)` an evaluation of `selected` reads back (what
-    /// [`append_slice`](Self::append_slice) reads: the status and each selected column), in
+    /// [`convert_piece`](Self::convert_piece) reads: the status and each selected column), in
     /// the kernel's order, neighbours merged: an evaluation of u̇ and λ alone copies and maps
     /// 16 of the rolling sphere's 45 values an instance.
     pub(super) fn read_segments(&self, selected: Outputs) -> Vec<(usize, usize)> {
@@ -184,7 +184,7 @@ impl GpuEvaluator {
 
     /// As on the CPU: an instance whose state is not finite (or whose mass matrix is singular)
     /// has no solution, and its solved quantities are NaN (in the `selected` outputs, the ones
-    /// [`append_slice`](Self::append_slice) filled).
+    /// [`convert_piece`](Self::convert_piece) filled).
     pub(super) fn finish_evaluation(&self, batch: &Batch, ev: &mut Evaluation, selected: Outputs) {
         let nu = ev.nu;
         for i in 0..ev.len {

@@ -180,7 +180,7 @@ impl GpuStepper {
             batch,
             &gpu.chunks,
             &self.readback,
-            state_width,
+            &columns,
             goal,
             &settings,
             step_sizes,
@@ -240,6 +240,13 @@ impl GpuStepper {
         let trials = trials_per_dispatch(options) as u32;
         let (written, out_of_memory) =
             within_error_scope(d, wgpu::ErrorFilter::OutOfMemory, || {
+                // The carry, column after column: a flagged instance starts halted, RKM at its
+                // step size, every other value at 0. A column of zeros is cleared on the device
+                // (nothing crosses the bus); only a column with another value is written. The
+                // cleared and the written ranges are disjoint, so their order does not matter.
+                let mut clears = d.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("simbatch step carry"),
+                });
                 for (chunk, step) in gpu.chunks.iter().zip(&self.chunk_steps) {
                     let c = chunk.count as u32;
                     let launch = Launch {
@@ -252,28 +259,41 @@ impl GpuStepper {
                         pad: [0; 2],
                     };
                     queue.write_buffer(&step.launch, 0, bytemuck::bytes_of(&launch));
-                    // The carry, column after column: a flagged instance starts halted, RKM at
-                    // its step size, every other value at 0.
-                    let count = chunk.count;
-                    let carry = (0..CARRY_COLUMNS * count).map(|j| {
-                        let (column, i) = (j / count, chunk.start + j % count);
+                    let instances = chunk.start..chunk.start + chunk.count;
+                    let status = &batch.status()[instances.clone()];
+                    let step_sizes = &step_sizes[instances];
+                    let per_column = chunk.count as u64 * bytes;
+                    for column in 0..CARRY_COLUMNS {
+                        let offset = column as u64 * per_column;
+                        let halted = |s: &u32| s & status::HALTED != 0;
+                        let write = |values: &mut dyn Iterator<Item = f64>| {
+                            write_reals(
+                                &gpu.device,
+                                gpu.precision,
+                                &step.output,
+                                offset,
+                                chunk.count,
+                                values,
+                            )
+                        };
                         match column {
-                            CARRY_STATUS if batch.status()[i] & status::HALTED != 0 => {
-                                status::HALTED as f64
+                            CARRY_STATUS if status.iter().any(halted) => {
+                                write(&mut status.iter().map(|s| {
+                                    if halted(s) {
+                                        status::HALTED as f64
+                                    } else {
+                                        0.0
+                                    }
+                                }))?
                             }
-                            CARRY_STEP_SIZE => step_sizes[i],
-                            _ => 0.0,
+                            CARRY_STEP_SIZE if step_sizes.iter().any(|h| *h != 0.0) => {
+                                write(&mut step_sizes.iter().copied())?
+                            }
+                            _ => clears.clear_buffer(&step.output, offset, Some(per_column)),
                         }
-                    });
-                    write_reals(
-                        &gpu.device,
-                        gpu.precision,
-                        &step.output,
-                        0,
-                        CARRY_COLUMNS * count,
-                        carry,
-                    )?;
+                    }
                 }
+                queue.submit([clears.finish()]);
                 Ok(())
             });
         if let Some(e) = out_of_memory {

@@ -2,6 +2,8 @@
 //! instance's carry (status, accepted and rejected steps, elapsed time, step size), turned into
 //! the batch's states and the call's report.
 
+use rayon::prelude::*;
+
 use super::kernel::{KernelSettings, RKM};
 #[cfg(doc)]
 use crate::batch::InstanceState;
@@ -115,14 +117,19 @@ pub(crate) fn read_chunk(
 /// Appends one mapped piece of a chunk's readback to `out`, in f64.
 pub(crate) fn extend_f64(precision: Precision, view: &[u8], out: &mut Vec<f64>) {
     match precision {
-        Precision::F32 => out.extend(
+        // On every core, straight into `out`'s spare capacity (rayon's indexed extend).
+        Precision::F32 => out.par_extend(
             bytemuck::cast_slice::<u8, f32>(view)
-                .iter()
+                .par_iter()
+                .with_min_len(PARALLEL_VALUES)
                 .map(|x| *x as f64),
         ),
         Precision::F64 => out.extend_from_slice(bytemuck::cast_slice::<u8, f64>(view)),
     }
 }
+
+/// Values a rayon job of the readback's conversion and stores takes at least.
+const PARALLEL_VALUES: usize = 1 << 15;
 
 /// What a stepping call reports, and whether every instance ended (it arrived or stopped), so
 /// the time column the kernel wrote is the batch's.
@@ -132,25 +139,27 @@ pub(super) struct Stored {
 }
 
 /// Stores the chunks' read-back values (`values[k]`: chunk `k`'s carry columns, then its state
-/// columns in [`state_columns`] order, `state_width` values per instance) straight into the
-/// batch's columns, ORs each instance's flags into its status and makes the call's report;
-/// also updates each RKM instance's step size. Instances flagged before the call are left as
-/// they were. One state-sized scratch vector is the only allocation, whatever the batch size.
+/// `columns` ([`state_columns`]), each `width` values an instance, instance after instance)
+/// straight into the batch's columns, a column at a time, ORs each instance's flags into its
+/// status and makes the call's report; also updates each RKM instance's step size. Instances
+/// flagged before the call are left as they were. One flag per instance of a chunk is the only
+/// allocation, whatever the batch size.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store_states(
     batch: &mut Batch,
     chunks: &[Chunk],
     values: &[Vec<f64>],
-    state_width: usize,
+    columns: &[(Column, usize)],
     goal: Goal,
     settings: &KernelSettings,
     step_sizes: &mut [f64],
 ) -> Result<Stored> {
-    let mut y = vec![0.0; state_len(batch)];
+    let state_width: usize = columns.iter().map(|(_, w)| w).sum();
     let mut every_instance_ended = true;
     let mut report = StepReport::default();
+    let mut halted = Vec::new();
     for (chunk, v) in chunks.iter().zip(values) {
-        let count = chunk.count;
+        let (start, count) = (chunk.start, chunk.count);
         if v.len() != (CARRY_COLUMNS + state_width) * count {
             return Err(Error::Gpu(format!(
                 "a chunk read back {} values, expected {}",
@@ -158,37 +167,107 @@ pub(super) fn store_states(
                 (CARRY_COLUMNS + state_width) * count
             )));
         }
-        for local in 0..count {
-            let i = chunk.start + local;
-            if batch.status()[i] & status::HALTED != 0 {
-                continue;
+        // Which instances were flagged before the call (the flags stored below are this
+        // call's): they keep their state.
+        halted.clear();
+        halted.extend(
+            batch.status()[start..start + count]
+                .iter()
+                .map(|s| s & status::HALTED != 0),
+        );
+        let any_halted = halted.iter().any(|h| *h);
+        let mut at = CARRY_COLUMNS * count;
+        for &(column, w) in columns {
+            let read = &v[at..at + w * count];
+            at += w * count;
+            let stored = batch
+                .state_column_mut(column)
+                .and_then(|c| c.get_mut(start * w..(start + count) * w))
+                .ok_or_else(|| Error::Gpu(format!("state column {column:?} missing")))?;
+            // Blocks of instances on every core.
+            let block = PARALLEL_VALUES.div_ceil(w.max(1)) * w.max(1);
+            let blocks = stored.par_chunks_mut(block).zip(read.par_chunks(block));
+            blocks.enumerate().for_each(|(b, (stored, read))| {
+                if !any_halted {
+                    stored.copy_from_slice(read);
+                    return;
+                }
+                let halted = &halted[b * block / w.max(1)..];
+                let instances = stored.chunks_exact_mut(w).zip(read.chunks_exact(w));
+                for ((dst, src), h) in instances.zip(halted) {
+                    if !h {
+                        dst.copy_from_slice(src);
+                    }
+                }
+            });
+        }
+        // Time, flags and step sizes, blocks of instances on every core.
+        let block = PARALLEL_VALUES;
+        let carry = |col: usize, local: usize| v[col * count + local];
+        let (times, statuses) = batch.clock_columns_mut();
+        let clocks = times[start..start + count]
+            .par_chunks_mut(block)
+            .zip(statuses[start..start + count].par_chunks_mut(block))
+            .zip(step_sizes[start..start + count].par_chunks_mut(block))
+            .enumerate();
+        let (ended, part) = clocks
+            .map(|(b, ((times, statuses), sizes))| {
+                let mut report = StepReport::default();
+                let mut ended = true;
+                let first = b * block;
+                for (j, ((time, flags_stored), size)) in times
+                    .iter_mut()
+                    .zip(statuses.iter_mut())
+                    .zip(sizes.iter_mut())
+                    .enumerate()
+                {
+                    let local = first + j;
+                    if halted[local] {
+                        continue;
+                    }
+                    let carry = |col: usize| carry(col, local);
+                    ended &= carry(CARRY_FINISHED) != 0.0 || carry(CARRY_STATUS) != 0.0;
+                    let accepted = carry(CARRY_ACCEPTED) as u64;
+                    let mut flags = carry(CARRY_STATUS) as u32;
+                    if flags == 0 && carry(CARRY_FINISHED) == 0.0 {
+                        // Stopped by the attempt cap: an instance that cannot arrive.
+                        flags = status::STEP_FAILED;
+                    }
+                    let arrived = carry(CARRY_FINISHED) != 0.0;
+                    // Time in f64 on the host: exact multiples of a fixed step, the goal
+                    // itself when a duration was reached, else the kernel's compensated sum.
+                    *time += match goal {
+                        Goal::Duration(d) if arrived => d,
+                        _ if settings.fixed_step > 0.0 => accepted as f64 * settings.fixed_step,
+                        _ => carry(CARRY_ELAPSED) - carry(CARRY_ELAPSED_LOW),
+                    };
+                    if settings.integrator == RKM {
+                        *size = carry(CARRY_STEP_SIZE);
+                    }
+                    *flags_stored |= flags;
+                    report.steps += accepted;
+                    report.rejected += carry(CARRY_REJECTED) as u64;
+                    report.projections += carry(CARRY_PROJECTIONS) as u64;
+                    report.flagged += usize::from(flags != 0);
+                }
+                (ended, report)
+            })
+            .reduce(
+                || (true, StepReport::default()),
+                |(a, mut ra), (b, rb)| {
+                    ra.add(&rb);
+                    (a && b, ra)
+                },
+            );
+        every_instance_ended &= ended;
+        report.add(&part);
+        // Driven bodies: their laws at the new times.
+        if batch.has_driven_bodies() {
+            for (local, h) in halted.iter().enumerate() {
+                if !h {
+                    batch.refresh_driven(start + local);
+                }
             }
-            let carry = |col: usize| v[col * count + local];
-            read_state(batch, i, &mut y, v, CARRY_COLUMNS * count, count, local);
-            every_instance_ended &= carry(CARRY_FINISHED) != 0.0 || carry(CARRY_STATUS) != 0.0;
-            let accepted = carry(CARRY_ACCEPTED) as u64;
-            let mut flags = carry(CARRY_STATUS) as u32;
-            if flags == 0 && carry(CARRY_FINISHED) == 0.0 {
-                // Stopped by the attempt cap: an instance that cannot arrive.
-                flags = status::STEP_FAILED;
-            }
-            let arrived = carry(CARRY_FINISHED) != 0.0;
-            // Time in f64 on the host: exact multiples of a fixed step, the goal itself when a
-            // duration was reached, else the kernel's compensated sum.
-            let time = batch.time()[i]
-                + match goal {
-                    Goal::Duration(d) if arrived => d,
-                    _ if settings.fixed_step > 0.0 => accepted as f64 * settings.fixed_step,
-                    _ => carry(CARRY_ELAPSED) - carry(CARRY_ELAPSED_LOW),
-                };
-            if settings.integrator == RKM {
-                step_sizes[i] = carry(CARRY_STEP_SIZE);
-            }
-            report.steps += accepted;
-            report.rejected += carry(CARRY_REJECTED) as u64;
-            report.projections += carry(CARRY_PROJECTIONS) as u64;
-            report.flagged += usize::from(flags != 0);
-            batch.store_values(i, time, &y, flags);
         }
     }
     batch.touch_state_columns();

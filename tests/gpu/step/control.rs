@@ -66,6 +66,65 @@ fn gpu_stepping_ends_and_flags_what_cannot_proceed_as_the_cpu_does() {
     assert!((batch.time()[9] - 0.01).abs() < 1e-12, "still stepped");
 }
 
+/// A batch larger than one block of the host's parallel store (tens of thousands of
+/// instances): instances flagged before a call, in different blocks, keep their state, time and
+/// flags bit for bit; every other instance advances as on the CPU; the zero carry columns are
+/// cleared on the device, the status column written where an instance is flagged.
+#[test]
+fn large_batches_store_their_states_in_blocks_and_keep_the_flagged_ones() {
+    let Some(device) = device() else { return };
+    let n = 70_000;
+    let (mut batch, ball) = rolling(n);
+    let stuck = [5, 40_000, n - 1];
+    for i in stuck {
+        batch
+            .set_u(ball, i, [0.0, 0.0, 0.0, 100.0, 0.0, 0.0])
+            .unwrap();
+    }
+    let mut cpu = batch.clone();
+    let rkm = StepOptions::simbody(1e-4);
+    let mut gpu_rkm = Stepper::on_gpu(rkm, device.clone(), Precision::F32).unwrap();
+    gpu_rkm.advance(&mut batch, 0.002).unwrap();
+    Stepper::new(rkm).unwrap().advance(&mut cpu, 0.002).unwrap();
+    assert_eq!(batch.status(), cpu.status(), "same flags on both paths");
+    for i in stuck {
+        assert_ne!(batch.status()[i] & status::HALTED, 0, "instance {i}");
+    }
+    let before = batch.clone();
+    let mut gpu_rk4 = Stepper::on_gpu(RK4_1MS, device, Precision::F32).unwrap();
+    let report = gpu_rk4.step(&mut batch, 1).unwrap();
+    Stepper::new(RK4_1MS).unwrap().step(&mut cpu, 1).unwrap();
+    assert_eq!(report.steps, (n - stuck.len()) as u64);
+    assert_eq!(batch.status(), before.status(), "no new flags");
+    let (q, u) = (batch.q(ball).unwrap(), batch.u(ball).unwrap());
+    let (q0, u0) = (before.q(ball).unwrap(), before.u(ball).unwrap());
+    let (cq, cu) = (cpu.q(ball).unwrap(), cpu.u(ball).unwrap());
+    for i in 0..n {
+        if stuck.contains(&i) {
+            assert_eq!((q[i], u[i]), (q0[i], u0[i]), "flagged instance {i} moved");
+            assert_eq!(batch.time()[i], before.time()[i], "flagged instance {i}");
+            continue;
+        }
+        assert!((batch.time()[i] - 0.003).abs() < 1e-12, "instance {i}");
+        for k in 0..7 {
+            assert!(
+                (q[i][k] - cq[i][k]).abs() < 1e-5,
+                "q of {i}: {:?} {:?}",
+                q[i],
+                cq[i]
+            );
+        }
+        for k in 0..6 {
+            assert!(
+                (u[i][k] - cu[i][k]).abs() < 1e-4,
+                "u of {i}: {:?} {:?}",
+                u[i],
+                cu[i]
+            );
+        }
+    }
+}
+
 const RK4_1MS: StepOptions = StepOptions {
     integrator: Integrator::Rk4 { step: 1e-3 },
     stabilization: Stabilization::None,
