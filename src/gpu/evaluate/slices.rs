@@ -55,13 +55,14 @@ impl GpuEvaluator {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        // A second staging buffer only when reading every output takes more than one piece.
-        let total: u64 = self
-            .chunks
-            .iter()
-            .map(|c| c.count as u64 * per_instance)
-            .sum();
-        let staging_count = if total > staging_size { 2 } else { 1 };
+        // A second staging buffer only when a readback may take more than one piece: several
+        // slices (chunks, or slices of a chunk), or a slice larger than the staging.
+        let slices: usize = self.chunks.iter().map(|c| c.count.div_ceil(slice)).sum();
+        let staging_count = if slices > 1 || size > staging_size {
+            2
+        } else {
+            1
+        };
         let staging = (0..staging_count)
             .map(|_| {
                 d.create_buffer(&wgpu::BufferDescriptor {
@@ -243,23 +244,27 @@ impl GpuEvaluator {
             let Some((read, submission)) = pending.take() else {
                 break; // Not reached: each piece but the last submits the next.
             };
-            // The next piece's staging buffer was unmapped when its previous piece was read.
-            if let Some(next) = pieces.get(k + 1) {
+            // The next piece's staging buffer was unmapped when its previous piece was read
+            // (with one staging buffer, the next piece waits for this one to be read).
+            let pipelined = outputs.staging.len() > 1;
+            if let Some(next) = pieces.get(k + 1).filter(|_| pipelined) {
                 pending = Some(submit(next, staging(k + 1)));
             }
-            if read == 0 {
-                continue;
+            if read > 0 {
+                map_read_after(
+                    &self.device,
+                    staging(k),
+                    read,
+                    submission,
+                    |view| match self.precision {
+                        Precision::F32 => consume(m, RawRef::F32(bytemuck::cast_slice(view))),
+                        Precision::F64 => consume(m, RawRef::F64(bytemuck::cast_slice(view))),
+                    },
+                )?;
             }
-            map_read_after(
-                &self.device,
-                staging(k),
-                read,
-                submission,
-                |view| match self.precision {
-                    Precision::F32 => consume(m, RawRef::F32(bytemuck::cast_slice(view))),
-                    Precision::F64 => consume(m, RawRef::F64(bytemuck::cast_slice(view))),
-                },
-            )?;
+            if let Some(next) = pieces.get(k + 1).filter(|_| !pipelined) {
+                pending = Some(submit(next, staging(k + 1)));
+            }
         }
         Ok(())
     }
