@@ -164,6 +164,9 @@ impl<'a, T: Copy + 'a> OutputColumn<'a, T> {
     /// VM): the readback's conversion is most of an evaluation's time on the host.
     pub fn write_into<U: Copy>(self, dst: &mut [U], f: impl Fn(T) -> U) {
         let dst = &mut dst[..self.count * self.width];
+        if self.count == 0 {
+            return;
+        }
         if self.order == OutputOrder::InstanceMajor || self.width == 1 {
             for (place, &x) in dst.iter_mut().zip(self.rows()) {
                 *place = f(x);
@@ -266,6 +269,42 @@ mod tests {
             for i in 0..n {
                 assert_eq!(order.index(prefix, 1, n, i, 0), prefix * n + i);
             }
+        }
+    }
+
+    #[test]
+    fn parts_of_a_wide_column_read_the_same_in_both_orders() {
+        // Width 5 takes the general (not the constant-width) paths; instance i's value k is
+        // 100 i + k, in a slice of 7 instances after a one-value column.
+        let (n, width, prefix) = (7, 5, 1);
+        let stored = |order: OutputOrder| {
+            let mut slice = vec![-1.0f32; (prefix + width) * n];
+            for i in 0..n {
+                for k in 0..width {
+                    slice[order.index(prefix, width, n, i, k)] = (100 * i + k) as f32;
+                }
+            }
+            slice
+        };
+        let (im, vm) = (
+            stored(OutputOrder::InstanceMajor),
+            stored(OutputOrder::ValueMajor),
+        );
+        for (first, count) in [(0, 7), (2, 3), (6, 4), (7, 1)] {
+            let read = |slice: &[f32], order| {
+                let part = OutputColumn::new(slice, prefix, width, n, order).part(first, count);
+                let mut values = vec![0.0; part.len() * width];
+                part.write_into(&mut values, |x| x as f64);
+                let mut rows = Vec::new();
+                part.for_each_instance(|row| rows.extend(row.iter().map(|&x| x as f64)));
+                assert_eq!(rows, values, "{order:?} ({first}, {count})");
+                values
+            };
+            let expected: Vec<f64> = (first..(first + count).min(n))
+                .flat_map(|i| (0..width).map(move |k| (100 * i + k) as f64))
+                .collect();
+            assert_eq!(read(&im, OutputOrder::InstanceMajor), expected);
+            assert_eq!(read(&vm, OutputOrder::ValueMajor), expected);
         }
     }
 
