@@ -161,7 +161,8 @@ fn gpu_batches_hold_the_state_and_the_carry_per_instance() {
         assert!(bytes / n <= 128, "{} B an instance at N = {n}", bytes / n);
     }
 
-    // Evaluating adds the output slices (the result's own size), bounded by SLICE_BYTES.
+    // Evaluating adds the output buffer (the result's own size, at most DISPATCH_BYTES) and its
+    // staging (at most SLICE_BYTES).
     let (batch, _) = rolling(1000);
     let mut e =
         Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
