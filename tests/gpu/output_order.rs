@@ -2,7 +2,8 @@
 //! default on GPUs, and instance-major, the default on CPU drivers such as lavapipe, give the
 //! same bits — every output, a selection, the Jacobians, in f32 and f64, through chunks and
 //! several slices — and the CPU's answers. CI's lavapipe would otherwise run only its own
-//! default.
+//! default. Also the readback in pieces smaller than a slice, and the kernel's dispatches timed
+//! on the device's own clock.
 
 use std::sync::Arc;
 
@@ -162,5 +163,37 @@ fn readback_in_pieces_changes_no_bit() {
         };
         compare_evaluations(&ev, &cpu, 2e-4, &mut report).unwrap();
         assert!(report.passed(), "{order:?}:\n{report}");
+    }
+}
+
+/// The kernel timed on the device's own clock (timestamp queries, the bench's `evaluations
+/// (kernel, device clock)` row): where the adapter has them, a positive span no longer than the
+/// host's wait for the same dispatches, through one slice and through several chunks; where it
+/// has none, no figure.
+#[test]
+fn the_kernel_timed_on_the_device_clock_fits_inside_the_hosts_wait() {
+    let Some(device) = device() else { return };
+    let (batch, _, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 5000, 8).unwrap();
+    let layout = Layout::for_batch(&batch).unwrap();
+    let chunked = GpuOptions {
+        max_binding_bytes: Some(
+            (layout.varying_width as u64 * 700 + layout.shared_width as u64) * 4,
+        ),
+        ..GpuOptions::default()
+    };
+    for options in [GpuOptions::default(), chunked] {
+        let mut e = GpuEvaluator::new(device.clone(), &batch, Precision::F32, options).unwrap();
+        e.dispatch(&batch).unwrap();
+        let host = std::time::Instant::now();
+        let timed = e.dispatch_timed(&batch).unwrap();
+        let waited = host.elapsed().as_secs_f64();
+        match timed {
+            Some(t) => assert!(
+                t > 0.0 && t <= waited,
+                "{t} s on the device, {waited} s waited"
+            ),
+            None => assert!(!device.supports_timestamps),
+        }
     }
 }

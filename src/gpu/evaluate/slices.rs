@@ -285,7 +285,7 @@ impl GpuEvaluator {
     fn dispatch_with(&mut self, batch: &Batch, timed: bool) -> Result<Option<f64>> {
         let pipeline = self.ready(batch)?;
         let passes = self.chunks.iter().map(|c| c.slices.len()).sum::<usize>();
-        let clock = match timed {
+        let clock = match timed && passes > 0 {
             true => PassClock::new(&self.device, passes)?,
             false => None,
         };

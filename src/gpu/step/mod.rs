@@ -52,6 +52,9 @@ pub struct GpuStepper {
     /// Per chunk, what its last readback brought (the carry, then the state columns, in f64):
     /// kept across calls, so a stepping call allocates nothing on the host per instance.
     readback: Vec<Vec<f64>>,
+    /// Per instance of a chunk, whether it was flagged before the call (`store_states`'s
+    /// scratch), kept across calls likewise.
+    halted: Vec<bool>,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -80,6 +83,7 @@ impl GpuStepper {
             staging: None,
             bound_to: 0,
             readback: Vec::new(),
+            halted: Vec::new(),
         })
     }
 
@@ -181,6 +185,7 @@ impl GpuStepper {
             &gpu.chunks,
             &self.readback,
             &columns,
+            &mut self.halted,
             goal,
             &settings,
             step_sizes,

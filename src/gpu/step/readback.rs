@@ -142,14 +142,15 @@ pub(super) struct Stored {
 /// `columns` ([`state_columns`]), each `width` values an instance, instance after instance)
 /// straight into the batch's columns, a column at a time, ORs each instance's flags into its
 /// status and makes the call's report; also updates each RKM instance's step size. Instances
-/// flagged before the call are left as they were. One flag per instance of a chunk is the only
-/// allocation, whatever the batch size.
+/// flagged before the call are left as they were (which ones, into `halted`, the caller's
+/// scratch kept across calls: a call allocates nothing on the host per instance).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store_states(
     batch: &mut Batch,
     chunks: &[Chunk],
     values: &[Vec<f64>],
     columns: &[(Column, usize)],
+    halted: &mut Vec<bool>,
     goal: Goal,
     settings: &KernelSettings,
     step_sizes: &mut [f64],
@@ -157,7 +158,6 @@ pub(super) fn store_states(
     let state_width: usize = columns.iter().map(|(_, w)| w).sum();
     let mut every_instance_ended = true;
     let mut report = StepReport::default();
-    let mut halted = Vec::new();
     for (chunk, v) in chunks.iter().zip(values) {
         let (start, count) = (chunk.start, chunk.count);
         if v.len() != (CARRY_COLUMNS + state_width) * count {
