@@ -379,6 +379,17 @@ fn part<'a, T>(v: &'a mut [T], width: usize, range: &std::ops::Range<usize>) -> 
     &mut v[range.start * width..range.end * width]
 }
 
+/// [`split_blocks`] of the instances `range` of a column ([`part`]).
+fn split_part<'a, T>(
+    v: &'a mut [T],
+    width: usize,
+    range: &std::ops::Range<usize>,
+    block: usize,
+    count: usize,
+) -> Vec<&'a mut [T]> {
+    split_blocks(part(v, width, range), width, block, count)
+}
+
 /// As [`split_blocks`], for the instances `range` of an optional column.
 fn split_optional<'a, T>(
     v: &'a mut Option<Vec<T>>,
@@ -387,7 +398,7 @@ fn split_optional<'a, T>(
     count: usize,
 ) -> Vec<Option<&'a mut [T]>> {
     match v {
-        Some(v) => split_blocks(part(v, 1, range), 1, block, count)
+        Some(v) => split_part(v, 1, range, block, count)
             .into_iter()
             .map(Some)
             .collect(),
@@ -535,37 +546,17 @@ impl Evaluation {
             .iter_mut()
             .map(|c| {
                 let (w, bodies) = (c.width, c.body_count);
-                let columns =
-                    split_blocks(part(&mut c.position_errors, w, &range), w, block, count)
-                        .into_iter()
-                        .zip(split_blocks(
-                            part(&mut c.velocity_errors, w, &range),
-                            w,
-                            block,
-                            count,
-                        ))
-                        .zip(split_blocks(
-                            part(&mut c.acceleration_errors, w, &range),
-                            w,
-                            block,
-                            count,
-                        ))
-                        .zip(split_blocks(
-                            part(&mut c.multipliers, w, &range),
-                            w,
-                            block,
-                            count,
-                        ))
-                        .zip(split_blocks(
-                            part(&mut c.body_forces, bodies, &range),
-                            bodies,
-                            block,
-                            count,
-                        ))
-                        .zip(split_blocks(part(&mut c.power, 1, &range), 1, block, count))
-                        .zip(split_optional(&mut c.contact_point, &range, block, count))
-                        .zip(split_optional(&mut c.separation, &range, block, count))
-                        .zip(split_optional(&mut c.contact_force, &range, block, count));
+                let split = |v, width| split_part(v, width, &range, block, count);
+                let columns = split(&mut c.position_errors, w)
+                    .into_iter()
+                    .zip(split(&mut c.velocity_errors, w))
+                    .zip(split(&mut c.acceleration_errors, w))
+                    .zip(split(&mut c.multipliers, w))
+                    .zip(split_part(&mut c.body_forces, bodies, &range, block, count))
+                    .zip(split(&mut c.power, 1))
+                    .zip(split_optional(&mut c.contact_point, &range, block, count))
+                    .zip(split_optional(&mut c.separation, &range, block, count))
+                    .zip(split_optional(&mut c.contact_force, &range, block, count));
                 columns
                     .map(|((((((((p, v), a), m), f), power), point), sep), force)| {
                         ConstraintBlock {
@@ -586,17 +577,13 @@ impl Evaluation {
                     .into_iter()
             })
             .collect();
-        split_blocks(part(&mut self.status, 1, &range), 1, block, count)
+        split_part(&mut self.status, 1, &range, block, count)
             .into_iter()
-            .zip(split_blocks(
-                part(&mut self.udot, nu, &range),
+            .zip(split_part(&mut self.udot, nu, &range, block, count))
+            .zip(split_part(
+                &mut self.udot_unconstrained,
                 nu,
-                block,
-                count,
-            ))
-            .zip(split_blocks(
-                part(&mut self.udot_unconstrained, nu, &range),
-                nu,
+                &range,
                 block,
                 count,
             ))
