@@ -29,28 +29,30 @@ impl GpuEvaluator {
             wanted.push((layout.udot_unconstrained, nu));
         }
         for c in &layout.constraints {
-            let per_row = [
-                (selected.position_errors, c.prefix),
-                (selected.velocity_errors, c.velocity_errors()),
-                (selected.acceleration_errors, c.acceleration_errors()),
-                (selected.multipliers, c.multipliers()),
+            // The columns as the layout places them (the list `Layout::output_columns` takes too).
+            let [
+                position,
+                velocity,
+                acceleration,
+                multipliers,
+                forces,
+                power,
+                point,
+                gap,
+                force,
+            ] = c.main_columns();
+            let columns = [
+                (selected.position_errors, position),
+                (selected.velocity_errors, velocity),
+                (selected.acceleration_errors, acceleration),
+                (selected.multipliers, multipliers),
+                (selected.body_forces, forces),
+                (selected.power, power),
+                (selected.contact, point),
+                (selected.contact, gap),
+                (selected.contact, force),
             ];
-            for (on, prefix) in per_row {
-                if on {
-                    wanted.push((prefix, c.rows));
-                }
-            }
-            // Widths from the layout's own placement: each column ends where the next starts;
-            // the contact point, separation and contact force sit side by side, last.
-            if selected.body_forces {
-                wanted.push((c.body_forces(), c.power() - c.body_forces()));
-            }
-            if selected.power {
-                wanted.push((c.power(), c.contact_point() - c.power()));
-            }
-            if selected.contact {
-                wanted.push((c.contact_point(), c.end() - c.contact_point()));
-            }
+            wanted.extend(columns.into_iter().filter(|(on, _)| *on).map(|(_, c)| c));
         }
         wanted.sort_unstable();
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(wanted.len());

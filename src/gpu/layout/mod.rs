@@ -105,7 +105,7 @@ impl ConstraintOutput {
 
     /// Its output columns `(prefix, width)` as the kernel stores them, the four per-row ones
     /// and the fixed-width ones (not the Jacobian rows and bias: [`Layout::output_columns`]).
-    fn main_columns(&self) -> [(usize, usize); 9] {
+    pub(crate) fn main_columns(&self) -> [(usize, usize); 9] {
         let n = self.rows;
         [
             (self.prefix, n),
