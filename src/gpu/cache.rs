@@ -7,9 +7,15 @@
 //! time, keyed by its whole WGSL text and entry point. Bind group layouts are made once per
 //! kind on the device, so every pipeline of a kind and every bind group made for it share one
 //! layout object. The cache keeps the [`MAX_KERNELS`] most recently used pipelines.
+//!
+//! Between processes the driver's compiled code is kept on disk
+//! ([`pipeline_cache`](crate::gpu::pipeline_cache)): every pipeline is built through the
+//! device's pipeline cache when it has one, and the cache is written after builds.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+
+use crate::gpu::pipeline_cache::PipelineCacheFile;
 
 /// Most pipelines a device keeps.
 pub const MAX_KERNELS: usize = 64;
@@ -57,9 +63,25 @@ struct Inner {
 #[derive(Debug, Default)]
 pub struct KernelCache {
     inner: Mutex<Inner>,
+    /// The device's pipeline cache on disk, where it has one.
+    disk: Option<PipelineCacheFile>,
 }
 
 impl KernelCache {
+    /// An empty cache whose pipelines are built through `disk` when given.
+    pub(crate) fn with_disk(disk: Option<PipelineCacheFile>) -> Self {
+        Self {
+            inner: Mutex::default(),
+            disk,
+        }
+    }
+
+    /// The pipeline cache kept on disk for this device, if any
+    /// ([`pipeline_cache`](crate::gpu::pipeline_cache)).
+    pub fn disk(&self) -> Option<&PipelineCacheFile> {
+        self.disk.as_ref()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic elsewhere while holding the lock leaves the cache consistent (entries are
         // pushed whole), so a poisoned lock is still usable.
@@ -132,10 +154,13 @@ impl KernelCache {
             module: &module,
             entry_point: Some(entry),
             compilation_options: Default::default(),
-            cache: None,
+            cache: self.disk.as_ref().map(PipelineCacheFile::cache),
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(e.to_string());
+        }
+        if let Some(disk) = &self.disk {
+            disk.built();
         }
         let mut inner = self.lock();
         inner.built += 1;

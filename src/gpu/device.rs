@@ -2,10 +2,12 @@
 //! device reports outside any error scope (a lost device, an uncaptured error), kept for the
 //! next readback to return as an error instead of wgpu's default of panicking.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::gpu::cache::KernelCache;
+use crate::gpu::pipeline_cache::{PipelineCacheFile, PipelineCacheSetting};
 
 /// An opened GPU device.
 #[derive(Debug)]
@@ -41,12 +43,20 @@ struct Faults {
 
 impl GpuDevice {
     /// Opens the highest-performance adapter wgpu finds (backends may be restricted with
-    /// `WGPU_BACKEND`), requesting the adapter's full limits and `SHADER_F64` where offered.
+    /// `WGPU_BACKEND`), requesting the adapter's full limits and `SHADER_F64` where offered,
+    /// with the pipeline cache on disk that the environment names
+    /// ([`PipelineCacheSetting::FromEnvironment`]).
     pub fn new() -> Result<Self> {
-        pollster::block_on(Self::open())
+        Self::with_pipeline_cache(PipelineCacheSetting::FromEnvironment)
     }
 
-    async fn open() -> Result<Self> {
+    /// [`new`](Self::new), keeping the driver's compiled kernels where `setting` says
+    /// ([`pipeline_cache`](crate::gpu::pipeline_cache)).
+    pub fn with_pipeline_cache(setting: PipelineCacheSetting) -> Result<Self> {
+        pollster::block_on(Self::open(setting.directory()))
+    }
+
+    async fn open(cache_dir: Option<PathBuf>) -> Result<Self> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
@@ -68,6 +78,9 @@ impl GpuDevice {
         }
         if supports_timestamps {
             required_features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
+        if cache_dir.is_some() {
+            required_features |= adapter.features() & wgpu::Features::PIPELINE_CACHE;
         }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -98,6 +111,7 @@ impl GpuDevice {
                 f.lost = Some(format!("device lost ({reason:?}): {message}"));
             }
         });
+        let disk = cache_dir.and_then(|dir| PipelineCacheFile::open(&device, &info, &dir));
         Ok(Self {
             device,
             queue,
@@ -105,7 +119,7 @@ impl GpuDevice {
             limits,
             supports_f64,
             supports_timestamps,
-            kernels: KernelCache::default(),
+            kernels: KernelCache::with_disk(disk),
             faults,
         })
     }
@@ -169,15 +183,28 @@ impl GpuDevice {
     /// One line describing the adapter, for logs and reports.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({:?}, {:?}, driver {} {}), max storage binding {} MiB, f64 {}",
+            "{} ({:?}, {:?}, driver {} {}), max storage binding {} MiB, f64 {}, {}",
             self.info.name,
             self.info.backend,
             self.info.device_type,
             self.info.driver,
             self.info.driver_info,
             self.limits.max_storage_buffer_binding_size >> 20,
-            if self.supports_f64 { "yes" } else { "no" }
+            if self.supports_f64 { "yes" } else { "no" },
+            self.describe_pipeline_cache()
         )
+    }
+
+    /// Where the device keeps its pipeline cache and what it found there, for reports.
+    pub fn describe_pipeline_cache(&self) -> String {
+        match self.kernels.disk() {
+            Some(disk) => format!(
+                "pipeline cache {} ({} KiB loaded)",
+                disk.path().display(),
+                disk.loaded_bytes().div_ceil(1024)
+            ),
+            None => "no pipeline cache on disk".into(),
+        }
     }
 }
 

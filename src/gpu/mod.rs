@@ -5,7 +5,8 @@
 //! columns in buffers and emits the kernel's constants; [`solve`] generates the multiplier solve
 //! for the template's row count; [`codegen`] unrolls the kernels' walks over the template's
 //! bodies and constraints into straight-line WGSL; [`shader`] assembles the WGSL files;
-//! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper;
+//! [`cache`] keeps the pipelines built on a device for the next evaluator or stepper, and
+//! [`pipeline_cache`] the driver's compiled code on disk for the next process;
 //! [`evaluate`] is the evaluation kernel's host side (buffers, chunking, uploads, readback);
 //! [`probe`] makes stage-dropping variants of the kernels, to time on hardware what each stage
 //! costs; [`clock`] times passes on the device's own clock, for benchmarks.
@@ -19,6 +20,7 @@ pub mod device;
 pub mod evaluate;
 pub mod events;
 pub mod layout;
+pub mod pipeline_cache;
 pub mod probe;
 pub mod shader;
 pub mod solve;
@@ -26,6 +28,7 @@ pub mod step;
 
 pub use device::GpuDevice;
 pub use evaluate::{GpuEvaluator, GpuJacobians};
+pub use pipeline_cache::PipelineCacheSetting;
 pub use step::GpuStepper;
 
 use crate::error::{Error, Result};

@@ -19,5 +19,6 @@ mod events_general;
 mod events_pairs;
 mod host_copies;
 mod output_order;
+mod pipeline_cache;
 mod shaders;
 mod step;
