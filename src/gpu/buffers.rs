@@ -5,29 +5,67 @@ use crate::error::{Error, Result};
 use crate::gpu::Precision;
 use crate::gpu::device::GpuDevice;
 
-/// Largest staging buffer a kernel host makes, in bytes.
+/// Largest staging buffer a kernel host makes, in bytes (a readback of several rounds goes
+/// through two, in alternation).
 pub const STAGING_BYTES: u64 = 4 << 20;
-/// Staging buffers are at least this large (or the whole readback, where that is smaller):
-/// each round of a readback is a submit, a map and a wait for the device (and about 30 host
+/// A readback of at most this many bytes takes one round through one staging buffer of its
+/// own size: each round is a submit, a map and a wait for the device (and about 30 host
 /// allocations of wgpu's), so a readback of up to 1 MiB — an environment step, a batch of up to
-/// about ten thousand balls — takes one round.
+/// about ten thousand balls — takes one.
 const MIN_STAGING_BYTES: u64 = 1 << 20;
 
 /// Most rounds a readback takes below the [`STAGING_BYTES`] cap (past it, one more per 4 MiB).
-pub const STAGING_ROUNDS: u64 = 4;
+pub const STAGING_ROUNDS: u64 = 8;
 
-/// The staging buffer for a readback of `readback` bytes: a quarter of it, so the readback
-/// takes [`STAGING_ROUNDS`] rounds and the buffer adds at most a quarter to what a large batch
-/// holds on the device (issue 17: an f32 stepped rolling ball is 96 B of state and carry an
-/// instance, 120 B with its staging, from N ≈ 44 000 up), between [`MIN_STAGING_BYTES`] (or
-/// the readback itself) and [`STAGING_BYTES`]; a multiple of 8, so no f64 is split between
-/// rounds.
-pub(crate) fn staging_size(readback: u64) -> u64 {
-    readback
-        .div_ceil(STAGING_ROUNDS)
-        .clamp(MIN_STAGING_BYTES.min(readback), STAGING_BYTES)
-        .max(8)
-        .next_multiple_of(8)
+/// The staging buffers a kernel host reads back through (MAP_READ | COPY_DST): one, for a
+/// readback that fits it, or two of equal size, so that while the host converts one round's
+/// piece the device copies the next into the other ([`read_back_into`]). Sized by
+/// [`Staging::sizes`].
+#[derive(Debug)]
+pub(crate) struct Staging {
+    buffers: Vec<wgpu::Buffer>,
+}
+
+impl Staging {
+    /// Staging for readbacks of up to `readback` bytes, labelled `label`.
+    pub(crate) fn new(device: &wgpu::Device, label: &'static str, readback: u64) -> Self {
+        let (size, count) = Self::sizes(readback);
+        let buffers = (0..count)
+            .map(|_| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
+        Self { buffers }
+    }
+
+    /// The size of each staging buffer for a readback of `readback` bytes, and how many: one
+    /// of the readback's own size up to [`MIN_STAGING_BYTES`]; above, two, each an eighth of
+    /// it ([`STAGING_ROUNDS`] rounds) but at least half of [`MIN_STAGING_BYTES`] and at most
+    /// [`STAGING_BYTES`]. Up to 16 MiB of readback the pair holds what the one buffer of a
+    /// quarter of it held before (issue 17: an f32 stepped rolling ball is 96 B of state and
+    /// carry an instance, 120 B with its staging, from N ≈ 44 000 up); above, at most 8 MiB in
+    /// all, 4 MiB more than before (4 B an instance at 10⁶ rolling balls). A multiple of 8, so
+    /// no f64 is split between rounds.
+    pub(crate) fn sizes(readback: u64) -> (u64, usize) {
+        if readback <= MIN_STAGING_BYTES {
+            return (readback.max(8).next_multiple_of(8), 1);
+        }
+        let size = readback
+            .div_ceil(STAGING_ROUNDS)
+            .clamp(MIN_STAGING_BYTES / 2, STAGING_BYTES)
+            .next_multiple_of(8);
+        (size, 2)
+    }
+
+    /// Bytes the staging buffers hold, together.
+    pub(crate) fn size(&self) -> u64 {
+        self.buffers.iter().map(wgpu::Buffer::size).sum()
+    }
 }
 
 /// The kernels' `Launch` uniform (twin of `shaders/evaluate.wgsl`).
@@ -66,19 +104,9 @@ impl Launch {
     }
 }
 
-/// Maps the first `size` bytes of a staging buffer, waits for the GPU, hands them to `f` while
-/// mapped, and unmaps.
-pub(crate) fn map_read<R>(
-    device: &GpuDevice,
-    buffer: &wgpu::Buffer,
-    size: u64,
-    f: impl FnOnce(&[u8]) -> R,
-) -> Result<R> {
-    map_read_until(device, buffer, size, wgpu::PollType::wait_indefinitely(), f)
-}
-
-/// [`map_read`] waiting for `submission` (the one that fills `buffer`) only, not for work
-/// submitted after it, which keeps the device busy while the host reads.
+/// Maps the first `size` bytes of a staging buffer once `submission` (the one that fills it)
+/// is done — not waiting for work submitted after it, which keeps the device busy while the
+/// host reads — hands them to `f` while mapped, and unmaps.
 pub(crate) fn map_read_after<R>(
     device: &GpuDevice,
     buffer: &wgpu::Buffer,
@@ -93,7 +121,7 @@ pub(crate) fn map_read_after<R>(
     map_read_until(device, buffer, size, wait, f)
 }
 
-/// [`map_read`] with the poll `wait`, which must cover the submission that fills `buffer`.
+/// [`map_read_after`] with the poll `wait`, which must cover the submission that fills `buffer`.
 fn map_read_until<R>(
     device: &GpuDevice,
     buffer: &wgpu::Buffer,
@@ -128,32 +156,52 @@ fn map_read_until<R>(
 }
 
 /// Reads `ranges` (buffer, byte offset, byte size) back to the host, in order, through
-/// `staging` (MAP_READ | COPY_DST), as many rounds as its size needs: work buffers stay bounded
-/// whatever the batch size. `convert` appends each mapped piece to `out` as the caller's values;
-/// `out` is cleared first and keeps its capacity, so a caller that passes the same vector every
-/// call allocates nothing once it has grown.
+/// `staging`, as many rounds as its size needs: work buffers stay bounded whatever the batch
+/// size. With two staging buffers the rounds overlap: each round's copy is submitted before
+/// the host maps and converts the round before, from the other buffer, so the device copies
+/// while the host converts (with one, each round waits for the one before). `convert` appends
+/// each mapped piece to `out` as the caller's values, in order; `out` is cleared first and
+/// keeps its capacity, so a caller that passes the same vector every call allocates nothing
+/// once it has grown.
 pub(crate) fn read_back_into<T>(
     device: &GpuDevice,
-    staging: &wgpu::Buffer,
+    staging: &Staging,
     ranges: &[(&wgpu::Buffer, u64, u64)],
     out: &mut Vec<T>,
     mut convert: impl FnMut(&[u8], &mut Vec<T>),
 ) -> Result<()> {
     // Copies keep 4-byte alignment: reals are 4 or 8 bytes and every offset a multiple of them.
-    let room = staging.size();
+    let buffers = &staging.buffers;
     out.clear();
     let mut pending: Vec<(&wgpu::Buffer, u64, u64)> = ranges.iter().rev().copied().collect();
+    // The round whose copy was submitted and not yet read: its buffer, bytes and submission.
+    let mut in_flight: Option<(usize, u64, wgpu::SubmissionIndex)> = None;
+    let mut read = |(b, used, submission): (usize, u64, wgpu::SubmissionIndex),
+                    out: &mut Vec<T>| {
+        map_read_after(device, &buffers[b], used, submission, |view| {
+            convert(view, out)
+        })
+    };
+    let mut next = 0;
     while !pending.is_empty() {
+        let Some(target) = buffers.get(next) else {
+            return Err(Error::Gpu("readback without a staging buffer".into()));
+        };
+        // The buffer about to be filled must have been read (with one buffer, always).
+        if let Some(round) = in_flight.take_if(|(b, _, _)| *b == next) {
+            read(round, out)?;
+        }
         let mut encoder = device
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("simbatch readback"),
             });
+        let room = target.size();
         let mut used = 0;
         while let Some((buffer, offset, size)) = pending.pop() {
             let take = size.min(room - used);
             if take > 0 {
-                encoder.copy_buffer_to_buffer(buffer, offset, staging, used, take);
+                encoder.copy_buffer_to_buffer(buffer, offset, target, used, take);
                 used += take;
             }
             if take < size {
@@ -161,10 +209,18 @@ pub(crate) fn read_back_into<T>(
                 break;
             }
         }
-        device.queue.submit([encoder.finish()]);
-        if used > 0 {
-            map_read(device, staging, used, |view| convert(view, out))?;
+        let submission = device.queue.submit([encoder.finish()]);
+        // While the device copies this round, the host reads the one before.
+        if let Some(round) = in_flight.take() {
+            read(round, out)?;
         }
+        if used > 0 {
+            in_flight = Some((next, used, submission));
+        }
+        next = (next + 1) % buffers.len();
+    }
+    if let Some(round) = in_flight {
+        read(round, out)?;
     }
     Ok(())
 }
@@ -291,5 +347,44 @@ pub(crate) fn gpu_allocation_error(
             "buffers for {instances} instances could not be made on {}: {e}",
             device.info.name
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MIN_STAGING_BYTES, STAGING_BYTES, Staging};
+
+    #[test]
+    fn staging_is_one_buffer_for_small_readbacks_and_two_bounded_ones_above() {
+        const MIB: u64 = 1 << 20;
+        // Up to 1 MiB: one buffer of the readback's own size (a multiple of 8), one round.
+        assert_eq!(Staging::sizes(0), (8, 1));
+        assert_eq!(Staging::sizes(12), (16, 1));
+        assert_eq!(Staging::sizes(MIN_STAGING_BYTES), (MIB, 1));
+        for readback in [MIB + 8, 3 * MIB, 9_600_000, 30 * MIB, 92_000_000, 1 << 40] {
+            let (size, count) = Staging::sizes(readback);
+            assert_eq!(count, 2, "{readback}");
+            assert_eq!(size % 8, 0, "{readback}");
+            assert!(
+                (MIB / 2..=STAGING_BYTES).contains(&size),
+                "{readback}: {size}"
+            );
+            // At most eight rounds below the cap; up to 16 MiB of readback the pair holds no
+            // more than the one buffer of a quarter of it (at least 1 MiB) held before it, and
+            // at most 8 MiB above.
+            assert!(
+                size >= readback.div_ceil(8).min(STAGING_BYTES),
+                "{readback}: {size}"
+            );
+            let before = readback.div_ceil(4).clamp(MIB, STAGING_BYTES);
+            let most = if readback <= 16 * MIB {
+                before + 8
+            } else {
+                2 * STAGING_BYTES
+            };
+            assert!(2 * size <= most, "{readback}: 2 × {size} against {most}");
+        }
+        // Past 32 MiB of readback, 4 MiB each.
+        assert_eq!(Staging::sizes(92_000_000), (STAGING_BYTES, 2));
     }
 }

@@ -4,7 +4,9 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{gpu_allocation_error, layout_entry, read_back_into, write_reals};
+use crate::gpu::buffers::{
+    Staging, gpu_allocation_error, layout_entry, read_back_into, write_reals,
+};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::shader::KernelSource;
 
@@ -72,11 +74,7 @@ pub(super) fn run_cases(
         output_size,
         wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
     );
-    let staging = make(
-        "simbatch law staging",
-        output_size,
-        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-    );
+    let staging = Staging::new(d, "simbatch law staging", output_size);
     let uniform = make(
         "simbatch law launch",
         16,

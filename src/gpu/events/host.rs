@@ -10,7 +10,7 @@ use crate::batch::{Batch, Column, status};
 use crate::contact::{Coefficients, ContactRecord, EventOptions, ImpactLaw};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{Launch, bind_entry, gpu_allocation_error, staging_size, write_reals};
+use crate::gpu::buffers::{Launch, Staging, bind_entry, gpu_allocation_error, write_reals};
 use crate::gpu::step::readback::{Rounds, read_state, run_rounds, state_len};
 use crate::math::vec3;
 
@@ -123,13 +123,8 @@ impl GpuEventStepper {
             });
         }
         let largest = gpu.chunks.iter().map(|c| c.count).max().unwrap_or(1) as u64;
-        let size = staging_size((width + state_width) as u64 * largest * bytes);
-        let staging = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("simbatch event staging"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let readback = (width + state_width) as u64 * largest * bytes;
+        let staging = Staging::new(d, "simbatch event staging", readback);
         if let Some(e) = pollster::block_on(oom.pop()) {
             let total = (width * batch.len()) as u128 * bytes as u128;
             return Err(gpu_allocation_error(

@@ -150,7 +150,7 @@ pub struct GpuEventStepper {
     params: wgpu::Buffer,
     chunks: Vec<EventChunk>,
     bound_to: u64,
-    staging: Option<wgpu::Buffer>,
+    staging: Option<crate::gpu::buffers::Staging>,
     readback: Vec<Vec<f64>>,
 }
 

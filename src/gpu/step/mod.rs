@@ -21,9 +21,7 @@ use readback::{Rounds, mark_resident, run_rounds, state_columns, store_states};
 
 use crate::batch::{Batch, status};
 use crate::error::{Error, Result};
-use crate::gpu::buffers::{
-    Launch, gpu_allocation_error, staging_size, within_error_scope, write_reals,
-};
+use crate::gpu::buffers::{Launch, Staging, gpu_allocation_error, within_error_scope, write_reals};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::GpuEvaluator;
 use crate::gpu::layout::carry::{
@@ -33,7 +31,7 @@ use crate::gpu::{GpuOptions, Precision};
 use crate::step::{Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, StepOptions, StepReport};
 
 /// Largest staging buffer of a stepping call, in bytes: the carry and the state columns come
-/// back through it in as many rounds as they need.
+/// back through one, or two in alternation, in as many rounds as they need.
 pub use crate::gpu::buffers::STAGING_BYTES;
 
 /// The GPU kernels of one template: the evaluation kernel ([`GpuEvaluator`]) and the stepping
@@ -45,9 +43,10 @@ pub struct GpuStepper {
     /// Per chunk of the evaluator, its stepping buffers, and the chunks' generation they are
     /// bound to.
     chunk_steps: Vec<ChunkStep>,
-    /// The staging buffer the carry and the state columns come back through (the largest
-    /// chunk's readback up to 1 MiB, a quarter of it above, at most [`STAGING_BYTES`]).
-    staging: Option<wgpu::Buffer>,
+    /// The staging buffers the carry and the state columns come back through: one of the
+    /// largest chunk's readback up to 1 MiB, above it two of an eighth, at most
+    /// [`STAGING_BYTES`] each (`Staging::sizes`).
+    staging: Option<Staging>,
     bound_to: u64,
     /// Per chunk, what its last readback brought (the carry, then the state columns, in f64):
     /// kept across calls, so a stepping call allocates nothing on the host per instance.
@@ -216,7 +215,7 @@ impl GpuStepper {
         // What an allocation that failed (here, or in the queue's staging for the writes below)
         // is reported as; the chunks are dropped, so the next call allocates again.
         let total =
-            CARRY_COLUMNS as u128 * batch.len() as u128 * bytes as u128 + STAGING_BYTES as u128;
+            CARRY_COLUMNS as u128 * batch.len() as u128 * bytes as u128 + 2 * STAGING_BYTES as u128;
         let failed = |e| gpu_allocation_error(&gpu.device, batch.len(), total, Some(e));
         if self.bound_to != gpu.generation || self.chunk_steps.len() != gpu.chunks.len() {
             let oom = d.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -228,13 +227,8 @@ impl GpuStepper {
             self.bound_to = gpu.generation;
             // Sized for the largest chunk's readback.
             let largest = gpu.chunks.iter().map(|c| c.count).max().unwrap_or(1) as u64;
-            let size = staging_size((CARRY_COLUMNS + state_width) as u64 * largest * bytes);
-            self.staging = Some(d.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("simbatch step staging"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }));
+            let readback = (CARRY_COLUMNS + state_width) as u64 * largest * bytes;
+            self.staging = Some(Staging::new(d, "simbatch step staging", readback));
             // Checked before anything is written: a write to a buffer whose allocation failed
             // would raise a second error, outside any scope.
             if let Some(e) = pollster::block_on(oom.pop()) {

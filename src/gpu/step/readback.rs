@@ -10,7 +10,7 @@ use crate::batch::InstanceState;
 use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::error::{Error, Result};
 use crate::gpu::Precision;
-use crate::gpu::buffers::{read_back_into, submit_round, within_error_scope};
+use crate::gpu::buffers::{Staging, read_back_into, submit_round, within_error_scope};
 use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
 use crate::gpu::layout::carry::{
@@ -88,7 +88,7 @@ pub(crate) fn state_inputs<'a>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn read_chunk(
     device: &GpuDevice,
-    staging: &wgpu::Buffer,
+    staging: &Staging,
     precision: Precision,
     layout: &Layout,
     chunk: &Chunk,
@@ -357,7 +357,7 @@ pub(crate) struct Rounds<'a> {
     pub(crate) pipeline: &'a wgpu::ComputePipeline,
     /// Per chunk of the evaluator: its bind group and its carry buffer.
     pub(crate) chunks: Vec<(&'a wgpu::BindGroup, &'a wgpu::Buffer)>,
-    pub(crate) staging: &'a wgpu::Buffer,
+    pub(crate) staging: &'a Staging,
     /// Carry values per instance.
     pub(crate) carry_width: usize,
     /// The state columns read back after the carry ([`state_columns`]).
