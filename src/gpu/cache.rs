@@ -147,6 +147,7 @@ impl KernelCache {
         };
         // SAFETY: the kernels keep every check but naga's loop counters, and every loop in
         // them ends by its own bound (KERNEL_CHECKS).
+        let started = std::time::Instant::now();
         let module = unsafe { d.create_shader_module_trusted(descriptor, KERNEL_CHECKS) };
         let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(label),
@@ -160,7 +161,7 @@ impl KernelCache {
             return Err(e.to_string());
         }
         if let Some(disk) = &self.disk {
-            disk.built();
+            disk.built(started.elapsed());
         }
         let mut inner = self.lock();
         inner.built += 1;

@@ -41,10 +41,15 @@ pub const PIPELINE_CACHE_ENV: &str = "SIMBATCH_PIPELINE_CACHE";
 /// Largest cache file loaded (256 MiB); larger ones are started afresh.
 pub const MAX_PIPELINE_CACHE_BYTES: u64 = 256 << 20;
 
-/// Least time between two saves after builds: a study that builds a dozen kernels in a row
-/// writes the file at its first build and then at most this often, and once more when the
-/// device is dropped.
+/// Least time between two saves after quick builds: a test suite that builds a hundred small
+/// kernels in a row writes the file at its first build, then at most this often, and once
+/// more when the device is dropped (a cache of many kernels is tens of MiB).
 const SAVE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// A build at least this long is saved at once, whenever the last save was: it is what the
+/// cache is for (the brick's event kernel took 22–24 s on an H100), and writing the file takes
+/// a small part of it.
+const SLOW_BUILD: Duration = Duration::from_millis(500);
 
 /// Where a device keeps its pipeline cache (module doc).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -125,6 +130,14 @@ struct Saves {
     failed: bool,
 }
 
+impl Saves {
+    /// Whether a build that took `took` is written now ([`PipelineCacheFile::built`]).
+    fn due(&self, took: Duration) -> bool {
+        let quiet = self.last.is_none_or(|t| t.elapsed() >= SAVE_INTERVAL);
+        self.pending && !self.failed && (took >= SLOW_BUILD || quiet)
+    }
+}
+
 impl PipelineCacheFile {
     /// The cache of `device` (on adapter `info`) kept in directory `dir`, with what an earlier
     /// process left there; `None` where the adapter has no application-managed cache (the
@@ -142,18 +155,19 @@ impl PipelineCacheFile {
         let data = read_bounded(&path);
         let loaded_bytes = data.as_ref().map_or(0, Vec::len);
         // Data from another adapter is an error wgpu raises even with `fallback` (the others
-        // — truncated, corrupt, outdated — it falls back on): caught here and retried empty,
-        // never left for the device's uncaptured-error record.
-        let (cache, refused) = create(device, data.as_deref());
-        let (cache, loaded_bytes) = if refused {
-            log::warn!(
-                "simbatch: pipeline cache {} is not for {}; starting it afresh",
-                path.display(),
-                info.name
-            );
-            (create(device, None).0, 0)
-        } else {
-            (cache, loaded_bytes)
+        // — truncated, corrupt, outdated — it falls back on): caught (`create`) and retried
+        // empty, never left for the device's uncaptured-error record.
+        let (cache, loaded_bytes) = match create(device, data.as_deref()) {
+            Ok(cache) => (cache, loaded_bytes),
+            Err(e) => {
+                log::warn!(
+                    "simbatch: pipeline cache {} refused on {} ({e}); starting it afresh",
+                    path.display(),
+                    info.name
+                );
+                // Without data only a device out of memory can refuse: then no cache at all.
+                (create(device, None).ok()?, 0)
+            }
         };
         Some(Self {
             cache,
@@ -189,13 +203,14 @@ impl PipelineCacheFile {
         self.saves.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// After a pipeline was built: writes the file now if this device has not written it in
-    /// the last [`SAVE_INTERVAL`], else leaves it for the next build or the drop.
-    pub(crate) fn built(&self) {
+    /// After a pipeline was built in `took`: writes the file now if the build was slow
+    /// ([`SLOW_BUILD`]) or this device has not written it in the last [`SAVE_INTERVAL`], else
+    /// leaves it for the next build or the drop.
+    pub(crate) fn built(&self, took: Duration) {
         let due = {
             let mut saves = self.lock();
             saves.pending = !saves.failed;
-            saves.pending && saves.last.is_none_or(|t| t.elapsed() >= SAVE_INTERVAL)
+            saves.due(took)
         };
         if due {
             self.save();
@@ -239,10 +254,16 @@ impl Drop for PipelineCacheFile {
     }
 }
 
-/// A pipeline cache on `device` from `data`, and whether wgpu refused the data (then the
-/// cache returned is an error object, to be made again without data).
-fn create(device: &wgpu::Device, data: Option<&[u8]>) -> (wgpu::PipelineCache, bool) {
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+/// A pipeline cache on `device` from `data`, or wgpu's error when it refused it (data made for
+/// another adapter, or no memory), caught here in error scopes of every kind rather than left
+/// for the device's uncaptured-error record, which would fail the next readback.
+fn create(device: &wgpu::Device, data: Option<&[u8]>) -> Result<wgpu::PipelineCache, wgpu::Error> {
+    let scopes = [
+        wgpu::ErrorFilter::Internal,
+        wgpu::ErrorFilter::OutOfMemory,
+        wgpu::ErrorFilter::Validation,
+    ]
+    .map(|filter| device.push_error_scope(filter));
     // SAFETY: the data is what `PipelineCache::get_data` wrote for an adapter of this key (or
     // anything else in a file someone replaced); wgpu checks its header — magic, version,
     // adapter, validation key, length — and the driver checks its own header in turn, so data
@@ -256,8 +277,17 @@ fn create(device: &wgpu::Device, data: Option<&[u8]>) -> (wgpu::PipelineCache, b
             fallback: true,
         })
     };
-    let refused = pollster::block_on(scope.pop()).is_some();
-    (cache, refused)
+    // Popped innermost first; every scope is popped whatever an earlier one held.
+    let mut refused = None;
+    for scope in scopes.into_iter().rev() {
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            refused.get_or_insert(e);
+        }
+    }
+    match refused {
+        None => Ok(cache),
+        Some(e) => Err(e),
+    }
 }
 
 /// The file's bytes, unless it is missing, unreadable or over [`MAX_PIPELINE_CACHE_BYTES`].
@@ -299,9 +329,42 @@ fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::directory_from;
+    use super::{SAVE_INTERVAL, SLOW_BUILD, Saves, directory_from};
     use std::ffi::OsString;
     use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_first_build_and_slow_ones_are_saved_at_once_quick_ones_at_intervals() {
+        let quick = Duration::from_millis(50);
+        let never = Saves {
+            pending: true,
+            ..Saves::default()
+        };
+        assert!(never.due(quick), "the first build");
+        let just = Saves {
+            last: Some(Instant::now()),
+            ..never
+        };
+        assert!(!just.due(quick), "a quick build right after a save waits");
+        assert!(just.due(SLOW_BUILD), "a slow one does not");
+        let Some(earlier) = Instant::now().checked_sub(SAVE_INTERVAL + quick) else {
+            return; // A clock this close to its origin cannot go back that far.
+        };
+        let quiet = Saves {
+            last: Some(earlier),
+            ..never
+        };
+        assert!(quiet.due(quick), "past the interval");
+        let failed = Saves {
+            failed: true,
+            ..never
+        };
+        assert!(
+            !failed.due(SLOW_BUILD),
+            "a device whose write failed stops trying"
+        );
+    }
 
     fn some(s: &str) -> Option<OsString> {
         Some(OsString::from(s))
