@@ -145,9 +145,9 @@ impl KernelCache {
             label: Some(label),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         };
+        let started = std::time::Instant::now();
         // SAFETY: the kernels keep every check but naga's loop counters, and every loop in
         // them ends by its own bound (KERNEL_CHECKS).
-        let started = std::time::Instant::now();
         let module = unsafe { d.create_shader_module_trusted(descriptor, KERNEL_CHECKS) };
         let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(label),
