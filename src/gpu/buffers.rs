@@ -118,17 +118,6 @@ pub(crate) fn map_read_after<R>(
         submission_index: Some(submission),
         timeout: None,
     };
-    map_read_until(device, buffer, size, wait, f)
-}
-
-/// [`map_read_after`] with the poll `wait`, which must cover the submission that fills `buffer`.
-fn map_read_until<R>(
-    device: &GpuDevice,
-    buffer: &wgpu::Buffer,
-    size: u64,
-    wait: wgpu::PollType,
-    f: impl FnOnce(&[u8]) -> R,
-) -> Result<R> {
     let slice = buffer.slice(0..size);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
