@@ -94,4 +94,14 @@ pub struct GpuOptions {
     /// when the readback takes several pieces; at least one instance's outputs); `None`:
     /// [`SLICE_BYTES`](evaluate::SLICE_BYTES). Results do not depend on it, bit for bit.
     pub staging_bytes: Option<u64>,
+    /// Whether the kernels hold the batch's shared parameter columns as constants (`None`:
+    /// yes), so that the shader compiler drops the work they make trivial
+    /// ([`layout`]'s module doc, "Shared parameters folded in"). A kernel is then
+    /// built for those values: a batch whose shared values differ gets a kernel of its own,
+    /// and a column changed after the build is read per instance from then on (one rebuild).
+    /// `Some(false)` reads them from the buffer, for callers that set new shared values call
+    /// after call on fresh batches and would otherwise build a kernel each time. Results agree
+    /// either way within f32's rounding (the compiler may contract or reorder the arithmetic it
+    /// folds), not bit for bit.
+    pub fold_shared: Option<bool>,
 }

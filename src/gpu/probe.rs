@@ -34,7 +34,8 @@ pub enum Probe {
     NoDynamics,
     /// No private copy of the parameter columns: `load` reads every value from the input
     /// buffer at every use (what the kernels did before `cache_parameters`; its results are
-    /// the right ones, the probe times what the copy saves).
+    /// the right ones, the probe times what the copy saves — and, the copy holding the folded
+    /// shared parameters, what folding saves; `--gpu-unfolded` times folding alone).
     NoCache,
 }
 

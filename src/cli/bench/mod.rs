@@ -75,6 +75,11 @@ pub struct BenchArgs {
     /// on CPU drivers). Set, the evaluation rows' backend names it (`gpu-f32/value-major`).
     #[arg(long)]
     pub gpu_output_order: Option<String>,
+    /// Build the GPU kernels reading the batch's shared parameters from the buffer instead of
+    /// holding them as constants (`GpuOptions::fold_shared`), to time what folding gains; the
+    /// GPU rows' backend reads e.g. `gpu-f32/unfolded`.
+    #[arg(long)]
+    pub gpu_unfolded: bool,
 }
 
 /// What [`time`] measured: the median seconds per call, and the first call's seconds (on the
@@ -384,10 +389,14 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             );
         }
     };
-    let gpu_name = match crate::gpu::probe::current() {
+    let mut gpu_name = match crate::gpu::probe::current() {
         Some(p) => format!("gpu-{}/{}", args.precision, p.name()),
         None => format!("gpu-{}", args.precision),
     };
+    let fold_shared = args.gpu_unfolded.then_some(false);
+    if args.gpu_unfolded {
+        gpu_name.push_str("/unfolded");
+    }
     let output_order = gpu_output_order(args)?;
     let evaluation_name = match output_order {
         Some(order) => format!("{gpu_name}/{}", order.name()),
@@ -428,6 +437,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                 let options = GpuOptions {
                     workgroup_size: Some(workgroup),
                     output_order,
+                    fold_shared,
                     ..GpuOptions::default()
                 };
                 // Every output, then u̇ and λ alone: the kernel is the same, only the selected
@@ -516,6 +526,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                     for (d, workgroup) in gpus {
                         let gpu_options = GpuOptions {
                             workgroup_size: Some(workgroup),
+                            fold_shared,
                             ..GpuOptions::default()
                         };
                         let evaluator = Evaluator::on_device(d.clone(), precision, gpu_options)?;

@@ -99,6 +99,7 @@ pub(super) fn rows(
             {
                 let gpu_options = GpuOptions {
                     workgroup_size: Some(workgroup),
+                    fold_shared: args.gpu_unfolded.then_some(false),
                     ..GpuOptions::default()
                 };
                 let mut batch = start.clone();

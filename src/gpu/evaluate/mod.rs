@@ -161,16 +161,21 @@ impl GpuEvaluator {
         precision: Precision,
         options: GpuOptions,
     ) -> Result<Self> {
-        let mut built = Self::build(device, Layout::for_batch(batch)?, precision, options)?;
+        let mut layout = Layout::for_batch(batch)?;
+        if options.fold_shared != Some(false) {
+            layout.fold_shared(batch);
+        }
+        let mut built = Self::build(device, layout, precision, options)?;
         built.built_for = Some((batch.uid(), versions(batch, &built.layout)));
         Ok(built)
     }
 
     /// Rebuilds the kernel when `batch` has made per-instance a column this kernel reads as one
-    /// shared row (the buffers follow on the next call); returns whether it did. The new kernel
-    /// reads per instance every column written since the kernel was built (the columns a
-    /// caller writes per instance, such as an environment's actions, change together: one
-    /// rebuild, not one per column). A column the batch shares but the kernel reads per
+    /// shared row, or holds other values in a column the kernel folded in as constants
+    /// ([`GpuOptions::fold_shared`]) (the buffers follow on the next call); returns whether it
+    /// did. The new kernel reads per instance every column written since the kernel was built
+    /// (the columns a caller writes per instance, such as an environment's actions, change
+    /// together: one rebuild, not one per column). A column the batch shares but the kernel reads per
     /// instance needs nothing — its row is uploaded to every instance — so a column flipping
     /// between the two forms recompiles at most once.
     pub fn rebuild_for(&mut self, batch: &Batch) -> Result<bool> {
@@ -196,7 +201,11 @@ impl GpuEvaluator {
         {
             c.shared &= old.shared && !written(k, old);
         }
-        layout.place_inputs();
+        if self.options.fold_shared != Some(false) {
+            layout.fold_shared(batch);
+        } else {
+            layout.place_inputs();
+        }
         *self = Self::build(self.device.clone(), layout, self.precision, self.options)?;
         self.built_for = Some((batch.uid(), versions(batch, &self.layout)));
         Ok(true)

@@ -1,11 +1,23 @@
 //! The input side of a layout: where each input column is stored (per instance, or one shared
 //! row after the per-instance columns), the kernel's generated addressing, `input_at`, and each
 //! thread's private copy of its parameter columns, `cache_parameters` and `load`.
+//!
+//! **Shared parameters folded in.** A parameter column every instance shares (a template's
+//! mass, inertia, radius, plane, gravity, enabled flag, … left alone, or made uniform by
+//! `Batch::share_uniform_columns`) is written into the kernel as constants
+//! ([`Layout::fold_shared`]): the shader compiler then drops what they make trivial (a COM at
+//! the origin, a zero applied load, an inertia's zero products, an enabled constraint's
+//! branches) instead of computing it for every instance at every stage. The shared row is still
+//! uploaded, so anything reading the buffer reads the same values. A kernel made for folded
+//! values serves only a batch holding those values ([`Layout::serves`]); the evaluator rebuilds
+//! it otherwise, reading per instance the columns written since (at most one rebuild per
+//! column), and `GpuOptions::fold_shared` turns folding off for callers that change shared
+//! values from call to call.
 
 use std::fmt::Write;
 
 use super::{Layout, WgslSection};
-use crate::batch::{Column, FreeField, PrescribedField};
+use crate::batch::{Column, ColumnData, FreeField, PrescribedField};
 use crate::error::Result;
 
 /// The most parameter values a kernel thread keeps in its private copy (`cache_parameters`);
@@ -33,6 +45,13 @@ fn is_state(column: Column) -> bool {
     )
 }
 
+/// Whether the parameter copy (`cache_parameters`) gives `c` slots when `slots` are taken by the
+/// columns before it: every parameter column (not the state) that still fits under
+/// [`PARAMETER_SLOTS_CAP`].
+fn takes_slot(c: &InputColumn, slots: usize) -> bool {
+    !is_state(c.column) && slots + c.width <= PARAMETER_SLOTS_CAP
+}
+
 /// One input column: what it is, its width, its prefix and where its values are stored.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct InputColumn {
@@ -46,6 +65,9 @@ pub struct InputColumn {
     /// Stored once for every instance of the chunk (a shared [`Broadcast`](crate::batch::Broadcast)
     /// column) rather than once per instance.
     pub shared: bool,
+    /// A shared parameter column whose values the kernels hold as constants
+    /// ([`Layout::folded_values`]; module doc).
+    pub folded: bool,
     /// Where the values are: for a per-instance column its prefix among the per-instance
     /// columns (value `k` of instance `i` at `at · capacity + i · width + k`); for a shared
     /// one its offset in the shared region that follows them (value `k` at
@@ -65,6 +87,30 @@ impl InputColumn {
     }
 }
 
+/// The one row of shared column `column` of `batch`, as f64 (empty when the column is missing
+/// or not shared).
+fn shared_row(batch: &crate::batch::Batch, column: Column) -> Vec<f64> {
+    match batch.column_data(column) {
+        Some(view) if view.shared => match view.data {
+            ColumnData::F64(v) => v.to_vec(),
+            ColumnData::U32(v) => v.iter().map(|x| f64::from(*x)).collect(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `a` and `b` hold the same values, bit for bit (a folded 0.0 is not a −0.0).
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Whether a kernel may hold `value` as a constant: finite, and finite in f32 too (naga
+/// refuses a constant beyond f32's range; read from the buffer it becomes ±∞, as the CPU's
+/// checks expect to see).
+fn foldable(value: f64) -> bool {
+    value.is_finite() && (value as f32).is_finite()
+}
+
 impl Layout {
     /// Lays out `batch`'s template, storing once the columns the batch shares now.
     pub fn for_batch(batch: &crate::batch::Batch) -> Result<Self> {
@@ -74,18 +120,63 @@ impl Layout {
     }
 
     /// The shared pattern this layout was made for serves `batch` when every column it stores
-    /// once is still shared there (a column it stores per instance serves either way).
+    /// once is still shared there (a column it stores per instance serves either way) and
+    /// every column it folds holds the folded values there, bit for bit.
     pub fn serves(&self, batch: &crate::batch::Batch) -> bool {
-        self.inputs
+        let shared = self
+            .inputs
             .iter()
             .filter(|c| c.shared)
-            .all(|c| batch.column_data(c.column).is_some_and(|v| v.shared))
+            .all(|c| batch.column_data(c.column).is_some_and(|v| v.shared));
+        shared
+            && self
+                .folded()
+                .all(|(c, values)| same_bits(&shared_row(batch, c.column), values))
     }
 
-    /// The same layout with every column per instance (what [`Layout::new`] gives).
+    /// The folded columns with their values.
+    fn folded(&self) -> impl Iterator<Item = (&InputColumn, &[f64])> {
+        let mut at = 0;
+        self.inputs.iter().filter(|c| c.folded).map(move |c| {
+            let values = self.folded_values.get(at..at + c.width).unwrap_or(&[]);
+            at += c.width;
+            (c, values)
+        })
+    }
+
+    /// Folds `batch`'s shared parameter columns into the kernels (module doc): every shared
+    /// column the parameter copy holds (not the state; up to [`PARAMETER_SLOTS_CAP`] values)
+    /// whose values are finite and within f32's range (others are read from the shared row, as
+    /// without folding), and regenerates the kernel's parameter copy. A column this layout
+    /// stores per instance is not folded.
+    pub fn fold_shared(&mut self, batch: &crate::batch::Batch) {
+        let (mut values, mut slots) = (Vec::new(), 0);
+        for c in &mut self.inputs {
+            c.folded = false;
+            // Only what the parameter copy holds is folded (its slots get the constants).
+            if !takes_slot(c, slots) {
+                continue;
+            }
+            slots += c.width;
+            let row = shared_row(batch, c.column);
+            if c.shared && row.len() == c.width && row.iter().all(|v| foldable(*v)) {
+                c.folded = true;
+                values.extend(row);
+            }
+        }
+        self.folded_values = values;
+        self.place_inputs();
+    }
+
+    /// The same layout with every column per instance and nothing folded (what
+    /// [`Layout::new`] gives).
     pub fn unshared(&self) -> Self {
         let mut l = self.clone();
-        l.inputs.iter_mut().for_each(|c| c.shared = false);
+        l.inputs.iter_mut().for_each(|c| {
+            c.shared = false;
+            c.folded = false;
+        });
+        l.folded_values.clear();
         l.place_inputs();
         l
     }
@@ -162,6 +253,8 @@ impl Layout {
     /// the rolling-ball bench, whose parameters are one shared row, neither an H100 nor
     /// lavapipe measured a difference (`--gpu-probe no-cache`, 2026-11-26): their compilers
     /// kept those reads cheap. Per-instance parameters, a gather per value, were not measured.
+    /// A folded column's slots are given its constants instead of buffer reads (module doc),
+    /// which the compiler propagates to every use.
     fn parameter_cache(&self) -> String {
         let (mut fill, mut slots, mut runs) = (String::new(), 0usize, String::new());
         let mut run: Option<(usize, usize, usize)> = None; // (first prefix, end prefix, slot)
@@ -172,21 +265,36 @@ impl Layout {
                 "    slot = select(slot, {slot}u + prefix - {first}u, prefix >= {first}u && prefix < {end}u);"
             );
         };
+        let mut folded_at = 0;
         for c in &self.inputs {
-            if is_state(c.column) || slots + c.width > PARAMETER_SLOTS_CAP {
+            let folded: &[f64] = if c.folded {
+                folded_at += c.width;
+                self.folded_values
+                    .get(folded_at - c.width..folded_at)
+                    .unwrap_or(&[])
+            } else {
+                &[]
+            };
+            if !takes_slot(c, slots) {
                 if let Some(r) = run.take() {
                     close(r, &mut runs);
                 }
                 continue;
             }
             for k in 0..c.width {
-                let _ = writeln!(
-                    fill,
-                    "    parameters[{}u] = read_input({}u, {}u, i, {k}u);",
-                    slots + k,
-                    c.prefix,
-                    c.width
-                );
+                let slot = slots + k;
+                let _ = match folded.get(k) {
+                    // `{:?}` writes the shortest text that reads back as the same f64, which
+                    // naga turns into the kernel's precision as the upload does (`as f32`).
+                    Some(value) if c.folded => {
+                        writeln!(fill, "    parameters[{slot}u] = real({value:?});")
+                    }
+                    _ => writeln!(
+                        fill,
+                        "    parameters[{slot}u] = read_input({}u, {}u, i, {k}u);",
+                        c.prefix, c.width
+                    ),
+                };
             }
             run = match run {
                 Some((first, end, slot)) if end == c.prefix => Some((first, end + c.width, slot)),

@@ -185,6 +185,9 @@ pub struct Layout {
     pub varying_width: usize,
     /// Values of the shared columns (stored once per chunk, after the per-instance ones).
     pub shared_width: usize,
+    /// The values the kernels hold as constants: those of the [`folded`](InputColumn::folded)
+    /// columns, one after another in input order ([`Layout::fold_shared`]).
+    pub folded_values: Vec<f64>,
     /// Sum of output widths without the Jacobian region.
     pub output_main_width: usize,
     /// Sum of all output widths.
@@ -325,6 +328,7 @@ impl Layout {
                     width,
                     prefix: *prefix,
                     shared: false,
+                    folded: false,
                     at: 0,
                 });
                 *prefix += width;
@@ -557,6 +561,7 @@ impl Layout {
             input_width,
             varying_width: 0,
             shared_width: 0,
+            folded_values: Vec::new(),
             output_main_width,
             output_width,
             nu,

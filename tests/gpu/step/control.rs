@@ -187,25 +187,20 @@ fn a_shared_column_made_per_instance_rebuilds_the_kernel() {
     let contact = ConstraintId(0);
     let mut e =
         Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
-    let compare = |gpu: &Evaluation, batch: &Batch| {
-        let mut report = Report::default();
-        simbatch::golden::compare_evaluations(gpu, &batch.evaluate(), 2e-4, &mut report).unwrap();
-        assert!(report.passed(), "{report}");
-    };
     let radius_shared = |e: &Evaluator| {
         let layout = e.gpu_evaluator().unwrap().layout();
         layout.input(Column::Param(0, 2)).unwrap().shared
     };
-    compare(&e.evaluate(&batch).unwrap(), &batch);
+    evaluates_as_the_cpu(&mut e, &batch, "radius");
     assert!(radius_shared(&e));
     let r = batch.param_value(contact, "radius", 5).unwrap()[0];
     batch.set_param(contact, "radius", 5, &[1.5 * r]).unwrap();
     batch.set_mass(ball, 7, 2.5).unwrap();
-    compare(&e.evaluate(&batch).unwrap(), &batch);
+    evaluates_as_the_cpu(&mut e, &batch, "radius");
     assert!(!radius_shared(&e));
     batch.set_param(contact, "radius", 5, &[r]).unwrap();
     assert!(batch.share_uniform_columns() >= 1);
-    compare(&e.evaluate(&batch).unwrap(), &batch);
+    evaluates_as_the_cpu(&mut e, &batch, "radius");
     assert!(!radius_shared(&e), "read per instance from then on");
     // Stepping through the same kernels after the change.
     let mut stepped = batch.clone();

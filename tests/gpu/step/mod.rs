@@ -8,8 +8,9 @@
 //! they once took minutes). They caught what f32 cannot: Vulkan has no f64 sin, cos or pow, so
 //! the f64 kernels carry their own (`shaders/trig_f64.wgsl`).
 //!
-//! The tests: `trajectories` (against the CPU and Simbody) and `control` (flags, per-instance
-//! state and carry, kernel rebuilds, workgroup sizes).
+//! The tests: `trajectories` (against the CPU and Simbody), `control` (flags, per-instance
+//! state and carry, kernel rebuilds, workgroup sizes) and `folding` (shared parameters held as
+//! constants in the kernels).
 
 use std::sync::Arc;
 
@@ -104,6 +105,15 @@ fn compare_states(gpu: &Batch, cpu: &Batch, tol: f64, report: &mut Report) {
     report.records += cpu.len();
 }
 
+/// Evaluates `batch` on `e` and holds it to the CPU's evaluation (the GPU evaluation tests'
+/// f32 bound).
+fn evaluates_as_the_cpu(e: &mut Evaluator, batch: &Batch, what: &str) {
+    let gpu = e.evaluate(batch).unwrap();
+    let mut report = Report::default();
+    simbatch::golden::compare_evaluations(&gpu, &batch.evaluate(), 2e-4, &mut report).unwrap();
+    assert!(report.passed(), "{what}:\n{report}");
+}
+
 fn run(
     device: &Arc<GpuDevice>,
     batch: &Batch,
@@ -135,4 +145,5 @@ fn run(
 }
 
 mod control;
+mod folding;
 mod trajectories;
