@@ -99,9 +99,21 @@ fn shared_row(batch: &crate::batch::Batch, column: Column) -> Vec<f64> {
     }
 }
 
-/// Whether `a` and `b` hold the same values, bit for bit (a folded 0.0 is not a −0.0).
-fn same_bits(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+/// Whether `batch` shares `column` with exactly `values` as its row, bit for bit (a folded 0.0
+/// is not a −0.0), compared where the batch keeps it: [`Layout::serves`] asks at every call.
+fn holds(batch: &crate::batch::Batch, column: Column, values: &[f64]) -> bool {
+    let same = |x: f64, y: &f64| x.to_bits() == y.to_bits();
+    match batch.column_data(column) {
+        Some(view) if view.shared => match view.data {
+            ColumnData::F64(v) => {
+                v.len() == values.len() && v.iter().zip(values).all(|(x, y)| same(*x, y))
+            }
+            ColumnData::U32(v) => {
+                v.len() == values.len() && v.iter().zip(values).all(|(x, y)| same(f64::from(*x), y))
+            }
+        },
+        _ => false,
+    }
 }
 
 /// Whether a kernel may hold `value` as a constant: finite, and finite in f32 too (naga
@@ -131,7 +143,7 @@ impl Layout {
         shared
             && self
                 .folded()
-                .all(|(c, values)| same_bits(&shared_row(batch, c.column), values))
+                .all(|(c, values)| holds(batch, c.column, values))
     }
 
     /// The folded columns with their values.
