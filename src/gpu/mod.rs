@@ -101,7 +101,7 @@ pub struct GpuOptions {
     /// and a column changed after the build is read per instance from then on (one rebuild).
     /// `Some(false)` reads them from the buffer, for callers that set new shared values call
     /// after call on fresh batches and would otherwise build a kernel each time. Results agree
-    /// either way within f32's rounding (the compiler may contract or reorder the arithmetic it
-    /// folds), not bit for bit.
+    /// either way within the precision's rounding (the compiler may contract or reorder the
+    /// arithmetic it folds), not bit for bit.
     pub fold_shared: Option<bool>,
 }

@@ -175,9 +175,9 @@ impl GpuEvaluator {
     /// ([`GpuOptions::fold_shared`]) (the buffers follow on the next call); returns whether it
     /// did. The new kernel reads per instance every column written since the kernel was built
     /// (the columns a caller writes per instance, such as an environment's actions, change
-    /// together: one rebuild, not one per column). A column the batch shares but the kernel reads per
-    /// instance needs nothing — its row is uploaded to every instance — so a column flipping
-    /// between the two forms recompiles at most once.
+    /// together: one rebuild, not one per column). A column the batch shares but the kernel
+    /// reads per instance needs nothing — its row is uploaded to every instance — so a column
+    /// flipping between the two forms recompiles at most once.
     pub fn rebuild_for(&mut self, batch: &Batch) -> Result<bool> {
         if self.layout.serves(batch) {
             return Ok(false);

@@ -87,6 +87,19 @@ fn folded_shared_parameters_give_the_cpus_answers() {
             assert!(layout.folded_values.is_empty());
         }
 
+        // In f64 the constants are the f64 values themselves: the CPU's answers to 1e-9.
+        if f64_stepping(&device) {
+            let mut e = Evaluator::on_device(device.clone(), Precision::F64, options).unwrap();
+            let gpu = e.evaluate(&batch).unwrap();
+            let mut report = Report::default();
+            simbatch::golden::compare_evaluations(&gpu, &batch.evaluate(), 1e-9, &mut report)
+                .unwrap();
+            assert!(
+                report.passed(),
+                "f64 evaluation, folding {folds}:\n{report}"
+            );
+        }
+
         // RK4, with and without projection, 40 steps in two calls.
         for stabilization in [
             Stabilization::None,
