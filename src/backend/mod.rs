@@ -136,7 +136,8 @@ pub fn resolve(backend: Backend, precision: Precision) -> Result<Resolution> {
             let note = is_software(&device).then(|| {
                 format!(
                     "{} is a software rasterizer (a CPU emulating a GPU): expect it to run \
-                     about 100x slower than the CPU backend",
+                     slower than the CPU backend, some kernels (several contacts per instance) \
+                     100x or more",
                     device.info.name
                 )
             });
