@@ -117,8 +117,8 @@ fn holds(batch: &crate::batch::Batch, column: Column, values: &[f64]) -> bool {
 }
 
 /// Whether a kernel may hold `value` as a constant: finite, and finite in f32 too (naga
-/// refuses a constant beyond f32's range; read from the buffer it becomes ±∞, as the CPU's
-/// checks expect to see).
+/// refuses a constant beyond f32's range; such a value stays in the buffer, where an f32
+/// upload makes it ±∞, as it did before folding).
 fn foldable(value: f64) -> bool {
     value.is_finite() && (value as f32).is_finite()
 }
