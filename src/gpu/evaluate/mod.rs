@@ -142,6 +142,16 @@ fn versions(batch: &Batch, layout: &Layout) -> Vec<u64> {
         .collect()
 }
 
+/// Places `layout`'s inputs for `batch` as `options` say: its shared parameters folded into
+/// the kernel ([`GpuOptions::fold_shared`], the default) or read from the shared row.
+fn place_inputs(layout: &mut Layout, batch: &Batch, options: GpuOptions) {
+    if options.fold_shared != Some(false) {
+        layout.fold_shared(batch);
+    } else {
+        layout.place_inputs();
+    }
+}
+
 /// A process-unique generation number for a set of chunks.
 fn next_generation() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -162,9 +172,7 @@ impl GpuEvaluator {
         options: GpuOptions,
     ) -> Result<Self> {
         let mut layout = Layout::for_batch(batch)?;
-        if options.fold_shared != Some(false) {
-            layout.fold_shared(batch);
-        }
+        place_inputs(&mut layout, batch, options);
         let mut built = Self::build(device, layout, precision, options)?;
         built.built_for = Some((batch.uid(), versions(batch, &built.layout)));
         Ok(built)
@@ -201,11 +209,7 @@ impl GpuEvaluator {
         {
             c.shared &= old.shared && !written(k, old);
         }
-        if self.options.fold_shared != Some(false) {
-            layout.fold_shared(batch);
-        } else {
-            layout.place_inputs();
-        }
+        place_inputs(&mut layout, batch, self.options);
         *self = Self::build(self.device.clone(), layout, self.precision, self.options)?;
         self.built_for = Some((batch.uid(), versions(batch, &self.layout)));
         Ok(true)

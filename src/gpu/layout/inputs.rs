@@ -87,33 +87,31 @@ impl InputColumn {
     }
 }
 
-/// The one row of shared column `column` of `batch`, as f64 (empty when the column is missing
-/// or not shared).
-fn shared_row(batch: &crate::batch::Batch, column: Column) -> Vec<f64> {
-    match batch.column_data(column) {
-        Some(view) if view.shared => match view.data {
-            ColumnData::F64(v) => v.to_vec(),
-            ColumnData::U32(v) => v.iter().map(|x| f64::from(*x)).collect(),
-        },
-        _ => Vec::new(),
-    }
+/// The one row of shared column `column` of `batch`, as f64 values read where the batch keeps
+/// them (`None` when the column is missing or not shared).
+fn shared_row(
+    batch: &crate::batch::Batch,
+    column: Column,
+) -> Option<(usize, impl Iterator<Item = f64> + '_)> {
+    let view = batch.column_data(column).filter(|v| v.shared)?;
+    let (len, f64s, u32s) = match view.data {
+        ColumnData::F64(v) => (v.len(), v, &[][..]),
+        ColumnData::U32(v) => (v.len(), &[][..], v),
+    };
+    Some((
+        len,
+        f64s.iter()
+            .copied()
+            .chain(u32s.iter().map(|x| f64::from(*x))),
+    ))
 }
 
 /// Whether `batch` shares `column` with exactly `values` as its row, bit for bit (a folded 0.0
-/// is not a −0.0), compared where the batch keeps it: [`Layout::serves`] asks at every call.
+/// is not a −0.0), compared without copying: [`Layout::serves`] asks at every call.
 fn holds(batch: &crate::batch::Batch, column: Column, values: &[f64]) -> bool {
-    let same = |x: f64, y: &f64| x.to_bits() == y.to_bits();
-    match batch.column_data(column) {
-        Some(view) if view.shared => match view.data {
-            ColumnData::F64(v) => {
-                v.len() == values.len() && v.iter().zip(values).all(|(x, y)| same(*x, y))
-            }
-            ColumnData::U32(v) => {
-                v.len() == values.len() && v.iter().zip(values).all(|(x, y)| same(f64::from(*x), y))
-            }
-        },
-        _ => false,
-    }
+    shared_row(batch, column).is_some_and(|(len, row)| {
+        len == values.len() && row.zip(values).all(|(x, y)| x.to_bits() == y.to_bits())
+    })
 }
 
 /// Whether a kernel may hold `value` as a constant: finite, and finite in f32 too (naga
@@ -170,8 +168,11 @@ impl Layout {
                 continue;
             }
             slots += c.width;
-            let row = shared_row(batch, c.column);
-            if c.shared && row.len() == c.width && row.iter().all(|v| foldable(*v)) {
+            let Some((len, row)) = shared_row(batch, c.column).filter(|_| c.shared) else {
+                continue;
+            };
+            let row: Vec<f64> = row.collect();
+            if len == c.width && row.iter().all(|v| foldable(*v)) {
                 c.folded = true;
                 values.extend(row);
             }
