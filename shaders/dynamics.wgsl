@@ -70,9 +70,16 @@ fn body_inverse_mass(props: MassProperties) -> BodyInverseMass {
     return BodyInverseMass(ok, 1.0 / m, inverse_inertia);
 }
 
-// M⁻¹ of a free body at rotation R: c_G = R c and R I⁻¹ Rᵀ, once per body and state.
-fn inverse_mass_at(body: BodyInverseMass, com: vec3<real>, rotation: mat3x3<real>) -> InverseMass {
-    return InverseMass(body.ok, rotation * com, body.inverse_mass, world_inverse_inertia(rotation, body.inverse_inertia));
+// M⁻¹ of a free body at rotation R: c_G = R c and R I⁻¹ Rᵀ, once per body and state. With an
+// isotropic inertia (`isotropic`: I = k 1 about the COM, a uniform ball's; the generated code
+// passes a literal, `Layout::isotropic_inertia`) R I⁻¹ Rᵀ = I⁻¹ R Rᵀ = I⁻¹ exactly, so the
+// product is not formed (the CPU's general formula agrees to rounding).
+fn inverse_mass_at(body: BodyInverseMass, com: vec3<real>, rotation: mat3x3<real>, isotropic: bool) -> InverseMass {
+    var world = body.inverse_inertia;
+    if !isotropic {
+        world = world_inverse_inertia(rotation, body.inverse_inertia);
+    }
+    return InverseMass(body.ok, rotation * com, body.inverse_mass, world);
 }
 
 // M⁻¹ (τ, f) = (b, a_o).
@@ -83,15 +90,20 @@ fn apply_inverse_mass(inv: InverseMass, tau: vec3<real>, f: vec3<real>) -> array
 }
 
 // f − c(q, u): gravity and the applied force act through the COM, the torque is free.
-fn applied_minus_coriolis(props: MassProperties, kin: BodyKinematics, gravity: vec3<real>, force: vec3<real>, torque: vec3<real>) -> array<real, 6> {
+// `isotropic` as for `inverse_mass_at`: I_G w = k w is parallel to w, so w × I_G w = 0.
+fn applied_minus_coriolis(props: MassProperties, kin: BodyKinematics, gravity: vec3<real>, force: vec3<real>, torque: vec3<real>, isotropic: bool) -> array<real, 6> {
     let r = kin.rotation;
     let w = kin.ang_vel;
     let c_g = r * props.com;
     let m = props.mass;
-    // I_G w = R (I (Rᵀ w)): three matrix-vector products, not the matrix R I Rᵀ.
-    let i_g_w = r * (props.inertia * (transpose(r) * w));
+    var gyroscopic = vec3<real>(0.0, 0.0, 0.0);
+    if !isotropic {
+        // I_G w = R (I (Rᵀ w)): three matrix-vector products, not the matrix R I Rᵀ.
+        let i_g_w = r * (props.inertia * (transpose(r) * w));
+        gyroscopic = cross(w, i_g_w);
+    }
     let w_x_c = cross(w, cross(w, c_g));
-    let coriolis_ang = cross(w, i_g_w) + m * cross(c_g, w_x_c);
+    let coriolis_ang = gyroscopic + m * cross(c_g, w_x_c);
     let coriolis_lin = m * w_x_c;
     let f_com = m * gravity + force;
     let f_ang = cross(c_g, f_com) + torque;

@@ -152,8 +152,8 @@ fn load_free_body(i: u32, slot: u32, p: u32) {
 
 // Free body b (slot `slot`, loaded by `load_free_body`) at pose (q, origin) and velocity
 // (w, v): its kinematics, with accelerations 0 (the bias is aerr at u̇ = 0), M⁻¹ in closed form
-// and f − c.
-fn add_free_body(out: ptr<function, AssembledBodies>, gravity: vec3<real>, b: u32, slot: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>) {
+// and f − c; `isotropic`: the kernel holds its inertia as constants k 1 (`inverse_mass_at`).
+fn add_free_body(out: ptr<function, AssembledBodies>, gravity: vec3<real>, b: u32, slot: u32, q: vec4<real>, origin: vec3<real>, w: vec3<real>, v: vec3<real>, isotropic: bool) {
     if !(finite_quaternion(q) && finite3(origin) && finite3(w) && finite3(v)) {
         (*out).status |= NONFINITE_STATE;
     }
@@ -161,8 +161,8 @@ fn add_free_body(out: ptr<function, AssembledBodies>, gravity: vec3<real>, b: u3
     let kin = BodyKinematics(rotation_from_quaternion(q), origin, w, v, zero, zero);
     (*out).kin[b] = kin;
     let body = free_bodies[slot];
-    (*out).inverse[slot] = inverse_mass_at(body.inverse, body.props.com, kin.rotation);
-    let f = applied_minus_coriolis(body.props, kin, gravity, body.force, body.torque);
+    (*out).inverse[slot] = inverse_mass_at(body.inverse, body.props.com, kin.rotation, isotropic);
+    let f = applied_minus_coriolis(body.props, kin, gravity, body.force, body.torque, isotropic);
     for (var k = 0u; k < 6u; k++) {
         (*out).applied[6u * slot + k] = f[k];
     }

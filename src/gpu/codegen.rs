@@ -382,8 +382,9 @@ fn assemble_bodies(layout: &Layout) -> String {
             (BodyKind::Ground, _) => writeln!(w, "    out.kin[{b}u] = ground_kinematics();"),
             (BodyKind::Free, _) => writeln!(
                 w,
-                "    add_free_body(&out, gravity, {b}u, {}u, {pieces});",
-                body.slot
+                "    add_free_body(&out, gravity, {b}u, {}u, {pieces}, {});",
+                body.slot,
+                layout.isotropic_inertia(body.slot)
             ),
             (BodyKind::Prescribed, None) => writeln!(
                 w,

@@ -17,6 +17,7 @@ mod custom;
 mod custom_sphere;
 mod determinism;
 mod env;
+mod folding;
 mod generated_solve;
 mod golden;
 mod lane_evaluation;

@@ -15,7 +15,8 @@ use simbatch::gpu::solve::{
 use simbatch::model::{Baumgarte, BodyKind};
 use simbatch::prelude::*;
 
-fn validate(source: &str, what: &str) {
+/// Parses and validates `source` with naga and writes it as SPIR-V; panics naming `what`.
+pub(crate) fn validate(source: &str, what: &str) {
     let module = naga::front::wgsl::parse_str(source)
         .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(source)));
     let mut validator = naga::valid::Validator::new(
@@ -486,96 +487,4 @@ fn output_columns_tile_the_outputs() {
             }
         }
     }
-}
-
-/// Shared parameter columns folded into the kernels (`Layout::fold_shared`): each value becomes
-/// a constant of exactly the bits the upload gives it (`as f32` in f32 kernels, the f64 itself
-/// in f64 kernels; −0.0 and an f32 subnormal included), a value beyond f32's range and the
-/// state are read from the buffer instead, the kernels validate, and the layout serves a batch
-/// only while it holds the folded values.
-#[test]
-fn shared_parameters_fold_into_constants_of_the_uploaded_bits() {
-    use simbatch::batch::{Column, FreeField};
-    let mut batch = simbatch::scenarios::rolling_balls(4).unwrap();
-    let ball = batch.template().free_bodies()[0];
-    let (mass, com) = (0.1, [-0.0, 1e-40, 0.3]);
-    let inertia = [0.004, 0.0041, 0.0043, 1e-5, -2e-5, 0.0];
-    for i in 0..4 {
-        batch
-            .set_mass_properties(ball, i, mass, com, inertia)
-            .unwrap();
-        batch.set_applied_force(ball, i, [1e39, 0.0, 0.0]).unwrap();
-    }
-    assert!(batch.share_uniform_columns() >= 3);
-    let mut layout = Layout::for_batch(&batch).unwrap();
-    layout.fold_shared(&batch);
-    let column = |field| *layout.input(Column::Free { slot: 0, field }).unwrap();
-    for field in [FreeField::Mass, FreeField::Com, FreeField::Inertia] {
-        assert!(column(field).shared && column(field).folded, "{field:?}");
-    }
-    let force = column(FreeField::AppliedForce);
-    assert!(
-        force.shared && !force.folded,
-        "1e39 N is beyond f32: read, not folded"
-    );
-    assert!(!column(FreeField::Q).folded && !column(FreeField::U).folded);
-    let expected: Vec<f64> = [mass].iter().chain(&com).chain(&inertia).copied().collect();
-    assert!(
-        layout.folded_values.windows(expected.len()).any(|w| w
-            .iter()
-            .zip(&expected)
-            .all(|(a, b)| a.to_bits() == b.to_bits())),
-        "{:?}",
-        layout.folded_values
-    );
-
-    for precision in [Precision::F32, Precision::F64] {
-        let source = stepping_source(precision, &layout, 64, 1, false);
-        validate(&source.text, "folded kernel");
-        let force_read = format!("read_input({}u, 3u, i, 0u)", force.prefix);
-        assert!(source.text.contains(&force_read), "the force is read");
-        // The constants naga made of the parameter copy's fills, as bits.
-        let module = naga::front::wgsl::parse_str(&source.text).unwrap();
-        let (_, fill) = module
-            .functions
-            .iter()
-            .find(|(_, f)| f.name.as_deref() == Some("cache_parameters"))
-            .unwrap();
-        let constants: Vec<u64> = fill
-            .expressions
-            .iter()
-            .filter_map(|(_, e)| match e {
-                naga::Expression::Literal(naga::Literal::F32(v)) => Some(u64::from(v.to_bits())),
-                naga::Expression::Literal(naga::Literal::F64(v)) => Some(v.to_bits()),
-                _ => None,
-            })
-            .collect();
-        for v in &expected {
-            let bits = match precision {
-                Precision::F32 => u64::from((*v as f32).to_bits()),
-                Precision::F64 => v.to_bits(),
-            };
-            assert!(
-                constants.contains(&bits),
-                "{precision:?}: {v:e} not folded to the uploaded bits {bits:#x}"
-            );
-        }
-    }
-
-    // The layout serves the batch while its folded values hold, bit for bit.
-    assert!(layout.serves(&batch));
-    let mut same = batch.clone();
-    same.set_mass_properties(ball, 2, mass, com, inertia)
-        .unwrap();
-    assert!(layout.serves(&same), "the same values written again");
-    let mut other = batch.clone();
-    for i in 0..4 {
-        other
-            .set_mass_properties(ball, i, mass, [0.0, 1e-40, 0.3], inertia)
-            .unwrap();
-    }
-    other.share_uniform_columns();
-    assert!(!layout.serves(&other), "+0.0 where −0.0 was folded");
-    assert!(!layout.unshared().inputs.iter().any(|c| c.folded));
-    assert!(layout.unshared().folded_values.is_empty());
 }

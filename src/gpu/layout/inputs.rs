@@ -144,6 +144,29 @@ impl Layout {
                 .all(|(c, values)| holds(batch, c.column, values))
     }
 
+    /// The values the kernels hold as constants for `column`, if it is folded.
+    pub fn folded_row(&self, column: Column) -> Option<&[f64]> {
+        self.folded()
+            .find(|(c, _)| c.column == column)
+            .map(|(_, values)| values)
+    }
+
+    /// Whether the kernels hold free body `slot`'s inertia as the constants of an isotropic
+    /// tensor `k 1` (`[k, k, k, 0, 0, 0]`, a uniform ball's): then `R I⁻¹ Rᵀ = I⁻¹` and the
+    /// gyroscopic term `w × I_G w` is zero exactly, and the generated code says so to the
+    /// dynamics (`add_free_body`'s `isotropic`), which skip forming them. The test is on the
+    /// batch's f64 values, so the kernel's constants are those of an isotropic tensor too.
+    pub fn isotropic_inertia(&self, slot: usize) -> bool {
+        let inertia = Column::Free {
+            slot,
+            field: FreeField::Inertia,
+        };
+        matches!(
+            self.folded_row(inertia),
+            Some(&[a, b, c, d, e, f]) if a == b && b == c && [d, e, f] == [0.0; 3]
+        )
+    }
+
     /// The folded columns with their values.
     fn folded(&self) -> impl Iterator<Item = (&InputColumn, &[f64])> {
         let mut at = 0;

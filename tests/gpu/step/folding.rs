@@ -10,17 +10,16 @@ use simbatch::batch::FreeField;
 /// simplification of their own: an off-centre COM, products of inertia, a constant applied
 /// force and torque, a tilted gravity. The ball's handle.
 fn shared_balls(n: usize) -> (Batch, BodyId) {
+    shared_balls_with(n, [0.0052, 0.0047, 0.0061, 0.0003, -0.0002, 0.0001])
+}
+
+/// [`shared_balls`] with the inertia `inertia` about the COM.
+fn shared_balls_with(n: usize, inertia: [f64; 6]) -> (Batch, BodyId) {
     let mut batch = simbatch::scenarios::rolling_balls(n).unwrap();
     let ball = batch.template().free_bodies()[0];
     for i in 0..n {
         batch
-            .set_mass_properties(
-                ball,
-                i,
-                1.3,
-                [0.011, -0.007, 0.004],
-                [0.0052, 0.0047, 0.0061, 0.0003, -0.0002, 0.0001],
-            )
+            .set_mass_properties(ball, i, 1.3, [0.011, -0.007, 0.004], inertia)
             .unwrap();
         batch.set_applied_force(ball, i, [0.4, -0.3, 0.2]).unwrap();
         batch
@@ -32,6 +31,20 @@ fn shared_balls(n: usize) -> (Batch, BodyId) {
         .unwrap();
     assert!(batch.share_uniform_columns() >= 4);
     (batch, ball)
+}
+
+/// `step` on the GPU's `evaluator` (40 steps in two calls) ends where the CPU's 40 steps end,
+/// within the f32 trajectory bound.
+fn steps_as_the_cpu(batch: &Batch, step: StepOptions, evaluator: Evaluator, what: &str) {
+    let mut cpu = batch.clone();
+    Stepper::new(step).unwrap().step(&mut cpu, 40).unwrap();
+    let mut gpu = batch.clone();
+    let mut stepper = Stepper::with_evaluator(step, evaluator).unwrap();
+    stepper.step(&mut gpu, 20).unwrap();
+    stepper.step(&mut gpu, 20).unwrap();
+    let mut report = Report::default();
+    compare_states(&gpu, &cpu, F32_TRAJECTORY_TOL, &mut report);
+    assert!(report.passed(), "{step:?}, {what}:\n{report}");
 }
 
 fn mass_column() -> Column {
@@ -109,19 +122,8 @@ fn folded_shared_parameters_give_the_cpus_answers() {
                 integrator: Integrator::Rk4 { step: 1e-3 },
                 stabilization,
             };
-            let mut cpu = batch.clone();
-            Stepper::new(step).unwrap().step(&mut cpu, 40).unwrap();
-            let mut gpu = batch.clone();
             let evaluator = Evaluator::on_device(device.clone(), Precision::F32, options).unwrap();
-            let mut stepper = Stepper::with_evaluator(step, evaluator).unwrap();
-            stepper.step(&mut gpu, 20).unwrap();
-            stepper.step(&mut gpu, 20).unwrap();
-            let mut report = Report::default();
-            compare_states(&gpu, &cpu, F32_TRAJECTORY_TOL, &mut report);
-            assert!(
-                report.passed(),
-                "{stabilization:?}, folding {folds}:\n{report}"
-            );
+            steps_as_the_cpu(&batch, step, evaluator, &format!("folding {folds}"));
         }
     }
 }
@@ -214,4 +216,53 @@ fn a_kernel_follows_the_batch_whose_folded_values_change() {
     let mut report = Report::default();
     compare_states(&gpu, &cpu, F32_TRAJECTORY_TOL, &mut report);
     assert!(report.passed(), "mass changed between calls:\n{report}");
+}
+
+/// A ball whose folded inertia is isotropic (`Layout::isotropic_inertia`) evaluates and steps
+/// with the dynamics that skip `R I⁻¹ Rᵀ` and the gyroscopic term, and gives the CPU's answers
+/// (which form both): with an off-centre COM (`c_G = R c` still turns with the ball), an
+/// applied torque and a tilted gravity; f32 and f64 evaluation, RK4 with and without
+/// projection, semi-implicit Euler. The balls of `shared_balls`, whose inertia has products,
+/// take the general dynamics (and a kernel that took them as isotropic fails
+/// `folded_shared_parameters_give_the_cpus_answers`).
+#[test]
+fn an_isotropic_folded_inertia_gives_the_cpus_answers() {
+    let Some(device) = device() else { return };
+    let (batch, _) = shared_balls_with(400, [0.0049, 0.0049, 0.0049, 0.0, 0.0, 0.0]);
+    let mut e =
+        Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
+    evaluates_as_the_cpu(&mut e, &batch, "isotropic inertia");
+    assert!(e.gpu_evaluator().unwrap().layout().isotropic_inertia(0));
+    let (general, _) = shared_balls(10);
+    let mut g =
+        Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
+    g.evaluate(&general).unwrap();
+    assert!(!g.gpu_evaluator().unwrap().layout().isotropic_inertia(0));
+    if f64_stepping(&device) {
+        let mut e =
+            Evaluator::on_device(device.clone(), Precision::F64, GpuOptions::default()).unwrap();
+        let gpu = e.evaluate(&batch).unwrap();
+        let mut report = Report::default();
+        simbatch::golden::compare_evaluations(&gpu, &batch.evaluate(), 1e-9, &mut report).unwrap();
+        assert!(report.passed(), "f64 evaluation:\n{report}");
+    }
+    for (integrator, stabilization) in [
+        (Integrator::Rk4 { step: 1e-3 }, Stabilization::None),
+        (
+            Integrator::Rk4 { step: 1e-3 },
+            Stabilization::Projection { tolerance: 1e-6 },
+        ),
+        (
+            Integrator::SemiImplicitEuler { step: 1e-3 },
+            Stabilization::None,
+        ),
+    ] {
+        let step = StepOptions {
+            integrator,
+            stabilization,
+        };
+        let evaluator =
+            Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
+        steps_as_the_cpu(&batch, step, evaluator, "isotropic inertia");
+    }
 }
