@@ -34,8 +34,8 @@ fn shared_balls_with(n: usize, inertia: [f64; 6]) -> (Batch, BodyId) {
 }
 
 /// `step` on the GPU's `evaluator` (40 steps in two calls) ends where the CPU's 40 steps end,
-/// within the f32 trajectory bound.
-fn steps_as_the_cpu(batch: &Batch, step: StepOptions, evaluator: Evaluator, what: &str) {
+/// within `tol`.
+fn steps_as_the_cpu(batch: &Batch, step: StepOptions, evaluator: Evaluator, tol: f64, what: &str) {
     let mut cpu = batch.clone();
     Stepper::new(step).unwrap().step(&mut cpu, 40).unwrap();
     let mut gpu = batch.clone();
@@ -43,7 +43,7 @@ fn steps_as_the_cpu(batch: &Batch, step: StepOptions, evaluator: Evaluator, what
     stepper.step(&mut gpu, 20).unwrap();
     stepper.step(&mut gpu, 20).unwrap();
     let mut report = Report::default();
-    compare_states(&gpu, &cpu, F32_TRAJECTORY_TOL, &mut report);
+    compare_states(&gpu, &cpu, tol, &mut report);
     assert!(report.passed(), "{step:?}, {what}:\n{report}");
 }
 
@@ -123,7 +123,8 @@ fn folded_shared_parameters_give_the_cpus_answers() {
                 stabilization,
             };
             let evaluator = Evaluator::on_device(device.clone(), Precision::F32, options).unwrap();
-            steps_as_the_cpu(&batch, step, evaluator, &format!("folding {folds}"));
+            let what = format!("folding {folds}");
+            steps_as_the_cpu(&batch, step, evaluator, F32_TRAJECTORY_TOL, &what);
         }
     }
 }
@@ -222,9 +223,9 @@ fn a_kernel_follows_the_batch_whose_folded_values_change() {
 /// with the dynamics that skip `R I⁻¹ Rᵀ` and the gyroscopic term, and gives the CPU's answers
 /// (which form both): with an off-centre COM (`c_G = R c` still turns with the ball), an
 /// applied torque and a tilted gravity; f32 and f64 evaluation, RK4 with and without
-/// projection, semi-implicit Euler. The balls of `shared_balls`, whose inertia has products,
-/// take the general dynamics (and a kernel that took them as isotropic fails
-/// `folded_shared_parameters_give_the_cpus_answers`).
+/// projection and semi-implicit Euler in f32, RK4 in f64. The balls of `shared_balls`, whose
+/// inertia has products, take the general dynamics (and a kernel that took them as isotropic
+/// fails `folded_shared_parameters_give_the_cpus_answers`).
 #[test]
 fn an_isotropic_folded_inertia_gives_the_cpus_answers() {
     let Some(device) = device() else { return };
@@ -246,23 +247,33 @@ fn an_isotropic_folded_inertia_gives_the_cpus_answers() {
         simbatch::golden::compare_evaluations(&gpu, &batch.evaluate(), 1e-9, &mut report).unwrap();
         assert!(report.passed(), "f64 evaluation:\n{report}");
     }
-    for (integrator, stabilization) in [
-        (Integrator::Rk4 { step: 1e-3 }, Stabilization::None),
+    let (rk4, euler) = (
+        Integrator::Rk4 { step: 1e-3 },
+        Integrator::SemiImplicitEuler { step: 1e-3 },
+    );
+    let projection = Stabilization::Projection { tolerance: 1e-6 };
+    let mut runs = vec![
+        (Precision::F32, rk4, Stabilization::None, F32_TRAJECTORY_TOL),
+        (Precision::F32, rk4, projection, F32_TRAJECTORY_TOL),
         (
-            Integrator::Rk4 { step: 1e-3 },
-            Stabilization::Projection { tolerance: 1e-6 },
-        ),
-        (
-            Integrator::SemiImplicitEuler { step: 1e-3 },
+            Precision::F32,
+            euler,
             Stabilization::None,
+            F32_TRAJECTORY_TOL,
         ),
-    ] {
+    ];
+    // The f64 stepping kernel's isotropic dynamics too, to the f64 trajectory bound.
+    if f64_stepping(&device) {
+        runs.push((Precision::F64, rk4, Stabilization::None, F64_TRAJECTORY_TOL));
+    }
+    for (precision, integrator, stabilization, tol) in runs {
         let step = StepOptions {
             integrator,
             stabilization,
         };
         let evaluator =
-            Evaluator::on_device(device.clone(), Precision::F32, GpuOptions::default()).unwrap();
-        steps_as_the_cpu(&batch, step, evaluator, "isotropic inertia");
+            Evaluator::on_device(device.clone(), precision, GpuOptions::default()).unwrap();
+        let what = format!("isotropic inertia, {precision:?}");
+        steps_as_the_cpu(&batch, step, evaluator, tol, &what);
     }
 }
