@@ -101,8 +101,8 @@ fn shared_parameters_fold_into_constants_of_the_uploaded_bits() {
     assert!(layout.unshared().folded_values.is_empty());
 }
 
-/// The call the generated `assemble_bodies` makes for the ball of `batch` (folded as
-/// `GpuOptions::fold_shared` does by default), from the f32 stepping kernel.
+/// The layout of `batch` (its shared columns folded when `fold`, as `GpuOptions::fold_shared`
+/// does by default) and the call its f32 stepping kernel's `assemble_bodies` makes for the ball.
 fn ball_call(batch: &simbatch::batch::Batch, fold: bool) -> (Layout, String) {
     let mut layout = Layout::for_batch(batch).unwrap();
     if fold {
@@ -186,7 +186,7 @@ fn only_a_folded_isotropic_inertia_skips_the_rotation_of_the_inertia() {
         let folded = layout.folded_row(inertia);
         assert_eq!(folded.is_some(), fold && what != "per instance", "{what}");
     }
-    // The other bodies of the template have no inertia to fold: slot 1 is no body.
+    // The template has one free body: no slot 1 to call isotropic.
     let (layout, _) = ball_call(&balls(&|_| [k, k, k, 0.0, 0.0, 0.0]), true);
     assert!(!layout.isotropic_inertia(1));
 }
