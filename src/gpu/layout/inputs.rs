@@ -301,16 +301,8 @@ impl Layout {
                 "    slot = select(slot, {slot}u + prefix - {first}u, prefix >= {first}u && prefix < {end}u);"
             );
         };
-        let mut folded_at = 0;
         for c in &self.inputs {
-            let folded: &[f64] = if c.folded {
-                folded_at += c.width;
-                self.folded_values
-                    .get(folded_at - c.width..folded_at)
-                    .unwrap_or(&[])
-            } else {
-                &[]
-            };
+            let folded = self.folded_row(c.column).unwrap_or(&[]);
             if !takes_slot(c, slots) {
                 if let Some(r) = run.take() {
                     close(r, &mut runs);
@@ -322,7 +314,7 @@ impl Layout {
                 let _ = match folded.get(k) {
                     // `{:?}` writes the shortest text that reads back as the same f64, which
                     // naga turns into the kernel's precision as the upload does (`as f32`).
-                    Some(value) if c.folded => {
+                    Some(value) => {
                         writeln!(fill, "    parameters[{slot}u] = real({value:?});")
                     }
                     _ => writeln!(
