@@ -19,7 +19,9 @@
 //! routes: `gpu::solve` generates the certified Cholesky straight-line for the template's row
 //! count, and `shaders/solver.wgsl`'s Jacobi route, `cpu::jacobi`'s twin, runs only where the
 //! certificate fails; on lavapipe the kernels compile within 10 % of the Jacobi route alone with
-//! it, and faster once `M⁻¹` is in closed form too.
+//! it, and faster once `M⁻¹` is in closed form too. The CPU's lane path (`cpu::lanes::solve`)
+//! factors `A = U D Uᵀ`, the same factor without its square roots, with the same pivots and
+//! certificate.
 //!
 //! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every
 //! stage of every instance, reuse one scratch allocation per instance.

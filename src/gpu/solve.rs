@@ -3,9 +3,12 @@
 //! back to the minimum-norm Jacobi route of `shaders/solver.wgsl` only where the certificate
 //! fails (redundant rows, a near-singular `A`).
 //!
-//! It is the twin of the CPU lane path's `solve_certified` (`src/cpu/lanes/solve.rs`) and of the
-//! reference solver's certified route (`src/cpu/solver.rs`): the same factor, column by column,
-//! the same certificate `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE < 1` over the rows in use (which
+//! It is the twin of the reference solver's certified route (`src/cpu/solver.rs`) — the same
+//! factor, column by column — and of the CPU lane path's `solve_certified`
+//! (`src/cpu/lanes/solve.rs`), which factors `A = U D Uᵀ` instead, the same factor without the
+//! square roots (`L = U D^½`; on the CPU's lanes a root stood on the solve's chain of dependent
+//! operations; here `1 / sqrt(d)` is one instruction on GPUs). All three have the same pivots
+//! before the roots, the same certificate `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE < 1` over the rows in use (which
 //! proves every eigenvalue above the Jacobi route's rank threshold, so both routes would return
 //! `A⁻¹ rhs`), the same unit pivot and zero right-hand side for rows not in use (a disabled
 //! constraint; in the projection, rows of the other level), so they get λ = 0 and leave the

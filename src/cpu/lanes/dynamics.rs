@@ -299,7 +299,7 @@ impl Chunk<'_> {
         ok
     }
 
-    /// The multipliers of lanes `lanes`, whose certified Cholesky failed, by the reference
+    /// The multipliers of lanes `lanes`, whose certified solve failed, by the reference
     /// solver's minimum-norm route on their enabled rows, into `lambda` (0 on disabled rows);
     /// returns the lanes answered with finite values. Lanes with the same enabled rows, up to
     /// six, take the eigen route four at a time ([`min_norm_lanes`](Self::min_norm_lanes));

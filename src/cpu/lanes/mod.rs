@@ -14,8 +14,9 @@
 //!   built-in kinds run their formulas on lanes, any other constraint runs its scalar
 //!   `evaluate` lane by lane through the trait's default, so built-in and custom constraints go
 //!   through the same interface;
-//! * `A = G M⁻¹ Gᵀ` from the per-body Jacobian blocks, and its Cholesky factor with the reference
-//!   solver's full-rank certificate (`cpu::solver`): `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE < 1`.
+//! * `A = G M⁻¹ Gᵀ` from the per-body Jacobian blocks, and its factor `U D Uᵀ` (the Cholesky
+//!   factor without its square roots, `solve::solve_certified`) with the reference solver's
+//!   full-rank certificate (`cpu::solver`): `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE < 1`.
 //!   A disabled constraint's rows are masked out (zero row, unit pivot, zero right-hand side),
 //!   which leaves the other rows' arithmetic exactly as without them.
 //!

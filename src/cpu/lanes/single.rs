@@ -2,7 +2,7 @@
 //! it and Ground (a sphere or a point on a plane, a point against the ground, a user's
 //! constraint on one body) — in one function per row count: the body's kinematics, `u̇₀`,
 //! the constraint's rows (through [`Constraint::evaluate_lanes`](crate::model::Constraint), the
-//! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified Cholesky
+//! interface every constraint goes through), `M⁻¹ Gᵀ`, the Gram matrix, the certified `U D Uᵀ`
 //! solve and `u̇`. The Jacobian blocks, `M⁻¹ Gᵀ`, the Gram matrix and the multipliers are
 //! fixed-size locals of `M` rows, not entries of the general path's `MAX_M`-row scratch read back
 //! through the plan's per-row slot tables. The kernel writes whatever the evaluation selects
