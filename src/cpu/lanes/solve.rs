@@ -18,9 +18,7 @@ pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
     let s = (i[0] + i[1] + i[2]) / splat(3.0);
     // Element by element rather than `map`, which the compiler left as a call.
     let [a, b, c, d, e, f] = [i[0] / s, i[1] / s, i[2] / s, i[3] / s, i[4] / s, i[5] / s];
-    let (c00, c01, c02) = (b * c - f * f, e * f - d * c, d * f - b * e);
-    let (c11, c12, c22) = (a * c - e * e, d * e - a * f, a * b - d * d);
-    let det = a * c00 + d * c01 + e * c02;
+    let ([c00, c01, c02, c11, c12, c22], det) = symmetric_cofactors([a, b, c], [d, e, f]);
     let zero = splat(0.0);
     let ok = a.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero) & is_finite(det);
     let k = splat(1.0) / (det * s);
@@ -183,15 +181,10 @@ fn solve_by_cofactors<const M: usize, const N: usize>(
         x[1] = (a * r1 - b * r0) * inverse_det;
         return;
     }
-    let (a, b, c) = (l[0][0], l[1][0], l[2][0]);
-    let (d, e, f) = (l[1][1], l[2][1], l[2][2]);
-    let c00 = d * f - e * e;
-    let c01 = c * e - b * f;
-    let c02 = b * e - d * c;
-    let c11 = a * f - c * c;
-    let c12 = b * c - a * e;
-    let c22 = a * d - b * b;
-    let det = a * c00 + b * c01 + c * c02;
+    let a = l[0][0];
+    let diagonal = [a, l[1][1], l[2][2]];
+    let ([c00, c01, c02, c11, c12, c22], det) =
+        symmetric_cofactors(diagonal, [l[1][0], l[2][0], l[2][1]]);
     let good = is_finite(det) & a.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero);
     *ok = *ok & good;
     let inverse_det = splat(1.0) / select(good, det, splat(1.0));
@@ -201,6 +194,18 @@ fn solve_by_cofactors<const M: usize, const N: usize>(
     x[0] = (c00 * r0 + c01 * r1 + c02 * r2) * inverse_det;
     x[1] = (c01 * r0 + c11 * r1 + c12 * r2) * inverse_det;
     x[2] = (c02 * r0 + c12 * r1 + c22 * r2) * inverse_det;
+}
+
+/// The cofactors `[C₀₀, C₀₁, C₀₂, C₁₁, C₁₂, C₂₂]` and the determinant of the symmetric 3×3
+/// matrix with diagonal `[x₀₀, x₁₁, x₂₂]` and entries `[x₀₁, x₀₂, x₁₂]` off it (its inverse is
+/// `C / det`). Shared by [`inverse_inertia`] and [`solve_by_cofactors`].
+#[inline(always)]
+fn symmetric_cofactors(diagonal: [Lane; 3], off: [Lane; 3]) -> ([Lane; 6], Lane) {
+    let ([a, b, c], [d, e, f]) = (diagonal, off);
+    let (c00, c01, c02) = (b * c - f * f, e * f - d * c, d * f - b * e);
+    let (c11, c12, c22) = (a * c - e * e, d * e - a * f, a * b - d * d);
+    let det = a * c00 + d * c01 + e * c02;
+    ([c00, c01, c02, c11, c12, c22], det)
 }
 
 /// Clears from `ok` the lanes whose bound `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE` is not finite and
