@@ -375,3 +375,31 @@ fn beyond_the_straight_line_limit_every_system_takes_the_jacobi_route() {
     let rhs = vec![1.0; m];
     assert_eq!(run(m, &as_gram(&a), &rhs, &vec![1; m]), Outcome::Fallback);
 }
+
+/// Systems that are not positive definite fall back, each caught by one test of the route:
+/// for two and three rows (the closed form) a negative leading minor while the others are
+/// positive, for four (the factor) a negative third pivot.
+#[test]
+fn systems_that_are_not_positive_definite_fall_back() {
+    let systems: [(usize, Vec<f64>); 6] = [
+        (2, vec![1.0, 2.0, 2.0, 1.0]),   // det A < 0, a₀₀ > 0
+        (2, vec![-1.0, 0.0, 0.0, -1.0]), // a₀₀ < 0, det A > 0
+        (3, vec![-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0]), // a₀₀ < 0 alone
+        (3, vec![1.0, 2.0, 0.0, 2.0, 1.0, 0.0, 0.0, 0.0, -1.0]), // the 2×2 minor alone
+        (3, vec![2.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, -5.0]), // det A alone
+        (
+            4,
+            vec![
+                1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, -3.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+            ],
+        ),
+    ];
+    for (m, a) in systems {
+        let rhs = vec![1.0; m];
+        assert_eq!(
+            run(m, &a, &rhs, &vec![1; m]),
+            Outcome::Fallback,
+            "{m} rows: {a:?}"
+        );
+    }
+}

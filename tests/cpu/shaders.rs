@@ -169,9 +169,16 @@ fn whole_kernels_validate_for_every_body_and_constraint_kind() {
 fn the_generated_multiplier_solve_validates_for_every_row_count() {
     for rows in 0..=MAX_STRAIGHT_ROWS + 1 {
         let solve = solve_multipliers(rows);
-        // Straight-line up to the limit (no loop, no runtime index), the Jacobi route beyond.
+        // Straight-line up to the limit (no loop, no runtime index), the Jacobi route beyond:
+        // the closed form by cofactors for two and three rows, the Cholesky factor otherwise.
         let straight = (1..=MAX_STRAIGHT_ROWS).contains(&rows);
-        assert_eq!(solve.contains("let p0 = "), straight, "{rows} rows");
+        let closed_form = rows == 2 || rows == 3;
+        assert_eq!(solve.contains("let det = "), closed_form, "{rows} rows");
+        assert_eq!(
+            solve.contains("let p0 = "),
+            straight && !closed_form,
+            "{rows} rows"
+        );
         assert!(!solve.contains("for ("), "{rows} rows: {solve}");
         // The fallback: named values (no array indexed at run time) up to its own limit.
         let fallback = min_norm_fallback(rows);

@@ -43,8 +43,8 @@ pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
 /// (evaluations, RK4 and Euler steps; `docs/performance-log.md`, 2026-11-27 12:10).
 ///
 /// Two or three rows, the commonest systems (a rolling sphere, a point against the ground), take
-/// the closed form instead ([`solve_by_cofactors`]), whose chain of dependent operations is
-/// shorter still.
+/// the closed form instead ([`solve_by_cofactors`], as the GPU's generated solve does), whose
+/// chain of dependent operations is shorter still.
 ///
 /// Dispatches on `m` to a copy compiled for that size, whose loops the compiler unrolls and
 /// whose bounds checks it removes.
@@ -149,7 +149,8 @@ pub(super) fn solve_sized<const M: usize, const N: usize>(
 }
 
 /// [`solve_sized`] for `M` = 2 or 3 rows in closed form: `x = adj(A) rhs / det A` from the
-/// cofactors `C` of the symmetric `A` (its lower triangle read; `l` is left as it was). The
+/// cofactors `C` of the symmetric `A` (its lower triangle read; `l` is left as it was). Twin of
+/// the GPU's generated solve for two and three rows (`gpu::solve`), name for name. The
 /// tests are the factor's, by other means: the Cholesky pivots are the ratios of the leading
 /// minors (`a₀₀`, `C₂₂` for three rows, `det A`), so they are positive exactly when the minors
 /// are, and `‖L⁻¹‖²_F = tr A⁻¹ = Σᵢ Cᵢᵢ / det A` over the enabled rows (a disabled row is
@@ -168,24 +169,23 @@ fn solve_by_cofactors<const M: usize, const N: usize>(
 ) {
     let zero = splat(0.0);
     let on = |k: usize, v: Lane| select(enabled[k], v, zero);
+    let (x00, x11, x01) = (l[0][0], l[1][1], l[1][0]);
     if M == 2 {
-        let (a, b, d) = (l[0][0], l[1][0], l[1][1]);
-        let det = a * d - b * b;
-        let good = is_finite(det) & a.simd_gt(zero) & det.simd_gt(zero);
+        let det = x00 * x11 - x01 * x01;
+        let good = is_finite(det) & x00.simd_gt(zero) & det.simd_gt(zero);
         *ok = *ok & good;
         let inverse_det = splat(1.0) / select(good, det, splat(1.0));
-        let norm2 = (on(0, d) + on(1, a)) * inverse_det;
+        let norm2 = (on(0, x11) + on(1, x00)) * inverse_det;
         certify(trace, norm2, ok);
         let (r0, r1) = (rhs[0], rhs[1]);
-        x[0] = (d * r0 - b * r1) * inverse_det;
-        x[1] = (a * r1 - b * r0) * inverse_det;
+        x[0] = (x11 * r0 - x01 * r1) * inverse_det;
+        x[1] = (x00 * r1 - x01 * r0) * inverse_det;
         return;
     }
-    let a = l[0][0];
-    let diagonal = [a, l[1][1], l[2][2]];
+    let (x22, x02, x12) = (l[2][2], l[2][0], l[2][1]);
     let ([c00, c01, c02, c11, c12, c22], det) =
-        symmetric_cofactors(diagonal, [l[1][0], l[2][0], l[2][1]]);
-    let good = is_finite(det) & a.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero);
+        symmetric_cofactors([x00, x11, x22], [x01, x02, x12]);
+    let good = is_finite(det) & x00.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero);
     *ok = *ok & good;
     let inverse_det = splat(1.0) / select(good, det, splat(1.0));
     let norm2 = (on(0, c00) + on(1, c11) + on(2, c22)) * inverse_det;
@@ -201,10 +201,14 @@ fn solve_by_cofactors<const M: usize, const N: usize>(
 /// `C / det`). Shared by [`inverse_inertia`] and [`solve_by_cofactors`].
 #[inline(always)]
 fn symmetric_cofactors(diagonal: [Lane; 3], off: [Lane; 3]) -> ([Lane; 6], Lane) {
-    let ([a, b, c], [d, e, f]) = (diagonal, off);
-    let (c00, c01, c02) = (b * c - f * f, e * f - d * c, d * f - b * e);
-    let (c11, c12, c22) = (a * c - e * e, d * e - a * f, a * b - d * d);
-    let det = a * c00 + d * c01 + e * c02;
+    let ([x00, x11, x22], [x01, x02, x12]) = (diagonal, off);
+    let c00 = x11 * x22 - x12 * x12;
+    let c01 = x02 * x12 - x01 * x22;
+    let c02 = x01 * x12 - x11 * x02;
+    let c11 = x00 * x22 - x02 * x02;
+    let c12 = x01 * x02 - x00 * x12;
+    let c22 = x00 * x11 - x01 * x01;
+    let det = x00 * c00 + x01 * c01 + x02 * c02;
     ([c00, c01, c02, c11, c12, c22], det)
 }
 
