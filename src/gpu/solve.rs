@@ -18,8 +18,7 @@
 //!
 //! Why generated: with the row count known, every entry of `L`, `L⁻¹` (or the cofactors) and
 //! the solution is a named `let` value, with no array indexed at run time and no loop for a
-//! driver to unroll:
-//! the form shader compilers digest fastest. With it (and `M⁻¹` in closed form) lavapipe
+//! driver to unroll: the form shader compilers digest fastest. With it (and `M⁻¹` in closed form) lavapipe
 //! compiles the kernels faster than it did the Jacobi route alone (`simbatch bench` reports each
 //! kernel's first-call time; `tests/cpu/shaders.rs` validates the generated text, and
 //! `tests/cpu/generated_solve.rs` runs it in f64 against the reference solver). An earlier

@@ -27,7 +27,7 @@ pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
 }
 
 /// Solves `A x = rhs` (its first `m` entries) for the symmetric `A` in `l` (`m × m`, its lower
-/// triangle read and factored in place), lane by lane, as the reference solver's certified
+/// triangle read, and factored in place for more than three rows), lane by lane, as the reference solver's certified
 /// route (`cpu::solver`): a lane whose pivot is not positive and finite, or whose factor does
 /// not certify full rank, is cleared from `ok`. Rows where `enabled` is false must be
 /// decoupled with a unit pivot; they do not count in the trace or the certificate, and get
@@ -39,8 +39,8 @@ pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
 /// certificate is the reference's, `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE < 1`, through
 /// `‖L⁻¹‖²_F = Σᵢ Σₖ (U⁻¹)ᵢₖ² / D_i`. The two agree to rounding. Why: on four lanes a square
 /// root and the reciprocal after it stood on the solve's chain of dependent operations at every
-/// pivot; without them the one-constraint kernel ran 1.02–1.09× as fast on one thread
-/// (evaluations, RK4 and Euler steps; `docs/performance-log.md`, 2026-11-27 12:10).
+/// pivot; without them the one-constraint kernel ran 1.02–1.08× as fast on one thread
+/// (evaluations, RK4 and Euler steps; `docs/performance-log.md`, 2026-11-27 11:20–12:40).
 ///
 /// Two or three rows, the commonest systems (a rolling sphere, a point against the ground), take
 /// the closed form instead ([`solve_by_cofactors`], as the GPU's generated solve does), whose
@@ -222,8 +222,9 @@ fn certify(trace: Lane, norm2: Lane, ok: &mut LaneMask) {
 
 #[cfg(test)]
 mod tests {
-    //! The lanes' `U D Uᵀ` solve against the reference solver's Cholesky route and against
-    //! closed forms of its certificate.
+    //! The lanes' solve (the closed form for two and three rows, `U D Uᵀ` for the others)
+    //! against the reference solver's Cholesky route and against closed forms of its
+    //! certificate.
 
     use super::*;
     use crate::cpu::lanes::ALL_LANES;
