@@ -387,7 +387,11 @@ pub fn solve_multipliers(rows: usize) -> String {
 /// certificate goes through `‖L⁻¹‖²_F = tr A⁻¹ = Σᵢ Cᵢᵢ / det A` over the rows in use: the
 /// factor's tests by other means. Rows not in use get a unit diagonal (their couplings and
 /// right-hand side are zero), hence λ = 0. Why: no square root per pivot and no chain of pivots,
-/// each waiting on the one before; one division.
+/// each waiting on the one before; one division. `det A` grows as the cube of the entries, so
+/// it leaves the floating-point range before they do (in f32 for entries beyond about 7e12 or
+/// below 2e-13: 1/m of a body under 1e-12 kg, say); it then fails the pivot test and the
+/// instance takes the Jacobi route, whose answer is the same to rounding
+/// (`tests/cpu/generated_solve.rs` checks this at f64's limits).
 fn by_cofactors(w: &mut String, m: usize, entry: &dyn Fn(usize, usize) -> String) {
     let diagonal = |k: usize| format!("select(1.0, {}, used{k})", entry(k, k));
     let _ = writeln!(w, "    let x00 = {};", diagonal(0));

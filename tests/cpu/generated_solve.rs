@@ -403,3 +403,29 @@ fn systems_that_are_not_positive_definite_fall_back() {
         );
     }
 }
+
+/// The closed form's determinant grows as the cube of the entries: where it leaves the range
+/// of f64 (entries of 1e110 or 1e-110 for three rows), the system falls back to the Jacobi
+/// route; at 1e90 and 1e-90 it still takes the certified route and matches the reference.
+#[test]
+fn a_determinant_out_of_range_falls_back() {
+    let mut seed = 13;
+    let a = spd(3, 3, 0.5, &mut seed);
+    let rhs = DVector::from_fn(3, |_, _| draw(&mut seed));
+    for (scale, certified) in [(1e90, true), (1e-90, true), (1e110, false), (1e-110, false)] {
+        let scaled = &a * scale;
+        match run(3, &as_gram(&scaled), rhs.as_slice(), &[1; 3]) {
+            Outcome::Fallback => assert!(!certified, "scale {scale:e} fell back"),
+            Outcome::Certified(x) => {
+                assert!(certified, "scale {scale:e} was certified");
+                let (reference, _) = solve_min_norm_spd(&scaled, &rhs);
+                for (x, r) in x.iter().zip(reference.iter()) {
+                    assert!(
+                        (x - r).abs() <= 1e-10 * r.abs(),
+                        "scale {scale:e}: {x} / {r}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -157,7 +157,10 @@ pub(super) fn solve_sized<const M: usize, const N: usize>(
 /// decoupled, so `A⁻¹` is block diagonal and its enabled block is the enabled rows' inverse).
 /// A disabled row's λ is 0: its cofactors off the diagonal are exact zeros and its right-hand
 /// side is 0. Why: one division, and no chain of pivots, each waiting on the one before
-/// (rolling spheres evaluated 1.03–1.04× as fast on one thread as with `U D Uᵀ`).
+/// (rolling spheres evaluated 1.03–1.04× as fast on one thread as with `U D Uᵀ`). `det A`
+/// grows as the cube of the entries and leaves f64's range first (entries beyond about 1e102
+/// or below 1e-102): such a lane fails the pivot test and takes the minimum-norm route, whose
+/// answer is the same to rounding.
 #[inline(always)]
 fn solve_by_cofactors<const M: usize, const N: usize>(
     l: &[[Lane; N]; N],
@@ -358,6 +361,30 @@ mod tests {
                 let (_, ok) = solve_lanes(m, &a, &rhs);
                 let expected = if certified { ALL_LANES } else { 0 };
                 assert_eq!(ok, expected, "m = {m}, bound {bound:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_determinant_out_of_range_fails_and_one_in_range_does_not() {
+        let mut r = Rng::for_instance(29, 0);
+        let base = random_spd(&mut r, 3, 0.5);
+        let scales = [1e90, 1e-90, 1e110, 1e-110];
+        let a: [Vec<f64>; 4] =
+            std::array::from_fn(|k| base.iter().map(|v| v * scales[k]).collect());
+        let rhs: [Vec<f64>; 4] = std::array::from_fn(|_| vec![0.3, -0.7, 0.2]);
+        let (x, ok) = solve_lanes(3, &a, &rhs);
+        assert_eq!(
+            ok, 0b0011,
+            "the first two lanes certified, the last two not"
+        );
+        for k in 0..2 {
+            let mut reference = vec![0.0; 3];
+            let mut work = vec![0.0; 12];
+            solve_min_norm_rows(&a[k], 3, &rhs[k], &mut reference, &mut work);
+            for i in 0..3 {
+                let error = (x[k][i] - reference[i]).abs() / reference[i].abs();
+                assert!(error < 1e-12, "scale {:e}, row {i}: {error:e}", scales[k]);
             }
         }
     }
