@@ -43,6 +43,30 @@ struct BodyInverseMass {
     inverse_inertia: mat3x3<real>,
 }
 
+// The cofactors C₀₀, C₀₁, C₀₂, C₁₁, C₁₂, C₂₂ and the determinant of the symmetric 3×3 matrix
+// with diagonal (x00, x11, x22) and entries (x01, x02, x12) off it (its inverse is C / det).
+// Twin of `symmetric_cofactors` (src/cpu/lanes/solve.rs), name for name.
+struct SymmetricCofactors {
+    c00: real,
+    c01: real,
+    c02: real,
+    c11: real,
+    c12: real,
+    c22: real,
+    det: real,
+}
+
+fn symmetric_cofactors(x00: real, x11: real, x22: real, x01: real, x02: real, x12: real) -> SymmetricCofactors {
+    let c00 = x11 * x22 - x12 * x12;
+    let c01 = x02 * x12 - x01 * x22;
+    let c02 = x01 * x12 - x11 * x02;
+    let c11 = x00 * x22 - x02 * x02;
+    let c12 = x01 * x02 - x00 * x12;
+    let c22 = x00 * x11 - x01 * x01;
+    let det = x00 * c00 + x01 * c01 + x02 * c02;
+    return SymmetricCofactors(c00, c01, c02, c11, c12, c22, det);
+}
+
 // I⁻¹ by cofactors of I / s, s the mean of I's diagonal: the scaling keeps the determinant
 // within range (a small body's det I underflows f32), and I is positive definite when the
 // scaled leading minors are positive (Sylvester). Twin of `inverse_inertia`
@@ -56,17 +80,11 @@ fn body_inverse_mass(props: MassProperties) -> BodyInverseMass {
     let d = i[1][0] / s;
     let e = i[2][0] / s;
     let f = i[2][1] / s;
-    let c00 = b * c - f * f;
-    let c01 = e * f - d * c;
-    let c02 = d * f - b * e;
-    let c11 = a * c - e * e;
-    let c12 = d * e - a * f;
-    let c22 = a * b - d * d;
-    let det = a * c00 + d * c01 + e * c02;
+    let cof = symmetric_cofactors(a, b, c, d, e, f);
     let m = props.mass;
-    let ok = a > 0.0 && c22 > 0.0 && det > 0.0 && is_finite_real(det) && m > 0.0 && is_finite_real(m);
-    let k = 1.0 / (det * s);
-    let inverse_inertia = mat3x3<real>(vec3<real>(c00, c01, c02) * k, vec3<real>(c01, c11, c12) * k, vec3<real>(c02, c12, c22) * k);
+    let ok = a > 0.0 && cof.c22 > 0.0 && cof.det > 0.0 && is_finite_real(cof.det) && m > 0.0 && is_finite_real(m);
+    let k = 1.0 / (cof.det * s);
+    let inverse_inertia = mat3x3<real>(vec3<real>(cof.c00, cof.c01, cof.c02) * k, vec3<real>(cof.c01, cof.c11, cof.c12) * k, vec3<real>(cof.c02, cof.c12, cof.c22) * k);
     return BodyInverseMass(ok, 1.0 / m, inverse_inertia);
 }
 
