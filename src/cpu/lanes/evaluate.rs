@@ -16,8 +16,8 @@ use crate::constraints::{MAX_ROWS, ParamLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::{ConstraintBlock, EvaluationBlock};
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, bits, is_finite, scatter_fixed_with, scatter_rows_with, select, splat,
-    streaming_fence, values,
+    LANES, Lane, LaneMask, bits, is_finite, mul_add, scatter_fixed_with, scatter_rows_with, select,
+    splat, streaming_fence, values,
 };
 
 /// The lanes of each of `x`'s values, by a loop (`map` was left as a call by the compiler).
@@ -85,29 +85,48 @@ pub(super) fn put(column: &mut [f64], width: usize, offset: usize, place: Place,
     }
 }
 
-/// Per report slot, `value` of the row it reports (0 where it reports none).
-#[inline(always)]
-pub(super) fn reported(slots: &[Option<usize>], value: impl Fn(usize) -> Lane) -> [Lane; MAX_ROWS] {
-    let mut x = [splat(0.0); MAX_ROWS];
-    for (s, row) in slots.iter().enumerate() {
-        if let Some(r) = *row {
-            x[s] = value(r);
-        }
-    }
-    x
-}
+/// The row of a report slot that reports none (`ConstraintPlan::report_rows`): beyond every
+/// row count.
+pub(super) const NOT_REPORTED: usize = usize::MAX;
 
-/// Writes lanes `0..count` of each report slot's `value` of the row it reports (0 where it
-/// reports none) into `column` (one value a slot, `slots.len()` an instance) at `place`.
+/// Writes lanes `0..count` of each report slot's value of the row it reports (`value(row)`,
+/// `None` for a row out of range) or 0 where it reports none into `column` (one value a slot,
+/// `slots.len()` an instance) at `place`. `slots` are a constraint's `report_rows`; the usual
+/// widths (one to three slots) take [`put_slots`], whose width is a constant.
 #[inline(always)]
 pub(super) fn put_reported(
     column: &mut [f64],
-    slots: &[Option<usize>],
+    slots: &[usize],
     place: Place,
-    value: impl Fn(usize) -> Lane,
+    value: impl Fn(usize) -> Option<Lane>,
 ) {
-    let x = reported(slots, value);
-    put(column, slots.len(), 0, place, &x[..slots.len()]);
+    match *slots {
+        [a] => put_slots(column, [a], place, value),
+        [a, b] => put_slots(column, [a, b], place, value),
+        [a, b, c] => put_slots(column, [a, b, c], place, value),
+        _ => {
+            let mut x = [splat(0.0); MAX_ROWS];
+            for (x, row) in x.iter_mut().zip(slots) {
+                *x = value(*row).unwrap_or(splat(0.0));
+            }
+            put(column, slots.len(), 0, place, &x[..slots.len()]);
+        }
+    }
+}
+
+/// [`put_reported`] for `W` slots: the values go straight from the rows to the transpose,
+/// one comparison a slot, with the width a constant — not through a loop over the slots
+/// into an array of `MAX_ROWS` (that took a sixteenth of an every-output evaluation's
+/// instructions, `docs/performance-log.md`).
+#[inline(always)]
+fn put_slots<const W: usize>(
+    column: &mut [f64],
+    slots: [usize; W],
+    place: Place,
+    value: impl Fn(usize) -> Option<Lane>,
+) {
+    let x: [Lane; W] = slots.map(|row| value(row).unwrap_or(splat(0.0)));
+    put(column, W, 0, place, &x);
 }
 
 /// What a rayon job of an evaluation keeps across its blocks.
@@ -280,7 +299,7 @@ impl Chunk<'_> {
                 for (row, multiplier) in own.iter().zip(multipliers) {
                     for j in 0..c.body_count {
                         for k in 0..6 {
-                            forces[j][k] += *multiplier * row.jacobian[j][k];
+                            forces[j][k] = mul_add(*multiplier, row.jacobian[j][k], forces[j][k]);
                         }
                     }
                 }
@@ -296,19 +315,25 @@ impl Chunk<'_> {
             if per_row {
                 // Each selected output's reported values (0 in a slot no row reports), written
                 // at once; an output not selected is not gathered.
-                let slots = &c.report_slots;
+                let slots = &c.report_rows;
                 if selected.position_errors {
-                    put_reported(out.position_errors, slots, place, |r| own[r].position_error);
+                    put_reported(out.position_errors, slots, place, |r| {
+                        own.get(r).map(|row| row.position_error)
+                    });
                 }
                 if selected.velocity_errors {
-                    put_reported(out.velocity_errors, slots, place, |r| own[r].velocity_error);
+                    put_reported(out.velocity_errors, slots, place, |r| {
+                        own.get(r).map(|row| row.velocity_error)
+                    });
                 }
                 if selected.acceleration_errors {
-                    let a = &acceleration_errors;
-                    put_reported(out.acceleration_errors, slots, place, |r| a[r]);
+                    let a = &acceleration_errors[..c.rows];
+                    put_reported(out.acceleration_errors, slots, place, |r| a.get(r).copied());
                 }
                 if selected.multipliers {
-                    put_reported(out.multipliers, slots, place, |r| multipliers[r]);
+                    put_reported(out.multipliers, slots, place, |r| {
+                        multipliers.get(r).copied()
+                    });
                 }
             }
 
@@ -338,7 +363,7 @@ impl Chunk<'_> {
         let c = &self.plan.constraints[k];
         let constraint = &self.batch.template().constraints()[k].constraint;
         let cols = &self.batch.all_constraint_columns()[k];
-        let params = ParamLanes::new(&cols.params, self.instances);
+        let params = ParamLanes::of(&cols.params, self.instances);
         let report = self.with_bodies(c, kin, |bodies| {
             constraint.report_lanes(&params, &self.prepared[k], bodies, multipliers)
         });

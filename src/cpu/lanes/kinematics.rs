@@ -194,7 +194,7 @@ impl Chunk<'_> {
             .zip(self.batch.all_constraint_columns())
             .enumerate()
         {
-            let params = ParamLanes::new(&cols.params, self.instances);
+            let params = ParamLanes::of(&cols.params, self.instances);
             let prepared = &self.prepared[k];
             let out = &mut rows[plan.offset..plan.offset + plan.rows];
             let c = &slot.constraint;

@@ -9,36 +9,36 @@ use super::solve::inverse_inertia;
 use super::{ALL_LANES, Chunk};
 use crate::constraints::ParamLanes;
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, bits, gather_rows, gather_values, is_finite, splat,
+    LANES, Lane, LaneInstances, LaneMask, LaneMat3, LaneVec3, bits, is_finite, splat,
 };
 use crate::model::Broadcast;
 
 /// The rows of `instances` in a broadcast column of `N`-value rows, one lane value each: one
 /// branch on its form, then one bounds check per lane.
 #[inline(always)]
-fn gather<const N: usize>(column: &Broadcast<[f64; N]>, instances: &[usize; LANES]) -> [Lane; N] {
+fn gather<const N: usize>(column: &Broadcast<[f64; N]>, instances: &LaneInstances) -> [Lane; N] {
     let stored = column.stored();
     if column.is_shared() {
         stored[0].map(splat)
     } else {
-        gather_rows(stored, instances)
+        instances.rows(stored)
     }
 }
 
 /// The entries of `instances` in a broadcast column of single values, one per lane.
 #[inline(always)]
-fn gather_one(column: &Broadcast<f64>, instances: &[usize; LANES]) -> Lane {
+fn gather_one(column: &Broadcast<f64>, instances: &LaneInstances) -> Lane {
     let stored = column.stored();
     if column.is_shared() {
         splat(stored[0])
     } else {
-        gather_values(stored, instances)
+        instances.values(stored)
     }
 }
 
 /// A 3-vector per lane from a column of 3-vectors.
 #[inline(always)]
-fn gather_vec3(column: &Broadcast<[f64; 3]>, instances: &[usize; LANES]) -> LaneVec3 {
+fn gather_vec3(column: &Broadcast<[f64; 3]>, instances: &LaneInstances) -> LaneVec3 {
     let [x, y, z] = gather(column, instances);
     LaneVec3::new(x, y, z)
 }
@@ -50,6 +50,7 @@ impl Chunk<'_> {
     pub(crate) fn load(&mut self, instances: [usize; LANES]) {
         let plan = self.plan;
         let again = self.begin_load(instances);
+        let instances = self.instances;
         for law in &mut self.laws.get_mut()[..plan.prescribed] {
             law.forget();
         }
@@ -59,7 +60,7 @@ impl Chunk<'_> {
         }
         for (slot, cols) in self.batch.prescribed_columns().iter().enumerate() {
             if !plan.driven[slot] {
-                self.accelerations[slot] = gather_rows(&cols.acceleration, &instances);
+                self.accelerations[slot] = instances.rows(&cols.acceleration);
             }
         }
         for k in 0..plan.constraints.len() {
@@ -82,9 +83,9 @@ impl Chunk<'_> {
     #[inline(always)]
     fn begin_load(&mut self, instances: [usize; LANES]) -> bool {
         let again = std::mem::replace(&mut self.loaded, true);
-        self.instances = instances;
+        self.instances = LaneInstances::new(instances);
         if !(again && self.shared.gravity) {
-            self.gravity = gather_vec3(self.batch.gravity_column(), &instances);
+            self.gravity = gather_vec3(self.batch.gravity_column(), &self.instances);
         }
         again
     }
@@ -131,14 +132,14 @@ impl Chunk<'_> {
         }
         let c = &self.plan.constraints[k];
         let cols = &batch.all_constraint_columns()[k];
-        let params = ParamLanes::new(&cols.params, instances);
+        let params = ParamLanes::of(&cols.params, instances);
         let constraint = &batch.template().constraints()[k].constraint;
         constraint.prepare_lanes(&params, &mut self.prepared[k]);
         let enabled = cols.enabled.stored();
         let on = if cols.enabled.is_shared() {
             LaneMask::splat(enabled[0] != 0)
         } else {
-            let [a, b, c, d] = instances;
+            let [a, b, c, d] = instances.lanes();
             LaneMask::from([enabled[a], enabled[b], enabled[c], enabled[d]].map(|e| e != 0))
         };
         let inv_t = splat(1.0) / gather_one(&cols.baumgarte_time_constant, &instances);

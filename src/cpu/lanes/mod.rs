@@ -55,7 +55,7 @@ use simba::simd::SimdValue;
 use crate::batch::{Batch, InstanceState, StateLayout};
 use crate::constraints::{BodyLanes, MAX_ROWS, PREPARED_LANES, PreparedLanes, RowLanes, RowLevel};
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, gather_rows, gather_values, is_finite, splat,
+    LANES, Lane, LaneInstances, LaneMask, LaneMat3, LaneVec3, is_finite, splat,
 };
 use crate::model::{BodyKind, SystemTemplate};
 use dynamics::Dynamics;
@@ -133,8 +133,10 @@ struct ConstraintPlan {
     levels: [RowLevel; MAX_ROWS],
     /// Number of rows.
     rows: usize,
-    /// Its [`report_slots`](crate::model::Constraint::report_slots).
-    report_slots: Vec<Option<usize>>,
+    /// Its [`report_slots`](crate::model::Constraint::report_slots), each the row the slot
+    /// reports or [`NOT_REPORTED`](evaluate::NOT_REPORTED): one comparison with the row count
+    /// then tells both whether a slot reports a row and that the row is in range.
+    report_rows: Vec<usize>,
 }
 
 /// What the lane path needs to know about a template; built per call, it is cheap.
@@ -202,7 +204,11 @@ impl LanePlan {
                 offset: m,
                 levels: [RowLevel::Acceleration; MAX_ROWS],
                 rows: levels.len(),
-                report_slots: c.report_slots().to_vec(),
+                report_rows: c
+                    .report_slots()
+                    .iter()
+                    .map(|row| row.unwrap_or(evaluate::NOT_REPORTED))
+                    .collect(),
             };
             for (j, id) in ids.iter().enumerate() {
                 let body = bodies.get(id.index())?;
@@ -336,7 +342,7 @@ pub(crate) struct Chunk<'a> {
     batch: &'a Batch,
     plan: &'a LanePlan,
     /// The instance of each lane (the last real one repeats in padding lanes).
-    pub(crate) instances: [usize; LANES],
+    pub(crate) instances: LaneInstances,
     gravity: LaneVec3,
     bodies: [FreeBody; MAX_FREE],
     /// Per prescribed slot with the constant law, its acceleration `[b, a_origin]` (constant
@@ -413,7 +419,7 @@ impl<'a> Chunk<'a> {
         Self {
             batch,
             plan,
-            instances: [0; LANES],
+            instances: LaneInstances::new([0; LANES]),
             gravity: LaneVec3::repeat(splat(0.0)),
             bodies: [free; MAX_FREE],
             accelerations: [[splat(0.0); 6]; MAX_PRESCRIBED],
@@ -442,23 +448,23 @@ impl<'a> Chunk<'a> {
         let (plan, batch, inst) = (self.plan, self.batch, &self.instances);
         let nq = plan.nq();
         for (slot, cols) in batch.free_columns().iter().enumerate() {
-            let q: [Lane; 7] = gather_rows(&cols.q, inst);
+            let q: [Lane; 7] = inst.rows(&cols.q);
             y[7 * slot..7 * slot + 7].copy_from_slice(&q);
-            let u: [Lane; 6] = gather_rows(&cols.u, inst);
+            let u: [Lane; 6] = inst.rows(&cols.u);
             y[nq + 6 * slot..nq + 6 * slot + 6].copy_from_slice(&u);
         }
         for (slot, cols) in batch.prescribed_columns().iter().enumerate() {
             let (p, v) = (plan.pose_at(slot), plan.velocity_at(slot));
-            let pose: [Lane; 7] = gather_rows(&cols.pose, inst);
+            let pose: [Lane; 7] = inst.rows(&cols.pose);
             y[p..p + 7].copy_from_slice(&pose);
-            let velocity: [Lane; 6] = gather_rows(&cols.velocity, inst);
+            let velocity: [Lane; 6] = inst.rows(&cols.velocity);
             y[v..v + 6].copy_from_slice(&velocity);
         }
         let ny = plan.ny();
-        let [w0, w1] = gather_rows(batch.work(), inst);
+        let [w0, w1] = inst.rows(batch.work());
         y[ny - 2] = w0;
         y[ny - 1] = w1;
-        gather_values(batch.time(), inst)
+        inst.values(batch.time())
     }
 
     /// Lane `l` of a lane state as an [`InstanceState`], for the reference path.

@@ -42,8 +42,8 @@ use crate::constraints::{ParamLanes, RowLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneVec3, bits, gather_rows, gather_values, is_finite, mul_add,
-    quaternion_rate, rotation_from_quaternion, select, splat,
+    LANES, Lane, LaneMask, LaneVec3, bits, is_finite, mul_add, quaternion_rate,
+    rotation_from_quaternion, select, splat,
 };
 
 /// What the kernel's dynamics leave besides the kinematics and rows, handed to what follows
@@ -213,9 +213,9 @@ impl Chunk<'_> {
     ) -> u32 {
         let (batch, inst) = (self.batch, &self.instances);
         let columns = &batch.free_columns()[0];
-        let q: [Lane; 7] = gather_rows(&columns.q, inst);
-        let u: [Lane; 6] = gather_rows(&columns.u, inst);
-        let time = gather_values(batch.time(), inst);
+        let q: [Lane; 7] = inst.rows(&columns.q);
+        let u: [Lane; 6] = inst.rows(&columns.u);
+        let time = inst.values(batch.time());
         let then = WriteOutputs {
             block,
             at,
@@ -269,7 +269,7 @@ impl Chunk<'_> {
             return 0; // M ≤ MAX_ROWS < MAX_M: not reached (every lane to the reference path).
         };
         let constraint = &batch.template().constraints()[0].constraint;
-        let params = ParamLanes::new(&batch.all_constraint_columns()[0].params, *inst);
+        let params = ParamLanes::of(&batch.all_constraint_columns()[0].params, *inst);
         self.with_bodies(c, kin, |bodies| {
             constraint.evaluate_lanes(&params, &self.prepared[0], bodies, rows)
         });
@@ -419,25 +419,37 @@ impl Chunk<'_> {
         if selected.body_forces {
             let width = 6 * out.body_count;
             let column = out.body_forces.as_flattened_mut();
-            for b in 0..c.body_count {
+            // Σ λ G_body, as the general writer sums it.
+            let force = |b: usize| {
                 let mut force = [z; 6];
                 for k in 0..M {
                     for n in 0..6 {
-                        force[n] += lambda[k] * rows[k].jacobian[b][n];
+                        force[n] = mul_add(lambda[k], rows[k].jacobian[b][n], force[n]);
                     }
                 }
-                put(column, width, 6 * b, place, &force);
+                force
+            };
+            if c.body_count == 2 && width == 12 {
+                // Both bodies' forces are a whole row: one transpose at constant offsets.
+                let (first, second) = (force(0), force(1));
+                let both: [Lane; 12] =
+                    std::array::from_fn(|n| if n < 6 { first[n] } else { second[n - 6] });
+                put(column, 12, 0, place, &both);
+            } else {
+                for b in 0..c.body_count {
+                    put(column, width, 6 * b, place, &force(b));
+                }
             }
         }
-        let slots = &c.report_slots;
+        let slots = &c.report_rows;
         if selected.position_errors {
             put_reported(out.position_errors, slots, place, |r| {
-                rows[r].position_error
+                rows.get(r).map(|row| row.position_error)
             });
         }
         if selected.velocity_errors {
             put_reported(out.velocity_errors, slots, place, |r| {
-                rows[r].velocity_error
+                rows.get(r).map(|row| row.velocity_error)
             });
         }
         if selected.acceleration_errors {
@@ -447,10 +459,10 @@ impl Chunk<'_> {
                 acceleration_errors[k] = select(on, g_udot + rows[k].acceleration_error, z);
             }
             let a = &acceleration_errors;
-            put_reported(out.acceleration_errors, slots, place, |r| a[r]);
+            put_reported(out.acceleration_errors, slots, place, |r| a.get(r).copied());
         }
         if selected.multipliers {
-            put_reported(out.multipliers, slots, place, |r| lambda[r]);
+            put_reported(out.multipliers, slots, place, |r| lambda.get(r).copied());
         }
         self.put_contact_report(0, kin, lambda, out, place);
         block.status[at..at + count].fill(status::OK);

@@ -30,7 +30,7 @@ pub type LaneMat3 = Matrix3<Lane>;
 
 mod transpose;
 pub use transpose::{
-    four, gather_rows, gather_values, scatter_fixed, scatter_rows, transpose_rows,
+    LaneInstances, four, gather_rows, gather_values, scatter_fixed, scatter_rows, transpose_rows,
 };
 pub(crate) use transpose::{scatter_fixed_with, scatter_rows_with, streaming_fence};
 
@@ -371,6 +371,107 @@ mod tests {
             let want = [3, 1, 1, 0].map(|r| value(r, j).to_bits());
             assert_eq!(values(*x).map(f64::to_bits), want);
         }
+    }
+
+    /// A chunk's instances gather the same bits whether they are consecutive (one bounds
+    /// check, one load for a column of single values) or not, from every form of column.
+    #[test]
+    fn lane_instances_gather_the_same_bits_by_either_route() {
+        let rows = 9;
+        let column: Vec<[f64; 7]> = (0..rows)
+            .map(|r| std::array::from_fn(|j| value(r, j)))
+            .collect();
+        let flat: Vec<f64> = column.as_flattened().to_vec();
+        let single: Vec<f64> = (0..rows).map(|r| value(r, 2)).collect();
+        let bits = |x: &[Lane]| -> Vec<[u64; LANES]> {
+            x.iter().map(|v| values(*v).map(f64::to_bits)).collect()
+        };
+        for lanes in [
+            [0, 1, 2, 3],
+            [5, 6, 7, 8],
+            [3, 1, 1, 0],
+            [7, 8, 8, 8],
+            [2, 3, 4, 4],
+        ] {
+            let instances = LaneInstances::new(lanes);
+            let consecutive = lanes.iter().enumerate().all(|(l, &i)| i == lanes[0] + l);
+            assert_eq!(instances.is_run(), consecutive, "{lanes:?}");
+            assert_eq!(instances.lanes(), lanes);
+            assert_eq!(instances[3], lanes[3]);
+            let want: [Lane; 7] = gather_rows(&column, &lanes);
+            assert_eq!(bits(&instances.rows(&column)), bits(&want), "{lanes:?}");
+            assert_eq!(
+                bits(&instances.strided::<7>(&flat, 7)),
+                bits(&want),
+                "{lanes:?}"
+            );
+            assert_eq!(
+                bits(&instances.strided::<4>(&flat, 7)),
+                bits(&want[..4]),
+                "{lanes:?}"
+            );
+            for j in 0..7 {
+                let got = instances.strided_value(&flat, 7, j);
+                assert_eq!(bits(&[got]), bits(&want[j..=j]), "{lanes:?} value {j}");
+            }
+            let one = gather_values(&single, &lanes);
+            assert_eq!(
+                bits(&[instances.values(&single)]),
+                bits(&[one]),
+                "{lanes:?}"
+            );
+            assert_eq!(
+                bits(&[instances.strided_value(&single, 1, 0)]),
+                bits(&[one])
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_run_past_the_column_end_panics() {
+        let column: Vec<[f64; 3]> = vec![[1.0; 3]; 6];
+        let _: [Lane; 3] = LaneInstances::new([3, 4, 5, 6]).rows(&column);
+    }
+
+    /// `scatter_fixed::<W>` of `n` values at `offset` into rows 1..5 of a column of six rows:
+    /// exactly those values of those rows change, bit for bit (whole rows of one or three
+    /// values take the full-width stores of `avx::tile`).
+    fn scattered_fixed<const W: usize>(offset: usize, n: usize) {
+        let x: Vec<Lane> = (0..n).map(|j| from_fn(|l| value(l, j))).collect();
+        let mut column = vec![1.5; 6 * W];
+        scatter_fixed::<W>(&mut column, offset, 1, &x);
+        for (r, row) in column.chunks_exact(W).enumerate() {
+            for (k, v) in row.iter().enumerate() {
+                let written = (1..1 + LANES).contains(&r) && (offset..offset + n).contains(&k);
+                let want = if written {
+                    value(r - 1, k - offset)
+                } else {
+                    1.5
+                };
+                assert_eq!(
+                    v.to_bits(),
+                    want.to_bits(),
+                    "row {r} value {k} of rows of {W}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_scatters_move_bits_only() {
+        scattered_fixed::<1>(0, 1);
+        scattered_fixed::<2>(0, 2);
+        scattered_fixed::<2>(1, 1);
+        scattered_fixed::<3>(0, 3);
+        scattered_fixed::<3>(0, 2);
+        scattered_fixed::<3>(1, 2);
+        scattered_fixed::<4>(0, 4);
+        scattered_fixed::<6>(0, 6);
+        scattered_fixed::<6>(0, 5);
+        scattered_fixed::<7>(0, 7);
+        scattered_fixed::<12>(0, 12);
+        scattered_fixed::<12>(6, 6);
     }
 
     #[test]

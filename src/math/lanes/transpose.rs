@@ -134,7 +134,7 @@ pub(crate) fn scatter_fixed_with<const W: usize>(
     let n = x.len();
     assert!(offset + n <= W, "{n} values at {offset} of rows of {W}");
     let (rows, _) = column.as_chunks_mut::<W>();
-    let Some([a, b, c, d]) = rows
+    let Some(tile) = rows
         .get_mut(at..)
         .and_then(|r| r.first_chunk_mut::<LANES>())
     else {
@@ -144,7 +144,21 @@ pub(crate) fn scatter_fixed_with<const W: usize>(
             rows.len()
         );
     };
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    if !streaming && offset == 0 && n == W && tiles(W) {
+        // Whole rows: the four rows are one run of `4 W` values, written by `W` full-width
+        // stores (`avx::tile`).
+        return avx::tile(tile.as_flattened_mut(), x);
+    }
+    let [a, b, c, d] = tile;
     scatter_into([a, b, c, d], offset, x, streaming);
+}
+
+/// Whether the whole-row scatter (`avx::tile`) takes rows of `n` values: one or three.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+#[inline(always)]
+const fn tiles(n: usize) -> bool {
+    n == 1 || n == 3
 }
 
 /// Makes this thread's streaming stores (module doc) ordered before whatever it does next;
@@ -211,12 +225,13 @@ mod stream {
 #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
 mod avx {
     use std::arch::x86_64::{
-        __m256d, _mm_load_sd, _mm_loadh_pd, _mm_loadu_pd, _mm_storeu_pd, _mm256_castpd128_pd256,
-        _mm256_castpd256_pd128, _mm256_extractf128_pd, _mm256_insertf128_pd, _mm256_unpackhi_pd,
-        _mm256_unpacklo_pd,
+        __m256d, _mm_load_sd, _mm_loadh_pd, _mm_loadu_pd, _mm_storeu_pd, _mm256_blend_pd,
+        _mm256_castpd128_pd256, _mm256_castpd256_pd128, _mm256_extractf128_pd,
+        _mm256_insertf128_pd, _mm256_permute2f128_pd, _mm256_shuffle_pd, _mm256_storeu_pd,
+        _mm256_unpackhi_pd, _mm256_unpacklo_pd,
     };
 
-    use super::{Lane, values};
+    use super::{Lane, tiles, values};
 
     /// An AVX value as a lane value (the same 32 bytes).
     #[inline(always)]
@@ -266,6 +281,38 @@ mod avx {
         }
     }
 
+    /// `x` (one or three lane values) into the four rows of `x.len()` values held one after
+    /// another in `run` (lane `l` into row `l`), by `x.len()` 32-byte stores: for one value a
+    /// row, the store alone; for three (`[x0 y0 z0 x1] [y1 z1 x2 y2] [z2 x3 y3 z3]`), two
+    /// unpacks, a shuffle, two permutes and a blend. (The pairwise [`scatter`] spends as many
+    /// instructions as a whole-row tile on each pair of values; its odd value is what costs, a
+    /// trip through memory and four 8-byte stores.)
+    #[inline(always)]
+    pub(super) fn tile(run: &mut [f64], x: &[Lane]) {
+        let n = x.len();
+        assert!(tiles(n) && run.len() == 4 * n);
+        let raw = |v: &Lane| bytemuck::cast::<[f64; 4], __m256d>(values(*v));
+        let p = run.as_mut_ptr();
+        // SAFETY: `run` holds `4 n` values (asserted), so each 32-byte store at value `4 k`,
+        // `k < n`, writes values `4 k..4 k + 4` of it, in bounds; unaligned stores accept any
+        // address. AVX is enabled at compile time (the module's cfg).
+        unsafe {
+            match *x {
+                [x0] => _mm256_storeu_pd(p, raw(&x0)),
+                [x0, y0, z0] => {
+                    let (x, y, z) = (raw(&x0), raw(&y0), raw(&z0));
+                    let xy = _mm256_unpacklo_pd(x, y); // [x0 y0 | x2 y2]
+                    let zx = _mm256_shuffle_pd::<0b1010>(z, x); // [z0 x1 | z2 x3]
+                    let yz = _mm256_unpackhi_pd(y, z); // [y1 z1 | y3 z3]
+                    _mm256_storeu_pd(p, _mm256_permute2f128_pd::<0x20>(xy, zx));
+                    _mm256_storeu_pd(p.add(4), _mm256_blend_pd::<0b1100>(yz, xy));
+                    _mm256_storeu_pd(p.add(8), _mm256_permute2f128_pd::<0x31>(zx, yz));
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// `x` into four rows of `x.len()` values, lane `l` into row `l`: two unpacks and four
     /// 128-bit stores per pair of values, the last odd value by 64-bit stores.
     #[inline(always)]
@@ -294,6 +341,118 @@ mod avx {
             let [va, vb, vc, vd] = values(x[j]);
             (a[j], b[j], c[j], d[j]) = (va, vb, vc, vd);
         }
+    }
+}
+
+/// The instances a chunk's lanes hold — lane `l` holds instance `lanes()[l]` (`self[l]`) —
+/// and whether they are consecutive, `first + l`, as every full chunk of a block is. The
+/// gathers then check their bounds once for the four rows instead of once per row, and a
+/// column of one value per instance is one load: about a tenth of an every-output rolling-sphere
+/// evaluation's instructions were those per-row checks and index computations
+/// (`docs/performance-log.md`). Either route moves the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneInstances {
+    lanes: [usize; LANES],
+    run: bool,
+}
+
+impl LaneInstances {
+    /// Lane `l` holding instance `lanes[l]` (a lane may repeat another's instance).
+    #[inline(always)]
+    pub fn new(lanes: [usize; LANES]) -> Self {
+        let [a, b, c, d] = lanes;
+        let run = b == a.wrapping_add(1) && c == a.wrapping_add(2) && d == a.wrapping_add(3);
+        Self { lanes, run }
+    }
+
+    /// The instance of each lane.
+    #[inline(always)]
+    pub fn lanes(&self) -> [usize; LANES] {
+        self.lanes
+    }
+
+    /// Whether the lanes hold consecutive instances.
+    #[inline(always)]
+    pub fn is_run(&self) -> bool {
+        self.run
+    }
+
+    /// The lanes' rows of a column of `N`-value rows, as `N` lane values ([`gather_rows`]).
+    ///
+    /// Panics, as indexing does, when a lane's row is not in the column.
+    #[inline(always)]
+    pub fn rows<const N: usize>(&self, column: &[[f64; N]]) -> [Lane; N] {
+        if self.run
+            && let Some([a, b, c, d]) = column
+                .get(self.lanes[0]..)
+                .and_then(|rows| rows.first_chunk::<LANES>())
+        {
+            return transpose_rows([a, b, c, d]);
+        }
+        gather_rows(column, &self.lanes)
+    }
+
+    /// The lanes' entries of a column of one value per instance ([`gather_values`]).
+    ///
+    /// Panics, as indexing does, when a lane's entry is not in the column.
+    #[inline(always)]
+    pub fn values(&self, column: &[f64]) -> Lane {
+        if self.run
+            && let Some(run) = column
+                .get(self.lanes[0]..)
+                .and_then(|values| values.first_chunk::<LANES>())
+        {
+            return Lane::from(*run);
+        }
+        gather_values(column, &self.lanes)
+    }
+
+    /// Values `0..N` of the lanes' rows of a column of `width`-value rows held as one
+    /// `&[f64]`, as `N` lane values.
+    ///
+    /// Panics, as indexing does, when a lane's row is not in the column or `N > width`.
+    #[inline(always)]
+    pub fn strided<const N: usize>(&self, stored: &[f64], width: usize) -> [Lane; N] {
+        if self.run
+            && let Some(block) = self.lanes[0]
+                .checked_mul(width)
+                .and_then(|start| stored.get(start..)?.get(..LANES * width))
+        {
+            let (a, rest) = block.split_at(width);
+            let (b, rest) = rest.split_at(width);
+            let (c, d) = rest.split_at(width);
+            return transpose_rows([a, b, c, d]);
+        }
+        let [a, b, c, d] = self.lanes;
+        transpose_rows([
+            &stored[a * width..],
+            &stored[b * width..],
+            &stored[c * width..],
+            &stored[d * width..],
+        ])
+    }
+
+    /// Value `j` of the lanes' rows of a column of `width`-value rows held as one `&[f64]`.
+    ///
+    /// Panics, as indexing does, when a lane's row is not in the column or `j >= width`.
+    #[inline(always)]
+    pub fn strided_value(&self, stored: &[f64], width: usize, j: usize) -> Lane {
+        assert!(j < width, "value {j} of rows of {width}");
+        if width == 1 {
+            return self.values(stored);
+        }
+        let [a, b, c, d] = self.lanes.map(|i| i * width + j);
+        four(&stored[a], &stored[b], &stored[c], &stored[d])
+    }
+}
+
+impl std::ops::Index<usize> for LaneInstances {
+    type Output = usize;
+
+    /// The instance lane `l` holds.
+    #[inline(always)]
+    fn index(&self, l: usize) -> &usize {
+        &self.lanes[l]
     }
 }
 

@@ -7,8 +7,8 @@ use simba::simd::SimdValue;
 
 use super::{BodyKinematics, ContactReport, Params, Row};
 use crate::math::lanes::{
-    LANES, Lane, LaneMat3, LaneVec3, cross, mat3_lane, set_mat3_lane, set_vec3_lane, splat,
-    vec3_lane,
+    LANES, Lane, LaneInstances, LaneMat3, LaneVec3, cross, mat3_lane, set_mat3_lane, set_vec3_lane,
+    splat, vec3_lane,
 };
 use crate::model::Broadcast;
 
@@ -16,13 +16,19 @@ use crate::model::Broadcast;
 #[derive(Debug, Clone, Copy)]
 pub struct ParamLanes<'a> {
     columns: &'a [Broadcast<f64>],
-    instances: [usize; LANES],
+    instances: LaneInstances,
 }
 
 impl<'a> ParamLanes<'a> {
     /// A view of instances `instances` (one per lane; a lane may repeat another's instance)
     /// over a batch's parameter columns.
     pub fn new(columns: &'a [Broadcast<f64>], instances: [usize; LANES]) -> Self {
+        Self::of(columns, LaneInstances::new(instances))
+    }
+
+    /// [`new`](Self::new) with the lanes' instances already described.
+    #[inline(always)]
+    pub fn of(columns: &'a [Broadcast<f64>], instances: LaneInstances) -> Self {
         Self { columns, instances }
     }
 
@@ -34,13 +40,13 @@ impl<'a> ParamLanes<'a> {
 
     /// Whether parameter `k` is one value shared by every instance of the batch (then every
     /// lane reads the same value).
-    #[inline]
+    #[inline(always)]
     pub fn is_shared(&self, k: usize) -> bool {
         self.columns[k].is_shared()
     }
 
     /// Value `j` of parameter `k`, one per lane.
-    #[inline]
+    #[inline(always)]
     pub fn value(&self, k: usize, j: usize) -> Lane {
         let column = &self.columns[k];
         let w = column.width();
@@ -49,13 +55,12 @@ impl<'a> ParamLanes<'a> {
         if column.is_shared() {
             splat(stored[j])
         } else {
-            let [a, b, c, d] = self.instances.map(|i| i * w + j);
-            crate::math::lanes::four(&stored[a], &stored[b], &stored[c], &stored[d])
+            self.instances.strided_value(stored, w, j)
         }
     }
 
     /// Parameter `k` as a 3-vector per lane (its first three values).
-    #[inline]
+    #[inline(always)]
     pub fn vec3(&self, k: usize) -> LaneVec3 {
         let [x, y, z] = self.array::<3>(k);
         LaneVec3::new(x, y, z)
@@ -70,14 +75,7 @@ impl<'a> ParamLanes<'a> {
         if column.is_shared() {
             return std::array::from_fn(|j| splat(stored[j]));
         }
-        // One bounds check per lane, then a transpose.
-        let [a, b, c, d] = self.instances;
-        crate::math::lanes::transpose_rows([
-            &stored[a * w..],
-            &stored[b * w..],
-            &stored[c * w..],
-            &stored[d * w..],
-        ])
+        self.instances.strided(stored, w)
     }
 }
 
