@@ -14,7 +14,8 @@ use crate::math::lanes::{
 use crate::model::Broadcast;
 
 /// The rows of `instances` in a broadcast column of `N`-value rows, one lane value each: one
-/// branch on its form, then one bounds check per lane.
+/// branch on its form, then one bounds check per lane, or one in all when the lanes hold
+/// consecutive instances ([`LaneInstances::rows`]).
 #[inline(always)]
 fn gather<const N: usize>(column: &Broadcast<[f64; N]>, instances: &LaneInstances) -> [Lane; N] {
     let stored = column.stored();
