@@ -57,3 +57,39 @@ pub fn plane_frame_lanes(frame: &[Lane; 7]) -> (LaneMat3, LaneVec3) {
     let rotation = lanes::rotation_from_quaternion(&[frame[0], frame[1], frame[2], frame[3]]);
     (rotation, LaneVec3::new(frame[4], frame[5], frame[6]))
 }
+
+/// A built-in constraint kind's three lane methods (`prepare_lanes`, `evaluate_lanes`,
+/// `report_lanes` of [`Constraint`]), each running the kind's `#[inline(always)]` inherent
+/// `prepare_lanes_body`, `evaluate_lanes_body` or `report_lanes_body`, in a copy compiled for
+/// AVX-512 where the CPU has it (`math::lanes::avx512`). Invoked inside
+/// `impl Constraint for $kind`.
+macro_rules! avx512_lane_methods {
+    ($kind:ty) => {
+        $crate::math::lanes::avx512::avx512_method! {
+            fn prepare_lanes(
+                &self,
+                params: &$crate::constraints::ParamLanes<'_>,
+                prepared: &mut $crate::constraints::PreparedLanes,
+            ) => $kind, prepare_lanes_body
+        }
+        $crate::math::lanes::avx512::avx512_method! {
+            fn evaluate_lanes(
+                &self,
+                params: &$crate::constraints::ParamLanes<'_>,
+                prepared: &$crate::constraints::PreparedLanes,
+                kinematics: &[$crate::constraints::BodyLanes],
+                rows: &mut [$crate::constraints::RowLanes],
+            ) => $kind, evaluate_lanes_body
+        }
+        $crate::math::lanes::avx512::avx512_method! {
+            fn report_lanes(
+                &self,
+                params: &$crate::constraints::ParamLanes<'_>,
+                prepared: &$crate::constraints::PreparedLanes,
+                kinematics: &[$crate::constraints::BodyLanes],
+                multipliers: &[$crate::math::lanes::Lane],
+            ) -> $crate::constraints::ReportLanes => $kind, report_lanes_body
+        }
+    };
+}
+pub(crate) use avx512_lane_methods;

@@ -8,8 +8,8 @@
 use crate::constraints::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, ParamLanes, ParamSpec,
     Params, PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
-    negated_point_row, negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row,
-    point_row_lanes,
+    avx512_lane_methods, negated_point_row, negated_point_row_lanes, plane_frame,
+    plane_frame_lanes, point_row, point_row_lanes,
 };
 use crate::math::Vec3;
 use crate::math::lanes::{Lane, LaneMat3, LaneVec3, cross, dot3, mul_mat, mul_vec, splat};
@@ -143,8 +143,72 @@ impl Constraint for PointOnPlaneContact {
         }
     }
 
+    avx512_lane_methods!(PointOnPlaneContact);
+
+    fn reported_extras(&self) -> ReportedExtras {
+        ReportedExtras::ALL
+    }
+
+    /// The plane (a square of Simbody's default half-width), the follower point as a small
+    /// ball, and the force on it (`contact_force` turned from P into Ground).
+    fn decorations(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> Vec<Decoration> {
+        let surface = &kinematics[0];
+        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
+        let r_gp = surface.rotation * r_sp;
+        let report = self.report(params, kinematics, multipliers);
+        let force = r_gp * Vec3::from(report.contact_force);
+        vec![
+            Decoration::Plane {
+                origin: array(&(surface.origin + surface.rotation * p_sp)),
+                axes: axes_of(&r_gp),
+                half_width: PLANE_HALF_WIDTH,
+            },
+            Decoration::Point {
+                position: report.contact_point,
+                radius: POINT_RADIUS,
+            },
+            Decoration::ContactPoint {
+                position: report.contact_point,
+            },
+            Decoration::Force {
+                point: report.contact_point,
+                force: array(&force),
+            },
+        ]
+    }
+
+    /// `contact_point` = the follower point in Ground; `separation` = its signed height above the
+    /// plane; `contact_force` = `force_on_follower_point` = `−(λx, λy, λz)` in the plane frame P.
+    fn report(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> ContactReport {
+        let (surface, follower) = (&kinematics[0], &kinematics[1]);
+        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
+        let pz: Vec3 = (surface.rotation * r_sp).column(2).into_owned();
+        let p_gf = follower.origin + follower.rotation * params.vec3(FOLLOWER_POINT);
+        let p_gpo = surface.origin + surface.rotation * p_sp;
+        ContactReport {
+            contact_point: p_gf.into(),
+            separation: (p_gf - p_gpo).dot(&pz),
+            contact_force: [-multipliers[1], -multipliers[2], -multipliers[0]],
+        }
+    }
+}
+
+/// The lane methods' bodies, each inlined into its trait method and into that method's
+/// AVX-512 copy (`math::lanes::avx512`).
+impl PointOnPlaneContact {
     /// Prepares `[R_SP (9, column-major), p_SP (3), p_BF (3)]` per lane.
-    fn prepare_lanes(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
+    #[inline(always)]
+    fn prepare_lanes_body(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
         let (r_sp, p_sp) = plane_frame_lanes(&params.array::<7>(PLANE_FRAME));
         prepared[..9].copy_from_slice(r_sp.as_slice());
         prepared[9..12].copy_from_slice(p_sp.as_slice());
@@ -153,7 +217,8 @@ impl Constraint for PointOnPlaneContact {
 
     /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once. On a
     /// Ground surface the surface's motion terms are left out: they are exact zeros there.
-    fn evaluate_lanes(
+    #[inline(always)]
+    fn evaluate_lanes_body(
         &self,
         _params: &ParamLanes<'_>,
         prepared: &PreparedLanes,
@@ -207,12 +272,9 @@ impl Constraint for PointOnPlaneContact {
         }
     }
 
-    fn reported_extras(&self) -> ReportedExtras {
-        ReportedExtras::ALL
-    }
-
     /// [`report`](Constraint::report), line for line, on four instances at once.
-    fn report_lanes(
+    #[inline(always)]
+    fn report_lanes_body(
         &self,
         _params: &ParamLanes<'_>,
         prepared: &PreparedLanes,
@@ -233,59 +295,6 @@ impl Constraint for PointOnPlaneContact {
             contact_point: p_gf,
             separation: dot3(&(p_gf - p_gpo), &pz),
             contact_force: LaneVec3::new(-multipliers[1], -multipliers[2], -multipliers[0]),
-        }
-    }
-
-    /// The plane (a square of Simbody's default half-width), the follower point as a small
-    /// ball, and the force on it (`contact_force` turned from P into Ground).
-    fn decorations(
-        &self,
-        params: &Params<'_>,
-        kinematics: &[BodyKinematics],
-        multipliers: &[f64],
-    ) -> Vec<Decoration> {
-        let surface = &kinematics[0];
-        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
-        let r_gp = surface.rotation * r_sp;
-        let report = self.report(params, kinematics, multipliers);
-        let force = r_gp * Vec3::from(report.contact_force);
-        vec![
-            Decoration::Plane {
-                origin: array(&(surface.origin + surface.rotation * p_sp)),
-                axes: axes_of(&r_gp),
-                half_width: PLANE_HALF_WIDTH,
-            },
-            Decoration::Point {
-                position: report.contact_point,
-                radius: POINT_RADIUS,
-            },
-            Decoration::ContactPoint {
-                position: report.contact_point,
-            },
-            Decoration::Force {
-                point: report.contact_point,
-                force: array(&force),
-            },
-        ]
-    }
-
-    /// `contact_point` = the follower point in Ground; `separation` = its signed height above the
-    /// plane; `contact_force` = `force_on_follower_point` = `−(λx, λy, λz)` in the plane frame P.
-    fn report(
-        &self,
-        params: &Params<'_>,
-        kinematics: &[BodyKinematics],
-        multipliers: &[f64],
-    ) -> ContactReport {
-        let (surface, follower) = (&kinematics[0], &kinematics[1]);
-        let (r_sp, p_sp) = plane_frame(params.get(PLANE_FRAME));
-        let pz: Vec3 = (surface.rotation * r_sp).column(2).into_owned();
-        let p_gf = follower.origin + follower.rotation * params.vec3(FOLLOWER_POINT);
-        let p_gpo = surface.origin + surface.rotation * p_sp;
-        ContactReport {
-            contact_point: p_gf.into(),
-            separation: (p_gf - p_gpo).dot(&pz),
-            contact_force: [-multipliers[1], -multipliers[2], -multipliers[0]],
         }
     }
 }

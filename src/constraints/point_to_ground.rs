@@ -13,7 +13,7 @@
 use crate::constraints::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, ParamLanes, ParamSpec,
     Params, PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
-    point_row, point_row_lanes,
+    avx512_lane_methods, point_row, point_row_lanes,
 };
 use crate::error::{Error, Result};
 use crate::math::lanes::{Lane, LaneVec3, cross, dot3, mul_vec, splat};
@@ -175,67 +175,7 @@ impl Constraint for PointToGround {
         }
     }
 
-    /// Prepares `[p_b (3), ground_point (3), n_1, …, n_k (3 each)]` per lane.
-    fn prepare_lanes(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
-        prepared[..3].copy_from_slice(params.vec3(POINT).as_slice());
-        prepared[3..6].copy_from_slice(params.vec3(GROUND_POINT).as_slice());
-        for j in 0..3 * self.normal_count {
-            prepared[6 + j] = params.value(NORMALS, j);
-        }
-    }
-
-    /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once.
-    fn evaluate_lanes(
-        &self,
-        _params: &ParamLanes<'_>,
-        prepared: &PreparedLanes,
-        kinematics: &[BodyLanes],
-        rows: &mut [RowLanes],
-    ) {
-        let body = &kinematics[0];
-        let (w, b) = (body.ang_vel, body.ang_acc);
-        let r_p = mul_vec(&body.rotation, &LaneVec3::from_column_slice(&prepared[..3]));
-        let x_p = body.origin + r_p;
-        let v_p = body.lin_vel + cross(&w, &r_p);
-        let a_p = body.lin_acc + cross(&b, &r_p) + cross(&w, &cross(&w, &r_p));
-        let ground_point = LaneVec3::from_column_slice(&prepared[3..6]);
-        let zero = splat(0.0);
-        for (i, row) in rows.iter_mut().enumerate().take(self.normal_count) {
-            let n = LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]);
-            *row = RowLanes {
-                jacobian: [point_row_lanes(&r_p, &n), [zero; 6]],
-                position_error: if self.position_level {
-                    dot3(&n, &(x_p - ground_point))
-                } else {
-                    zero
-                },
-                velocity_error: dot3(&n, &v_p),
-                acceleration_error: dot3(&n, &a_p),
-            };
-        }
-    }
-
-    /// [`report`](Constraint::report), line for line, on four instances at once.
-    fn report_lanes(
-        &self,
-        _params: &ParamLanes<'_>,
-        prepared: &PreparedLanes,
-        kinematics: &[BodyLanes],
-        multipliers: &[Lane],
-    ) -> ReportLanes {
-        let body = &kinematics[0];
-        let x_p =
-            body.origin + mul_vec(&body.rotation, &LaneVec3::from_column_slice(&prepared[..3]));
-        let mut force = LaneVec3::repeat(splat(0.0));
-        for (i, lambda) in multipliers.iter().enumerate().take(self.normal_count) {
-            force -= LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]) * *lambda;
-        }
-        ReportLanes {
-            contact_point: x_p,
-            separation: splat(0.0),
-            contact_force: force,
-        }
-    }
+    avx512_lane_methods!(PointToGround);
 
     fn reported_extras(&self) -> ReportedExtras {
         ReportedExtras {
@@ -302,6 +242,75 @@ impl Constraint for PointToGround {
             contact_point: x_p.into(),
             separation: 0.0,
             contact_force: force.into(),
+        }
+    }
+}
+
+/// The lane methods' bodies, each inlined into its trait method and into that method's
+/// AVX-512 copy (`math::lanes::avx512`).
+impl PointToGround {
+    /// Prepares `[p_b (3), ground_point (3), n_1, …, n_k (3 each)]` per lane.
+    #[inline(always)]
+    fn prepare_lanes_body(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
+        prepared[..3].copy_from_slice(params.vec3(POINT).as_slice());
+        prepared[3..6].copy_from_slice(params.vec3(GROUND_POINT).as_slice());
+        for j in 0..3 * self.normal_count {
+            prepared[6 + j] = params.value(NORMALS, j);
+        }
+    }
+
+    /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once.
+    #[inline(always)]
+    fn evaluate_lanes_body(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        rows: &mut [RowLanes],
+    ) {
+        let body = &kinematics[0];
+        let (w, b) = (body.ang_vel, body.ang_acc);
+        let r_p = mul_vec(&body.rotation, &LaneVec3::from_column_slice(&prepared[..3]));
+        let x_p = body.origin + r_p;
+        let v_p = body.lin_vel + cross(&w, &r_p);
+        let a_p = body.lin_acc + cross(&b, &r_p) + cross(&w, &cross(&w, &r_p));
+        let ground_point = LaneVec3::from_column_slice(&prepared[3..6]);
+        let zero = splat(0.0);
+        for (i, row) in rows.iter_mut().enumerate().take(self.normal_count) {
+            let n = LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]);
+            *row = RowLanes {
+                jacobian: [point_row_lanes(&r_p, &n), [zero; 6]],
+                position_error: if self.position_level {
+                    dot3(&n, &(x_p - ground_point))
+                } else {
+                    zero
+                },
+                velocity_error: dot3(&n, &v_p),
+                acceleration_error: dot3(&n, &a_p),
+            };
+        }
+    }
+
+    /// [`report`](Constraint::report), line for line, on four instances at once.
+    #[inline(always)]
+    fn report_lanes_body(
+        &self,
+        _params: &ParamLanes<'_>,
+        prepared: &PreparedLanes,
+        kinematics: &[BodyLanes],
+        multipliers: &[Lane],
+    ) -> ReportLanes {
+        let body = &kinematics[0];
+        let x_p =
+            body.origin + mul_vec(&body.rotation, &LaneVec3::from_column_slice(&prepared[..3]));
+        let mut force = LaneVec3::repeat(splat(0.0));
+        for (i, lambda) in multipliers.iter().enumerate().take(self.normal_count) {
+            force -= LaneVec3::from_column_slice(&prepared[6 + 3 * i..9 + 3 * i]) * *lambda;
+        }
+        ReportLanes {
+            contact_point: x_p,
+            separation: splat(0.0),
+            contact_force: force,
         }
     }
 }

@@ -11,8 +11,8 @@
 use crate::constraints::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, ParamLanes, ParamSpec,
     Params, PreparedLanes, ReportLanes, ReportedExtras, Row, RowLanes, RowLevel, WgslConstraint,
-    negated_point_row, negated_point_row_lanes, plane_frame, plane_frame_lanes, point_row,
-    point_row_lanes,
+    avx512_lane_methods, negated_point_row, negated_point_row_lanes, plane_frame,
+    plane_frame_lanes, point_row, point_row_lanes,
 };
 use crate::math::Vec3;
 use crate::math::lanes::{Lane, LaneMat3, LaneVec3, cross, dot3, mul_mat, mul_vec, splat};
@@ -234,8 +234,72 @@ impl Constraint for SphereOnPlaneContact {
         }
     }
 
+    avx512_lane_methods!(SphereOnPlaneContact);
+
+    fn reported_extras(&self) -> ReportedExtras {
+        ReportedExtras::ALL
+    }
+
+    /// The plane (a square of Simbody's default half-width), the sphere with its body's axes,
+    /// the contact point `C` and the force on the sphere there.
+    fn decorations(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> Vec<Decoration> {
+        let (plane, ball) = (&kinematics[0], &kinematics[1]);
+        let g = Self::geometry(params, plane, ball);
+        let (_, p_fp) = plane_frame(params.get(PLANE_FRAME));
+        let report = self.report(params, kinematics, multipliers);
+        vec![
+            Decoration::Plane {
+                origin: array(&(plane.origin + plane.rotation * p_fp)),
+                axes: g.plane_axes.map(|a| array(&a)),
+                half_width: PLANE_HALF_WIDTH,
+            },
+            Decoration::Sphere {
+                center: array(&g.sphere_center),
+                radius: params.get(RADIUS)[0],
+                axes: axes_of(&ball.rotation),
+            },
+            Decoration::ContactPoint {
+                position: report.contact_point,
+            },
+            Decoration::Force {
+                point: report.contact_point,
+                force: report.contact_force,
+            },
+        ]
+    }
+
+    /// `contact_force` = `force_on_sphere_in_ground` = `R_GP (−λ)`.
+    fn report(
+        &self,
+        params: &Params<'_>,
+        kinematics: &[BodyKinematics],
+        multipliers: &[f64],
+    ) -> ContactReport {
+        let g = Self::geometry(params, &kinematics[0], &kinematics[1]);
+        let [px, py, pz] = g.plane_axes;
+        let mut f = multipliers[0] * pz;
+        if self.enforce_rolling {
+            f += multipliers[1] * px + multipliers[2] * py;
+        }
+        ContactReport {
+            contact_point: g.contact_point.into(),
+            separation: g.position_error,
+            contact_force: (-f).into(),
+        }
+    }
+}
+
+/// The lane methods' bodies, each inlined into its trait method and into that method's
+/// AVX-512 copy (`math::lanes::avx512`).
+impl SphereOnPlaneContact {
     /// Prepares `[R_FP (9, column-major), p_FP (3), p_BO (3), r]` per lane.
-    fn prepare_lanes(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
+    #[inline(always)]
+    fn prepare_lanes_body(&self, params: &ParamLanes<'_>, prepared: &mut PreparedLanes) {
         let (r_fp, p_fp) = plane_frame_lanes(&params.array::<7>(PLANE_FRAME));
         prepared[..9].copy_from_slice(r_fp.as_slice());
         prepared[9..12].copy_from_slice(p_fp.as_slice());
@@ -246,7 +310,8 @@ impl Constraint for SphereOnPlaneContact {
     /// [`evaluate`](Constraint::evaluate), line for line, on four instances at once. On a
     /// Ground plane the plane's motion terms are left out: they are exact zeros there (the
     /// identity rotation, zero velocities and accelerations), so the result is the same.
-    fn evaluate_lanes(
+    #[inline(always)]
+    fn evaluate_lanes_body(
         &self,
         _params: &ParamLanes<'_>,
         prepared: &PreparedLanes,
@@ -325,67 +390,11 @@ impl Constraint for SphereOnPlaneContact {
         }
     }
 
-    fn reported_extras(&self) -> ReportedExtras {
-        ReportedExtras::ALL
-    }
-
-    /// The plane (a square of Simbody's default half-width), the sphere with its body's axes,
-    /// the contact point `C` and the force on the sphere there.
-    fn decorations(
-        &self,
-        params: &Params<'_>,
-        kinematics: &[BodyKinematics],
-        multipliers: &[f64],
-    ) -> Vec<Decoration> {
-        let (plane, ball) = (&kinematics[0], &kinematics[1]);
-        let g = Self::geometry(params, plane, ball);
-        let (_, p_fp) = plane_frame(params.get(PLANE_FRAME));
-        let report = self.report(params, kinematics, multipliers);
-        vec![
-            Decoration::Plane {
-                origin: array(&(plane.origin + plane.rotation * p_fp)),
-                axes: g.plane_axes.map(|a| array(&a)),
-                half_width: PLANE_HALF_WIDTH,
-            },
-            Decoration::Sphere {
-                center: array(&g.sphere_center),
-                radius: params.get(RADIUS)[0],
-                axes: axes_of(&ball.rotation),
-            },
-            Decoration::ContactPoint {
-                position: report.contact_point,
-            },
-            Decoration::Force {
-                point: report.contact_point,
-                force: report.contact_force,
-            },
-        ]
-    }
-
-    /// `contact_force` = `force_on_sphere_in_ground` = `R_GP (−λ)`.
-    fn report(
-        &self,
-        params: &Params<'_>,
-        kinematics: &[BodyKinematics],
-        multipliers: &[f64],
-    ) -> ContactReport {
-        let g = Self::geometry(params, &kinematics[0], &kinematics[1]);
-        let [px, py, pz] = g.plane_axes;
-        let mut f = multipliers[0] * pz;
-        if self.enforce_rolling {
-            f += multipliers[1] * px + multipliers[2] * py;
-        }
-        ContactReport {
-            contact_point: g.contact_point.into(),
-            separation: g.position_error,
-            contact_force: (-f).into(),
-        }
-    }
-
     /// [`report`](Constraint::report) (through [`geometry`](SphereOnPlaneContact::geometry)),
     /// line for line, on four instances at once; on a Ground plane the plane's pose drops out
     /// as in [`evaluate_lanes`](Constraint::evaluate_lanes).
-    fn report_lanes(
+    #[inline(always)]
+    fn report_lanes_body(
         &self,
         _params: &ParamLanes<'_>,
         prepared: &PreparedLanes,

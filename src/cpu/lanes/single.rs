@@ -42,7 +42,7 @@ use crate::constraints::{ParamLanes, RowLanes};
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::evaluation::EvaluationBlock;
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneVec3, bits, is_finite, mul_add, quaternion_rate,
+    LANES, Lane, LaneMask, LaneVec3, avx512, bits, is_finite, mul_add, quaternion_rate,
     rotation_from_quaternion, select, splat,
 };
 
@@ -173,9 +173,40 @@ impl Chunk<'_> {
     /// [`evaluate_block_single`](Self::evaluate_block_single) for `M` rows, the free body being
     /// body `j` of the constraint: the loop over the block's chunks inside the copy compiled
     /// for `M`, so that what stays fixed over the block (the columns, the plan's entries) is
-    /// looked up once, not per chunk.
+    /// looked up once, not per chunk. Where the CPU has AVX-512, in the copy compiled for it.
     #[inline(never)]
     fn evaluate_chunks<const M: usize>(
+        &mut self,
+        j: usize,
+        scratch: &mut Scratch,
+        block: &mut EvaluationBlock<'_>,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if avx512::enabled() {
+            // SAFETY: `enabled` is true only where the CPU has every feature the copy is
+            // compiled for.
+            return unsafe { self.evaluate_chunks_avx512::<M>(j, scratch, block) };
+        }
+        self.evaluate_chunks_body::<M>(j, scratch, block)
+    }
+
+    /// [`evaluate_chunks`](Self::evaluate_chunks) compiled for AVX-512, whose 32 vector
+    /// registers hold what the 16 of x86-64-v3 spill (`math::lanes::avx512`); the same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx512cd")]
+    #[inline(never)]
+    fn evaluate_chunks_avx512<const M: usize>(
+        &mut self,
+        j: usize,
+        scratch: &mut Scratch,
+        block: &mut EvaluationBlock<'_>,
+    ) {
+        self.evaluate_chunks_body::<M>(j, scratch, block)
+    }
+
+    /// The body of [`evaluate_chunks`](Self::evaluate_chunks), inlined into both its copies.
+    #[inline(always)]
+    fn evaluate_chunks_body<const M: usize>(
         &mut self,
         j: usize,
         scratch: &mut Scratch,

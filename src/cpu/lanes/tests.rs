@@ -454,3 +454,77 @@ fn streaming_stores_write_the_same_bits() {
         assert_eq!(e.streams(), streams, "{n} instances");
     }
 }
+
+/// The AVX-512 copies (`math::lanes::avx512`: the one-constraint evaluation kernel and the
+/// built-in kinds' lane methods) give the x86-64-v3 copies' bits: every output of the kernel's
+/// templates and of the general lane path's (planes on bodies, where the kinds' copies run from
+/// the general kernel), and the states after RK4 and Euler steps. Where the CPU has no AVX-512
+/// both runs take the x86-64-v3 copies, and the test says so.
+#[test]
+fn avx512_copies_give_the_same_bits() {
+    use crate::math::lanes::avx512;
+    let mut batches = one_constraint_batches([203, 45, 37]);
+    for kind in [ContactKind::RollingSphere, ContactKind::Point] {
+        for plane in [PlaneBody::Free, PlaneBody::Tilting] {
+            let batch = contact_batch(kind, plane, 41, 3).unwrap().0;
+            batches.push((format!("{kind:?} on a {plane:?} plane"), batch));
+        }
+    }
+    batches.push((
+        "rolling balls".into(),
+        crate::scenarios::rolling_balls(19).unwrap(),
+    ));
+    let run = |allowed: bool| {
+        avx512::set_allowed(allowed);
+        let wide = avx512::enabled();
+        let mut results = Vec::new();
+        for (_, batch) in &batches {
+            let mut bits = Vec::new();
+            for outputs in [Outputs::ALL, Outputs::DYNAMICS] {
+                let mut e = Evaluation::default();
+                batch.evaluate_outputs_into(outputs, &mut e);
+                bits.extend(evaluation_bits(&e));
+            }
+            for integrator in [
+                Integrator::Rk4 { step: 1e-3 },
+                Integrator::SemiImplicitEuler { step: 1e-3 },
+            ] {
+                let mut b = batch.clone();
+                let options = StepOptions {
+                    integrator,
+                    stabilization: Stabilization::None,
+                };
+                let plan = LanePlan::new(b.template()).unwrap();
+                let mut sizes = vec![0.0; b.len()];
+                let goal = crate::step::Goal::Steps(10);
+                step::run_goal(&mut b, &plan, &options, goal, &mut sizes, f64::INFINITY).unwrap();
+                for i in 0..b.len() {
+                    let s = b.state_of(i);
+                    let values = [s.time, s.work[0], s.work[1]].into_iter();
+                    let values = values.chain(s.q.iter().flatten().copied());
+                    bits.extend(
+                        values
+                            .chain(s.u.iter().flatten().copied())
+                            .map(f64::to_bits),
+                    );
+                }
+                bits.extend(b.status().iter().map(|s| u64::from(*s)));
+            }
+            results.push(bits);
+        }
+        (wide, results)
+    };
+    let (narrow, x86_64_v3) = run(false);
+    let (wide, widest) = run(true);
+    avx512::set_allowed(std::env::var_os("SIMBATCH_NO_AVX512").is_none());
+    assert!(!narrow, "the copies can be turned off");
+    if !wide {
+        eprintln!("no AVX-512 on this CPU: both runs took the x86-64-v3 copies");
+    }
+    for ((what, _), (a, b)) in batches.iter().zip(x86_64_v3.iter().zip(&widest)) {
+        assert_eq!(a.len(), b.len(), "{what}");
+        if let Some(k) = (0..a.len()).find(|&k| a[k] != b[k]) {
+            panic!("{what}: value {k} differs between the copies");
+        }
+    }
+}

@@ -28,6 +28,7 @@ pub type LaneVec3 = Vector3<Lane>;
 /// A 3×3 matrix per lane.
 pub type LaneMat3 = Matrix3<Lane>;
 
+pub mod avx512;
 mod transpose;
 pub use transpose::{
     LaneInstances, four, gather_rows, gather_values, scatter_fixed, scatter_rows, transpose_rows,
