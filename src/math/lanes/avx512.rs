@@ -13,7 +13,8 @@
 //!
 //! Both copies run the same IEEE operations in the same order — the lane values are still
 //! four f64, only more of them stay in registers — so they give the same bits
-//! (`cpu::lanes::tests::avx512_copies_give_the_same_bits`, on a CPU with AVX-512).
+//! (`cpu::lanes::tests::avx512_copies_give_the_same_bits`, on a CPU with AVX-512; in the
+//! default build and in a baseline x86-64 one, whose narrow copies run SSE2).
 //! `SIMBATCH_NO_AVX512` in the environment, or [`set_allowed`]`(false)`, keeps a process on the
 //! x86-64-v3 copy (to measure what the copy gains).
 
