@@ -264,6 +264,18 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     pool.install(|| measure(args, precision))
 }
 
+/// Which copy of the CPU's lane code runs (`math::lanes::avx512`): the rows' CPU figures
+/// depend on it.
+fn cpu_lane_code() -> &'static str {
+    if crate::math::lanes::avx512::enabled() {
+        "avx512"
+    } else if cfg!(all(target_feature = "avx2", target_feature = "fma")) {
+        "avx2+fma"
+    } else {
+        "baseline"
+    }
+}
+
 /// `--gpu-output-order`, read: `None` when unset (the adapter's order).
 fn gpu_output_order(args: &BenchArgs) -> Result<Option<OutputOrder>, CliError> {
     let Some(name) = &args.gpu_output_order else {
@@ -320,7 +332,11 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
             workgroups.push(size);
         }
     }
-    println!("CPU: {} threads (rayon)", rayon::current_num_threads());
+    println!(
+        "CPU: {} threads (rayon), lane code: {}",
+        rayon::current_num_threads(),
+        cpu_lane_code()
+    );
     let evaluated: [(&str, Build); 4] = [
         ("rolling sphere", |n| {
             Ok(contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, n, 1)?.0)
@@ -560,6 +576,7 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
         let doc = json!({
             "simbatch": env!("CARGO_PKG_VERSION"),
             "cpu_threads": rayon::current_num_threads(),
+            "cpu_lane_code": cpu_lane_code(),
             "gpu": device.as_ref().map(|d| d.describe()),
             "integrators": "h = 1e-3; rk4 and euler without drift control, rk4-projection at 1e-6; rkm-projection: accuracy 1e-6, h ≤ 1e-3, projection at 1e-6",
             "rows": rows,

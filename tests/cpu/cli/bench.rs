@@ -33,6 +33,15 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc["cpu_threads"], 1);
+    // Which copy of the lane code ran: the AVX-512 one wherever this process would take it.
+    let expected = if simbatch::math::lanes::avx512::enabled() {
+        "avx512"
+    } else if cfg!(all(target_feature = "avx2", target_feature = "fma")) {
+        "avx2+fma"
+    } else {
+        "baseline"
+    };
+    assert_eq!(doc["cpu_lane_code"], expected);
     let rows = doc["rows"].as_array().unwrap();
     // `--unilateral`: the bouncing balls and the bricks on the CPU's event path: the batch's
     // columns and the records the call returns (one per contact).
@@ -116,4 +125,33 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
             "{stderr}"
         );
     }
+}
+
+/// `SIMBATCH_NO_AVX512` keeps `bench` off the AVX-512 copies of the lane code, and its header
+/// says which copy ran.
+#[test]
+fn bench_says_which_lane_code_ran() {
+    let o = bin()
+        .args([
+            "bench",
+            "--backends",
+            "cpu",
+            "--n",
+            "8",
+            "--substeps",
+            "1",
+            "--integrators",
+            "euler",
+            "--seconds",
+            "0.01",
+            "--threads",
+            "1",
+        ])
+        .env("SIMBATCH_NO_AVX512", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let header = out.lines().find(|l| l.starts_with("CPU: ")).unwrap();
+    assert!(header.ends_with("lane code: avx2+fma") || header.ends_with("lane code: baseline"));
 }
