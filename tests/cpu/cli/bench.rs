@@ -155,3 +155,38 @@ fn bench_says_which_lane_code_ran() {
     let header = out.lines().find(|l| l.starts_with("CPU: ")).unwrap();
     assert!(header.ends_with("lane code: avx2+fma") || header.ends_with("lane code: baseline"));
 }
+
+/// Output into a closed pipe (`simbatch bench | head`) ends the command quietly, by SIGPIPE as
+/// Unix tools end, not with a panic about a broken pipe.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args([
+            "bench",
+            "--backends",
+            "cpu",
+            "--n",
+            "8",
+            "--substeps",
+            "1",
+            "--integrators",
+            "euler",
+            "--seconds",
+            "0.01",
+            "--threads",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reading end closes before the command prints its first line.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
+}
