@@ -127,26 +127,26 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
     }
 }
 
-/// `SIMBATCH_NO_AVX512` keeps `bench` off the AVX-512 copies of the lane code, and its header
-/// says which copy ran.
-#[test]
-fn bench_says_which_lane_code_ran() {
-    let o = bin()
+/// `bench` at its smallest: the CPU, eight instances, one Euler step a call, on one thread.
+fn tiny_bench() -> Command {
+    let mut c = bin();
+    c.args(["bench", "--backends", "cpu", "--n", "8", "--substeps", "1"])
         .args([
-            "bench",
-            "--backends",
-            "cpu",
-            "--n",
-            "8",
-            "--substeps",
-            "1",
             "--integrators",
             "euler",
             "--seconds",
             "0.01",
             "--threads",
             "1",
-        ])
+        ]);
+    c
+}
+
+/// `SIMBATCH_NO_AVX512` keeps `bench` off the AVX-512 copies of the lane code, and its header
+/// says which copy ran.
+#[test]
+fn bench_says_which_lane_code_ran() {
+    let o = tiny_bench()
         .env("SIMBATCH_NO_AVX512", "1")
         .output()
         .unwrap();
@@ -163,27 +163,13 @@ fn bench_says_which_lane_code_ran() {
 fn a_closed_pipe_ends_the_command_quietly() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    let mut child = bin()
-        .args([
-            "bench",
-            "--backends",
-            "cpu",
-            "--n",
-            "8",
-            "--substeps",
-            "1",
-            "--integrators",
-            "euler",
-            "--seconds",
-            "0.01",
-            "--threads",
-            "1",
-        ])
+    let mut child = tiny_bench()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The reading end closes before the command prints its first line.
+    // The reading end closes at once, while the command still has rows to print (each row
+    // comes after its measurement).
     drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
