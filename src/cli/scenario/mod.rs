@@ -272,13 +272,7 @@ impl Scenario {
         let loc = Located { file, source };
         let raw: Raw = toml::from_str(source).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
-            let message = e.message().to_string();
-            let field = message
-                .split('`')
-                .nth(1)
-                .filter(|_| message.contains("field"))
-                .unwrap_or("")
-                .to_string();
+            let (field, message) = parser::toml_error(source, span.clone(), e.message());
             loc.at(span, field, message)
         })?;
 

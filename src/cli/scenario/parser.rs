@@ -111,6 +111,86 @@ impl Located<'_> {
     }
 }
 
+/// The dotted path of the key at byte `offset` of a scenario's text (`simulation.step`,
+/// `body[1].mass`, `record`), read from the text itself: TOML's own errors (a value of the wrong
+/// type, an unknown or missing key) carry a position but not the key's path. The last table
+/// header above `offset` gives the table (an array of tables counted, `[[body]]` → `body[i]`), the
+/// text before `=` on `offset`'s line the key; on a header line, the header's table.
+fn key_path_at(source: &str, offset: usize) -> String {
+    let offset = offset.min(source.len());
+    let mut table = String::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut start = 0;
+    for line in source.split_inclusive('\n') {
+        let end = start + line.len();
+        let text = line.trim();
+        let here = offset < end || end == source.len();
+        if let Some(rest) = text.strip_prefix("[[") {
+            let name = rest.split("]]").next().unwrap_or("").trim().to_string();
+            let index = counts.entry(name.clone()).or_insert(0);
+            table = format!("{name}[{index}]");
+            *index += 1;
+        } else if let Some(rest) = text.strip_prefix('[') {
+            table = rest.split(']').next().unwrap_or("").trim().to_string();
+        } else if here
+            && !text.starts_with('#')
+            && let Some((key, _)) = text.split_once('=')
+        {
+            let key = key.trim().trim_matches('"').trim_matches('\'');
+            if !key.is_empty() {
+                return key_path(&table, key);
+            }
+        }
+        if here {
+            break;
+        }
+        start = end;
+    }
+    table
+}
+
+/// `table.key`, or `key` at the top level.
+fn key_path(table: &str, key: &str) -> String {
+    if table.is_empty() {
+        key.to_string()
+    } else {
+        format!("{table}.{key}")
+    }
+}
+
+/// TOML's error `message` at `span` of `source`, as a scenario error's field and message: the
+/// field from the text ([`key_path_at`]; a missing key's under its table), the message in the
+/// scenario's words (`got string "fast"; accepted: a number` for serde's `invalid type: string
+/// "fast", expected f64`), other messages as TOML gives them.
+pub(super) fn toml_error(source: &str, span: Range<usize>, message: &str) -> (String, String) {
+    let message = message.trim_end();
+    let at = key_path_at(source, span.start);
+    if message.starts_with("missing field") {
+        // The span is the table that lacks the key: its header, or the whole file for the root.
+        let root = span.start == 0 && (span.end == 0 || span.end >= source.trim_end().len());
+        let table = if root { String::new() } else { at };
+        let key = message.split('`').nth(1).unwrap_or("");
+        return (
+            key_path(&table, key),
+            format!("missing field `{key}` (required)"),
+        );
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some((got, expected)) = rest.rsplit_once(", expected ")
+        {
+            let accepted = match expected {
+                "i64" | "u64" | "i32" | "u32" | "usize" | "an integer" => "an integer",
+                "f64" | "f32" | "a float" => "a number",
+                "a boolean" => "true or false",
+                other => other,
+            };
+            return (at, format!("got {got}; accepted: {accepted}"));
+        }
+    }
+    (at, message.to_string())
+}
+
 pub(super) const SCALAR_ACCEPTED: &str = "a number, \"$var\", or one of {uniform = [lo, hi]}, \
     {normal = [mean, std]}, {truncated_normal = [mean, std, lo, hi]}, {lognormal = [mu, sigma]}, \
     {log_uniform = [lo, hi]}, {choice = [a, b, ...]}";

@@ -42,7 +42,39 @@ fn bad_scenarios_are_rejected_with_file_line_column_field_and_accepted_values() 
             "mass = { log_uniform = [0.5, 2.0] }",
             "mas = 1.0",
             Some("mas"),
-            &["unknown field `mas`", "expected one of"],
+            &["body[0].mas: unknown field `mas`", "expected one of"],
+        ),
+        // Values of the wrong TOML type: serde's message in the scenario's words, the field's
+        // path read from the text.
+        (
+            "step = 0.01",
+            "step = \"fast\"",
+            Some("\"fast\""),
+            &["simulation.step: got string \"fast\"; accepted: a number"],
+        ),
+        (
+            "instances = 240",
+            "instances = 2.5",
+            Some("2.5"),
+            &[": instances: got floating point `2.5`; accepted: an integer"],
+        ),
+        (
+            "events = true",
+            "events = 1",
+            Some("1"),
+            &["record.events: got integer `1`; accepted: true or false"],
+        ),
+        (
+            "plane = \"ground\"",
+            "plane = 2",
+            Some("2"),
+            &["constraint[0].plane: got integer `2`; accepted: a string"],
+        ),
+        (
+            "integrator = \"rk4\"",
+            "integrator = \"rk4\"\nintegrater = \"rk4\"",
+            Some("integrater"),
+            &["simulation.integrater: unknown field `integrater`"],
         ),
         (
             "incline_deg = { uniform = [5.0, 40.0] }",
@@ -180,6 +212,52 @@ fn bad_scenarios_are_rejected_with_file_line_column_field_and_accepted_values() 
                 "{to}: {message:?} lacks {needle:?}"
             );
         }
+    }
+}
+
+/// A key left out names its table and points at the table's header (the file's start for a
+/// top-level key); the second of an array of tables is counted as such.
+#[test]
+fn missing_keys_and_later_tables_are_named_by_their_path() {
+    // (what to change, into what, where the error must point: the first occurrence of this text
+    // in the changed file, text in the message).
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "duration = 0.2\n",
+            "",
+            "[simulation]",
+            "simulation.duration: missing field `duration` (required)",
+        ),
+        (
+            "kind = \"sphere_on_plane\"\n",
+            "",
+            "[[constraint]]",
+            "constraint[0].kind: missing field `kind`",
+        ),
+        (
+            "instances = 240\n",
+            "",
+            "name = \"small\"",
+            ": instances: missing field `instances`",
+        ),
+        (
+            "[[constraint]]",
+            "[[body]]\nname = 7\n\n[[constraint]]",
+            "7\n",
+            "body[1].name: got integer `7`; accepted: a string",
+        ),
+    ];
+    for (from, to, marker, needle) in cases {
+        assert!(SMALL.contains(from), "{from}");
+        let text = SMALL.replacen(from, to, 1);
+        let err = Scenario::parse("bad.toml", &text).expect_err(from);
+        let message = err.to_string();
+        let CliError::Scenario { line, column, .. } = &err else {
+            panic!("{from}: not a located scenario error: {err:?}");
+        };
+        let at = text.find(marker).expect("marker in the text");
+        assert_eq!((*line, *column), line_column(&text, at), "{message}");
+        assert!(message.contains(needle), "{message:?} lacks {needle:?}");
     }
 }
 
