@@ -115,7 +115,8 @@ impl Located<'_> {
 /// `body[1].mass`, `record`), read from the text itself: TOML's own errors (a value of the wrong
 /// type, an unknown or missing key) carry a position but not the key's path. The last table
 /// header above `offset` gives the table (an array of tables counted, `[[body]]` → `body[i]`), the
-/// text before `=` on `offset`'s line the key; on a header line, the header's table.
+/// text before `=` on `offset`'s line the key; on a header line, the header's table. A guide for
+/// messages, not a TOML parser: keys on a multi-line value's later lines name its table only.
 fn key_path_at(source: &str, offset: usize) -> String {
     let offset = offset.min(source.len());
     let mut table = String::new();
@@ -125,13 +126,18 @@ fn key_path_at(source: &str, offset: usize) -> String {
         let end = start + line.len();
         let text = line.trim();
         let here = offset < end || end == source.len();
-        if let Some(rest) = text.strip_prefix("[[") {
-            let name = rest.split("]]").next().unwrap_or("").trim().to_string();
-            let index = counts.entry(name.clone()).or_insert(0);
+        if let Some(name) = header(text, "[[", "]]") {
+            let index = counts.entry(name.to_string()).or_insert(0);
             table = format!("{name}[{index}]");
             *index += 1;
-        } else if let Some(rest) = text.strip_prefix('[') {
-            table = rest.split(']').next().unwrap_or("").trim().to_string();
+        } else if let Some(name) = header(text, "[", "]") {
+            // A sub-table of an array of tables' last entry: `[body.motion]` → `body[1].motion`.
+            table = match name.split_once('.') {
+                Some((array, rest)) if counts.get(array).is_some_and(|n| *n > 0) => {
+                    format!("{array}[{}].{rest}", counts[array] - 1)
+                }
+                _ => name.to_string(),
+            };
         } else if here
             && !text.starts_with('#')
             && let Some((key, _)) = text.split_once('=')
@@ -147,6 +153,22 @@ fn key_path_at(source: &str, offset: usize) -> String {
         start = end;
     }
     table
+}
+
+/// The table a header line names (`[simulation]`, `[[body]]` with `open` `[[`), or `None` for
+/// any other line — a nested array's row on a line of its own (`  [0.0, 1.0],`) included: a
+/// table's name starts with a letter, `_` or a quote and holds no comma.
+fn header<'a>(line: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let rest = line.strip_prefix(open)?;
+    let (name, after) = rest.split_once(close)?;
+    let name = name.trim();
+    let after = after.trim_start();
+    let starts_well = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '"' || c == '\'');
+    (starts_well && !name.contains(',') && (after.is_empty() || after.starts_with('#')))
+        .then_some(name)
 }
 
 /// `table.key`, or `key` at the top level.

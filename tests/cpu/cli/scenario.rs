@@ -246,6 +246,20 @@ fn missing_keys_and_later_tables_are_named_by_their_path() {
             "7\n",
             "body[1].name: got integer `7`; accepted: a string",
         ),
+        // A nested array's rows on lines of their own are not table headers; a sub-table of an
+        // array of tables is its last entry's.
+        (
+            "name = \"ball\"\n",
+            "com = [\n  [0.5, 2.0],\n]\nname = 7\n",
+            "7\n",
+            "body[0].name: got integer `7`; accepted: a string",
+        ),
+        (
+            "[[constraint]]",
+            "[body.extra]\nkey = 1\n\n[[constraint]]",
+            "extra]",
+            "body[0].extra: unknown field `extra`",
+        ),
     ];
     for (from, to, marker, needle) in cases {
         assert!(SMALL.contains(from), "{from}");
