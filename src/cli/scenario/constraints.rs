@@ -37,7 +37,8 @@ impl Parser<'_> {
                         name.span(),
                         field,
                         format!(
-                            "{:?} is a prescribed body; accepted: a free body's name {names:?}                              (a prescribed body can only carry the plane)",
+                            "{:?} is a prescribed body; accepted: a free body's name {names:?} \
+                             (a prescribed body can only carry the plane)",
                             name.get_ref()
                         ),
                     ));

@@ -356,7 +356,8 @@ impl Scenario {
                     return Err(loc.at(
                         v.span(),
                         field(f),
-                        "does not apply to a prescribed body (its motion is given by                          `prescribed`); accepted fields: name, prescribed",
+                        "does not apply to a prescribed body (its motion is given by `prescribed`); \
+                         accepted fields: name, prescribed",
                     ));
                 }
                 prescribed.push(super::prescribed::parse(

@@ -206,6 +206,10 @@ fn bad_scenarios_are_rejected_with_file_line_column_field_and_accepted_values() 
             message.starts_with(&format!("bad.toml:{line}:{column}: ")),
             "{message}"
         );
+        assert!(
+            !message.contains("  "),
+            "a run of spaces in the message: {message:?}"
+        );
         for needle in *needles {
             assert!(
                 message.contains(needle),
