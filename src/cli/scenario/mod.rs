@@ -43,8 +43,12 @@
 //! events = true                           # lift-off time of plane contacts
 //! ```
 //!
-//! A scalar field is a number, `"$var"`, or one of `{ uniform = [lo, hi] }`,
-//! `{ normal = [mean, std] }`, `{ log_uniform = [lo, hi] }`, `{ choice = [a, b, …] }`.
+//! A scalar field is a number, `"$var"`, or a distribution (`{ uniform = [lo, hi] }`,
+//! `{ normal = [mean, std] }`, `{ truncated_normal = [mean, std, lo, hi] }`,
+//! `{ lognormal = [mu, sigma] }`, `{ log_uniform = [lo, hi] }`, `{ choice = [a, b, …] }`).
+//! Every key, with its default and accepted range — unilateral contacts, prescribed bodies and
+//! `point_to_ground` included — is in `docs/scenario-format.md`, which a test holds to this
+//! reader's keys.
 
 use toml::{Spanned, Value};
 

@@ -205,14 +205,20 @@ fn prescribed_body_errors_are_located() {
             .to_string();
         assert!(err.contains(expect), "{expect}: {err}");
         assert!(err.starts_with("p.toml:"), "{err}");
-        assert!(!err.contains("  "), "a run of spaces in the message: {err:?}");
+        assert!(
+            !err.contains("  "),
+            "a run of spaces in the message: {err:?}"
+        );
     }
     // A prescribed body cannot be the moving body of a contact.
     let text = base("{ kind = \"tilting\" }", "")
         .replace("body = \"ball\"\nradius", "body = \"plate\"\nradius");
     let err = Scenario::parse("p.toml", &text).unwrap_err().to_string();
     assert!(err.contains("is a prescribed body"), "{err}");
-    assert!(!err.contains("  "), "a run of spaces in the message: {err:?}");
+    assert!(
+        !err.contains("  "),
+        "a run of spaces in the message: {err:?}"
+    );
     // Polynomial and constant laws run.
     for prescribed in [
         "{ kind = \"polynomial\", angles = [[0.0, 0.2], [0.0, { uniform = [-0.1, 0.1] }], [0.0]] }",
