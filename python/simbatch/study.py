@@ -98,7 +98,8 @@ class StudyResult:
 class Study:
     """A Monte Carlo study: ``Study(source)`` with ``source`` a path to a scenario file, the
     TOML text of one, or a dict with the same schema (``{"instances": 1000, "body": [...],
-    "constraint": [...], "simulation": {...}}``). The scenario is checked at once; a mistake
+    "constraint": [...], "simulation": {...}}``; every key, with its default and accepted range,
+    in the repository's ``docs/scenario-format.md``). The scenario is checked at once; a mistake
     raises ``ValueError`` naming file, line, column, field and what is accepted."""
 
     def __init__(self, source: str | os.PathLike[str] | Mapping[str, Any]):

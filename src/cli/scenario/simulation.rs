@@ -101,6 +101,24 @@ impl Parser<'_> {
                 ));
             }
         };
+        // The tolerance is projection's: beside another stabilization nothing reads it. Such
+        // files ran before this note and still run; the note says the value has no effect.
+        if let Some(t) = &raw.tolerance
+            && !matches!(stabilization, Stabilization::Projection { .. })
+        {
+            let note = loc.at(
+                t.span(),
+                "simulation.tolerance",
+                format!(
+                    "ignored: stabilization {:?} does not project (set stabilization = \
+                     \"projection\" to use it)",
+                    raw.stabilization
+                        .as_ref()
+                        .map_or("", |x| x.get_ref().as_str())
+                ),
+            );
+            log::warn!("simbatch: {note}");
+        }
         let options = StepOptions {
             integrator,
             stabilization,

@@ -580,3 +580,39 @@ fn the_scenario_reference_names_every_key_and_its_example_runs() {
         );
     }
 }
+
+/// A projection tolerance beside another stabilization has no effect: the run goes on (such
+/// files are accepted) and says so on standard error, naming the file, line and key.
+#[test]
+fn a_tolerance_without_projection_is_run_with_a_warning() {
+    let dir = scratch("tolerance-warning");
+    let file = dir.join("none.toml");
+    let text = SMALL
+        .replacen(
+            "stabilization = \"projection\"",
+            "stabilization = \"none\"",
+            1,
+        )
+        .replacen("instances = 240", "instances = 4", 1);
+    std::fs::write(&file, &text).unwrap();
+    let o = bin()
+        .args(["run", file.to_str().unwrap(), "--quiet", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let (line, column) = line_column(&text, text.find("1e-9").unwrap());
+    let expected = format!(
+        "warning: simbatch: {}:{line}:{column}: simulation.tolerance: ignored: stabilization \
+         \"none\" does not project",
+        file.display()
+    );
+    assert!(stderr.contains(&expected), "{expected:?} not in {stderr}");
+    assert_eq!(
+        stderr.matches("simulation.tolerance").count(),
+        1,
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
