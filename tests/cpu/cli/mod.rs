@@ -1,7 +1,7 @@
 //! The `simbatch` command, one file per part: scenario files and their errors (`scenario`),
 //! `run` and `check` (`run`), studies (`study`), the command's edges (`edges`), mutated
-//! scenarios (`mutation`), prescribed bodies (`prescribed`), `bench` (`bench`) and draws
-//! (`draws`). The helpers every part uses are here.
+//! scenarios (`mutation`), prescribed bodies (`prescribed`), the scenario reference
+//! `docs/scenario-format.md` (`reference`), `bench` (`bench`) and draws (`draws`). The helpers every part uses are here.
 
 use crate::common;
 
@@ -117,6 +117,7 @@ mod draws;
 mod edges;
 mod mutation;
 mod prescribed;
+mod reference;
 mod run;
 mod scenario;
 mod study;
