@@ -70,6 +70,23 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     )
 }
 
+/// `simbatch run DIR/NAME --out DIR/out --quiet` with `text` written to `DIR/NAME`: the
+/// scenario file, the output directory and what the command did.
+fn run_scenario(dir: &Path, name: &str, text: &str) -> (PathBuf, PathBuf, std::process::Output) {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    let o = bin()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    (file, out, o)
+}
+
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -49,22 +49,10 @@ fn the_scenario_reference_names_every_key_and_its_example_runs() {
 
     // It runs (fewer instances, a shorter time): every draw passes the dry pass.
     let dir = scratch("format-example");
-    let file = dir.join("example.toml");
     let small = example
         .replace("instances = 1000", "instances = 24")
         .replace("duration = 1.0", "duration = 0.05");
-    std::fs::write(&file, small).unwrap();
-    let out = dir.join("out");
-    let o = bin()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
+    let (_, _, o) = run_scenario(&dir, "example.toml", &small);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let unknown = "zzz_unknown = 1\n";

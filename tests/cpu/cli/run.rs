@@ -90,20 +90,12 @@ fn shards_merged_equal_the_unsharded_run_bit_for_bit() {
 #[test]
 fn run_end_to_end_matches_the_closed_form_on_inclines() {
     let dir = scratch("e2e");
-    let file = dir.join("inclines.toml");
-    std::fs::write(&file, SMALL.replace("instances = 240", "instances = 60")).unwrap();
-    let out = dir.join("out");
-    let status = bin()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let (_, out, o) = run_scenario(
+        &dir,
+        "inclines.toml",
+        &SMALL.replace("instances = 240", "instances = 60"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let manifest: serde_json::Value =
         serde_json::from_slice(&read(&out.join("manifest.json"))).unwrap();
     assert_eq!(manifest["complete"], true);

@@ -484,7 +484,6 @@ fn shard_specs_come_from_the_flag_or_the_scheduler() {
 #[test]
 fn a_tolerance_without_projection_is_run_with_a_warning() {
     let dir = scratch("tolerance-warning");
-    let file = dir.join("none.toml");
     let text = SMALL
         .replacen(
             "stabilization = \"projection\"",
@@ -492,12 +491,7 @@ fn a_tolerance_without_projection_is_run_with_a_warning() {
             1,
         )
         .replacen("instances = 240", "instances = 4", 1);
-    std::fs::write(&file, &text).unwrap();
-    let o = bin()
-        .args(["run", file.to_str().unwrap(), "--quiet", "--out"])
-        .arg(dir.join("out"))
-        .output()
-        .unwrap();
+    let (file, _, o) = run_scenario(&dir, "none.toml", &text);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let (line, column) = line_column(&text, text.find("1e-9").unwrap());
