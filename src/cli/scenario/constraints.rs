@@ -63,8 +63,9 @@ impl Parser<'_> {
     /// `contact`, `restitution` and `friction` of a sphere-on-plane or point-on-plane table
     /// (both have the rows of a contact: the normal and the two slip rows): `None` for a
     /// bilateral contact (the default), the coefficients of a unilateral one. A unilateral
-    /// contact takes no `rolling` (friction decides the mode); fixed coefficients are checked
-    /// here, drawn ones per instance.
+    /// contact takes no `rolling` (friction decides the mode); fixed coefficients and bounded
+    /// draws (`Parser::bounded_in`) are checked here, unbounded draws per instance by the dry
+    /// pass.
     fn unilateral(
         &mut self,
         k: usize,
@@ -107,26 +108,16 @@ impl Parser<'_> {
                  accepted: no rolling key with contact = \"unilateral\"",
             ));
         }
-        let fixed_in = |p: &Self,
-                        s: &Scalar,
-                        v: &Spanned<Value>,
-                        f: &str,
-                        lo: f64,
-                        hi: f64,
-                        accepted: &str| {
-            match s {
-                Scalar::Fixed(x) if !(lo..=hi).contains(x) => {
-                    Err(p
-                        .loc
-                        .at(v.span(), field(f), format!("got {x}; accepted: {accepted}")))
-                }
-                _ => Ok(()),
-            }
-        };
         let restitution = match &c.restitution {
             Some(v) => {
                 let s = self.scalar(v, &field("restitution"))?;
-                fixed_in(self, &s, v, "restitution", 0.0, 1.0, "a number in [0, 1]")?;
+                self.bounded_in(
+                    v,
+                    &field("restitution"),
+                    &s,
+                    (0.0, 1.0),
+                    "a number in [0, 1]",
+                )?;
                 s
             }
             None => Scalar::Fixed(0.0),
@@ -147,13 +138,11 @@ impl Parser<'_> {
                         })?;
                         let spanned = Spanned::new(v.span(), value.clone());
                         let s = p.scalar(&spanned, &field(&format!("friction.{name}")))?;
-                        fixed_in(
-                            p,
-                            &s,
+                        p.bounded_in(
                             v,
-                            &format!("friction.{name}"),
-                            0.0,
-                            f64::MAX,
+                            &field(&format!("friction.{name}")),
+                            &s,
+                            (0.0, f64::MAX),
                             "a number ≥ 0",
                         )?;
                         Ok(s)
@@ -184,13 +173,11 @@ impl Parser<'_> {
                 }
                 _ => {
                     let s = self.scalar(v, &field("friction"))?;
-                    fixed_in(
-                        self,
-                        &s,
+                    self.bounded_in(
                         v,
-                        "friction",
-                        0.0,
-                        f64::MAX,
+                        &field("friction"),
+                        &s,
+                        (0.0, f64::MAX),
                         "a number ≥ 0, or { static = μs, dynamic = μd }",
                     )?;
                     FrictionSpec::Single(s)

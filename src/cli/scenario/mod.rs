@@ -305,6 +305,7 @@ impl Scenario {
         let mut p = Parser {
             loc: &loc,
             vars: &var_names,
+            defined: Vec::new(),
         };
         let mut vars = Vec::new();
         for (name, value) in &raw.vars {
@@ -317,6 +318,7 @@ impl Scenario {
                     "a var cannot refer to another var; accepted: a number or a distribution",
                 ));
             }
+            p.defined.push((s.clone(), value.span()));
             vars.push((name.clone(), s));
         }
 

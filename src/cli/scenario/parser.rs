@@ -225,10 +225,29 @@ pub(super) fn number(v: &Value) -> Option<f64> {
     }
 }
 
+/// A scalar as the scenario writes it (`uniform = [0, 1]`, `normal = [0, 1] (unbounded)`).
+fn describe(s: &Scalar) -> String {
+    match s {
+        Scalar::Fixed(x) => format!("{x}"),
+        Scalar::Uniform(lo, hi) => format!("uniform = [{lo}, {hi}]"),
+        Scalar::Normal(m, sd) => format!("normal = [{m}, {sd}] (unbounded)"),
+        Scalar::TruncatedNormal(m, sd, lo, hi) => {
+            format!("truncated_normal = [{m}, {sd}, {lo}, {hi}]")
+        }
+        Scalar::LogNormal(mu, sigma) => format!("lognormal = [{mu}, {sigma}] (unbounded)"),
+        Scalar::LogUniform(lo, hi) => format!("log_uniform = [{lo}, {hi}]"),
+        Scalar::Choice(c) => format!("choice = {c:?}"),
+        Scalar::Var(k) => format!("[vars] entry {k}"),
+    }
+}
+
 /// Checks scenario values, locating every error (shared with `prescribed.rs`).
 pub(in crate::cli) struct Parser<'a> {
     pub(super) loc: &'a Located<'a>,
     pub(super) vars: &'a [String],
+    /// The `[vars]` entries parsed so far, in `vars`' order, with their values' spans: a
+    /// `"$var"` in a key with a range is checked against its entry's distribution.
+    pub(super) defined: Vec<(Scalar, Range<usize>)>,
 }
 
 impl Parser<'_> {
@@ -289,10 +308,13 @@ impl Parser<'_> {
         }
     }
 
-    /// A scalar whose every possible value is > 0.
+    /// A scalar whose every possible value is > 0: a fixed value or a distribution given at
+    /// the key must be (a `normal` is unbounded, so refused); a `"$var"` is held to the same
+    /// rule through its `[vars]` entry, except that an unbounded entry is left to the dry pass
+    /// (another key may want its tails).
     pub(super) fn positive(&mut self, v: &Spanned<Value>, field: &str) -> Result<Scalar, CliError> {
         let s = self.scalar(v, field)?;
-        let ok = match &s {
+        let positive = |s: &Scalar| match s {
             Scalar::Fixed(x) => *x > 0.0,
             Scalar::Uniform(lo, _) => *lo > 0.0,
             Scalar::LogUniform(..) | Scalar::LogNormal(..) | Scalar::Var(_) => true,
@@ -300,26 +322,86 @@ impl Parser<'_> {
             Scalar::Normal(..) => false,
             Scalar::Choice(c) => c.iter().all(|x| *x > 0.0),
         };
-        if ok {
-            Ok(s)
-        } else {
-            Err(self.loc.at(
-                v.span(),
+        let refused = match self.var_entry(&s) {
+            Some((entry, _)) => !matches!(entry, Scalar::Normal(..)) && !positive(entry),
+            None => !positive(&s),
+        };
+        if refused {
+            Err(self.out_of_range(
+                v,
                 field,
-                format!(
-                    "{} can be ≤ 0; accepted: values > 0 (a positive number, uniform or \
-                     truncated_normal with lo > 0, log_uniform, lognormal, or choice of \
-                     positives)",
-                    match &s {
-                        Scalar::Fixed(x) => format!("{x}"),
-                        Scalar::Uniform(lo, hi) => format!("uniform = [{lo}, {hi}]"),
-                        Scalar::Normal(m, sd) => format!("normal = [{m}, {sd}] (unbounded)"),
-                        Scalar::Choice(c) => format!("choice = {c:?}"),
-                        other => format!("{other:?}"),
-                    }
-                ),
+                &s,
+                "≤ 0",
+                "values > 0 (a positive number, uniform or truncated_normal with lo > 0, \
+                 log_uniform, lognormal, or choice of positives)",
             ))
+        } else {
+            Ok(s)
         }
+    }
+
+    /// Checks that `s`, the value at `v` for `field`, cannot draw outside `[lo, hi]` when its
+    /// draws are bounded (a fixed value, `uniform`, `truncated_normal`, `log_uniform`,
+    /// `choice`, given at the key or through a `"$var"`); unbounded draws (`normal`,
+    /// `lognormal`) are left to the dry pass, which checks every instance's value. `accepted`
+    /// names the range for the message.
+    pub(super) fn bounded_in(
+        &self,
+        v: &Spanned<Value>,
+        field: &str,
+        s: &Scalar,
+        (lo, hi): (f64, f64),
+        accepted: &str,
+    ) -> Result<(), CliError> {
+        let drawn = self.var_entry(s).map_or(s, |(entry, _)| entry);
+        match drawn.support() {
+            Some((a, b)) if a.is_finite() && b.is_finite() && (a < lo || b > hi) => {
+                let outside = if hi == f64::MAX {
+                    format!("< {lo}")
+                } else {
+                    format!("outside [{lo}, {hi}]")
+                };
+                Err(self.out_of_range(v, field, s, &outside, accepted))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The `[vars]` entry a `"$var"` names, with its value's span; `None` for any other scalar.
+    fn var_entry(&self, s: &Scalar) -> Option<&(Scalar, Range<usize>)> {
+        match s {
+            Scalar::Var(k) => self.defined.get(*k),
+            _ => None,
+        }
+    }
+
+    /// The error for `s` at `v` (for `field`) drawing `outside` what `accepted` says; a fixed
+    /// value reads `got x`, a `"$var"` names its entry and the entry's line.
+    fn out_of_range(
+        &self,
+        v: &Spanned<Value>,
+        field: &str,
+        s: &Scalar,
+        outside: &str,
+        accepted: &str,
+    ) -> CliError {
+        let message = match (s, self.var_entry(s)) {
+            (Scalar::Fixed(x), _) => format!("got {x}; accepted: {accepted}"),
+            (Scalar::Var(k), Some((entry, span))) => {
+                let name = self.vars.get(*k).map_or("?", |n| n.as_str());
+                let line = self.loc.source[..span.start.min(self.loc.source.len())]
+                    .matches('\n')
+                    .count()
+                    + 1;
+                format!(
+                    "\"${name}\" draws vars.{name} = {} (line {line}), which can be {outside}; \
+                     accepted: {accepted}",
+                    describe(entry)
+                )
+            }
+            _ => format!("{} can be {outside}; accepted: {accepted}", describe(s)),
+        };
+        self.loc.at(v.span(), field, message)
     }
 
     pub(super) fn vector<const K: usize>(

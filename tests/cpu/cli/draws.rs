@@ -1,5 +1,6 @@
 //! Draws in scenarios: truncated normal and lognormal, every example scenario, refused draws
-//! named once, warnings on standard error.
+//! named once, ranges checked through `[vars]` entries or left to the dry pass, warnings on
+//! standard error.
 
 use super::*;
 
@@ -131,6 +132,92 @@ fn the_commands_warnings_reach_standard_error() {
             .filter(|l| l.starts_with("warning:"))
             .all(|l| l.starts_with("warning: simbatch: ")),
         "other crates' records: {stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `"$var"` in a key with a range, its entry's bounded draws able to leave it: refused where
+/// it is first used, naming the entry and its line (before, only the dry pass caught it, with
+/// an instance and no file).
+#[test]
+fn a_var_that_can_leave_a_keys_range_is_refused_where_it_is_used() {
+    for (entry, needle) in [
+        ("{ uniform = [-0.1, 0.15] }", "uniform = [-0.1, 0.15]"),
+        ("{ choice = [0.1, 0.0] }", "choice = [0.1, 0.0]"),
+        ("-0.1", "-0.1"),
+    ] {
+        let text = SMALL.replace("{ uniform = [0.05, 0.15] }", entry);
+        let err = Scenario::parse("var.toml", &text).expect_err(entry);
+        let message = err.to_string();
+        let use_site = text.find("{ solid_sphere").expect("the first use");
+        let (line, column) = line_column(&text, use_site);
+        assert!(
+            message.starts_with(&format!(
+                "var.toml:{line}:{column}: body[0].inertia.solid_sphere: \"$radius\" draws \
+                 vars.radius = {needle} (line 6), which can be ≤ 0; accepted: values > 0"
+            )),
+            "{message}"
+        );
+    }
+    // Through a var in a unilateral coefficient: the bounded draw is checked there too.
+    let text = SMALL
+        .replace(
+            "radius = { uniform = [0.05, 0.15] }",
+            "radius = { uniform = [0.05, 0.15] }\nbounce = { uniform = [0.5, 1.5] }",
+        )
+        .replace(
+            "rolling = { choice = [true, false] }",
+            "contact = \"unilateral\"\nrestitution = \"$bounce\"",
+        );
+    let message = Scenario::parse("var.toml", &text).unwrap_err().to_string();
+    assert!(
+        message.contains(
+            "constraint[0].restitution: \"$bounce\" draws vars.bounce = uniform = [0.5, 1.5] \
+             (line 7), which can be outside [0, 1]; accepted: a number in [0, 1]"
+        ),
+        "{message}"
+    );
+}
+
+/// Unbounded draws (`normal`, `lognormal`) through a `"$var"` or in a unilateral coefficient
+/// are not refused up front (another key may want a var's tails; most draws may be fine): the
+/// dry pass checks every instance's value and names the first instance that breaks a range.
+#[test]
+fn unbounded_draws_are_left_to_the_dry_pass() {
+    let text = SMALL
+        .replace(
+            "radius = { uniform = [0.05, 0.15] }",
+            "radius = { normal = [0.1, 0.05] }",
+        )
+        .replace(
+            "rolling = { choice = [true, false] }",
+            "contact = \"unilateral\"\nrestitution = { normal = [0.5, 0.01] }\n\
+             friction = { lognormal = [-1.0, 0.5] }",
+        );
+    let scenario = Scenario::parse("tails.toml", &text).expect("unbounded draws parse");
+    // N(0.1, 0.05) is ≤ 0 with probability 2.3 %: some of the 240 instances draw a radius ≤ 0.
+    let negative = (0..scenario.instances)
+        .find(|&i| {
+            let drawn = simbatch::cli::instances::sample(&scenario, i, None);
+            let radius = drawn.constraints[0]
+                .params
+                .iter()
+                .find(|(n, _)| *n == "radius");
+            radius.expect("the radius is drawn").1[0] <= 0.0
+        })
+        .expect("a radius ≤ 0 among 240 draws");
+    let dir = scratch("tails");
+    let e = run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap_err();
+    let message = e.to_string();
+    assert!(
+        matches!(e, CliError::Sample { instance, .. } if instance == negative),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "instance {negative}: invalid constraint[0].radius"
+        )),
+        "{message}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

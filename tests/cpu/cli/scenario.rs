@@ -94,6 +94,28 @@ fn bad_scenarios_are_rejected_with_file_line_column_field_and_accepted_values() 
             Some("-1.0"),
             &["body[0].mass", "accepted: values > 0"],
         ),
+        // Unilateral coefficients whose bounded draws leave their range, given at the key.
+        (
+            "rolling = { choice = [true, false] }",
+            "contact = \"unilateral\"\nrestitution = { uniform = [0.5, 1.5] }",
+            Some("{ uniform = [0.5"),
+            &[
+                "constraint[0].restitution: uniform = [0.5, 1.5] can be outside [0, 1]; \
+               accepted: a number in [0, 1]",
+            ],
+        ),
+        (
+            "rolling = { choice = [true, false] }",
+            "contact = \"unilateral\"\nfriction = { choice = [0.5, -0.1] }",
+            Some("{ choice = [0.5"),
+            &["constraint[0].friction: choice = [0.5, -0.1] can be < 0; accepted: a number ≥ 0"],
+        ),
+        (
+            "rolling = { choice = [true, false] }",
+            "contact = \"unilateral\"\nrestitution = 1.5",
+            Some("1.5"),
+            &["constraint[0].restitution: got 1.5; accepted: a number in [0, 1]"],
+        ),
         (
             "radius = \"$radius\"",
             "radius = \"$radios\"",
