@@ -98,6 +98,31 @@ def _count(field: str, value: Any) -> int:
     return int(value)
 
 
+def _seed(field: str, value: Any) -> int:
+    """A seed: an integer in [0, 2**64) (``int``, NumPy integers), or a ``TypeError``/
+    ``ValueError`` naming ``field`` (NumPy's own overflow errors name nothing)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer in [0, 2**64)")
+    number = int(value)
+    if not 0 <= number < 2**64:
+        raise ValueError(f"{field}: got {number}; accepted: an integer in [0, 2**64)")
+    return number
+
+
+def _per_env(field: str, values: Any, num_envs: int, dtype: Any, width: int | None = None) -> np.ndarray:
+    """``values`` as a C-contiguous ``(num_envs, width)`` array of ``dtype`` (any shape with
+    that many values, e.g. flat), or a ``ValueError`` naming ``field``, the shape given and the
+    shape accepted (one row per environment); ``width=None`` takes any whole row width."""
+    array = np.ascontiguousarray(values, dtype=dtype)
+    whole = array.size > 0 and array.size % num_envs == 0
+    if not whole or (width is not None and array.size != num_envs * width):
+        rows = f"({num_envs}, {width})" if width is not None else f"({num_envs}, width)"
+        raise ValueError(
+            f"{field}: got shape {array.shape} ({array.size} values); accepted: {rows}, one row per environment"
+        )
+    return array.reshape(num_envs, -1)
+
+
 def _with_horizon(spec: EnvSpec | None, horizon: int) -> EnvSpec | None:
     """``spec`` with ``max_episode_steps`` set to the environment's own horizon (Gymnasium
     tools read it there; no ``TimeLimit`` is added, the environments truncate themselves)."""
@@ -197,18 +222,24 @@ class VectorEnv(gym.vector.VectorEnv):
         seed: int | Sequence[int] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start new episodes; returns ``(obs, info)`` for every environment."""
+        """Start new episodes; returns ``(obs, info)`` for every environment. ``seed``: an
+        integer in [0, 2**64) (environment i gets ``seed + i``, wrapping at 2**64) or one such
+        integer per environment; ``options={"reset_mask": mask}`` resets only the environments
+        the boolean mask selects."""
         super().reset(seed=None)  # Gymnasium bookkeeping only; seeding is simbatch's own.
         seeds = None
         if seed is not None:
-            if isinstance(seed, (int, np.integer)):
-                seeds = (np.uint64(seed) + np.arange(self.num_envs, dtype=np.uint64)).astype(np.uint64)
+            if np.ndim(seed) == 0:
+                # Environment i gets seed + i, wrapping at 2**64 as the counter-based streams do.
+                seeds = np.uint64(_seed("seed", seed)) + np.arange(self.num_envs, dtype=np.uint64)
             else:
-                seeds = np.asarray(seed, dtype=np.uint64)
-                if seeds.shape != (self.num_envs,):
-                    raise ValueError(
-                        f"seed: got {seeds.shape[0] if seeds.ndim else 'a scalar'} seeds, expected {self.num_envs}"
-                    )
+                given = np.asarray(seed)
+                if given.shape != (self.num_envs,):
+                    raise ValueError(f"seed: got shape {given.shape}, expected ({self.num_envs},): one seed per environment")
+                if given.dtype.kind == "u" or (given.dtype.kind == "i" and (given >= 0).all()):
+                    seeds = given.astype(np.uint64)
+                else:  # Negative, too large, or not integers: the first bad one, named.
+                    seeds = np.array([_seed(f"seed[{i}]", s) for i, s in enumerate(given.tolist())], dtype=np.uint64)
         mask = None
         if options and options.get("reset_mask") is not None:
             mask = np.ascontiguousarray(options["reset_mask"], dtype=np.bool_)
@@ -249,7 +280,7 @@ class VectorEnv(gym.vector.VectorEnv):
         """As :meth:`step`, writing into arrays the caller owns (C-contiguous, float32 obs
         ``(num_envs, obs_dim)`` and reward, bool terminated/truncated; ``final_obs`` like obs,
         needed in same-step mode). Returns the info dict."""
-        actions = np.ascontiguousarray(actions, dtype=np.float32).reshape(self.num_envs, -1)
+        actions = _per_env("actions", actions, self.num_envs, np.float32)
         # The kept flags array (every entry is written by the step), unless another thread is
         # stepping this env right now: it then gets the core's clear "in use" error, not
         # NumPy's borrow error on a shared array.
@@ -335,7 +366,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def set_body(self, body: str, field: str, values: np.ndarray) -> None:
         """Sets a body's column (validated; raises ``ValueError`` naming the field)."""
-        self._core.set_body(body, field, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+        self._core.set_body(body, field, _per_env("values", values, self.num_envs, np.float64))
 
     def get_param(self, constraint: int, name: str) -> np.ndarray:
         """A copy of a constraint parameter column, shape ``(num_envs, width)``."""
@@ -343,7 +374,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def set_param(self, constraint: int, name: str, values: np.ndarray) -> None:
         """Sets a constraint parameter column (validated)."""
-        self._core.set_param(constraint, name, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+        self._core.set_param(constraint, name, _per_env("values", values, self.num_envs, np.float64))
 
     def get_motion(self, body: str, name: str) -> np.ndarray:
         """A copy of a driven body's motion-law parameter, shape ``(num_envs, width)``."""
@@ -352,7 +383,7 @@ class VectorEnv(gym.vector.VectorEnv):
     def set_motion(self, body: str, name: str, values: np.ndarray) -> None:
         """Sets a driven body's motion-law parameter (validated); its pose, velocity and
         acceleration then follow the law at each environment's time."""
-        self._core.set_motion(body, name, np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, -1))
+        self._core.set_motion(body, name, _per_env("values", values, self.num_envs, np.float64))
 
     def get_work(self) -> np.ndarray:
         """Work on the free bodies, ``(num_envs, 2)``: by the driven bodies (constraint forces)
@@ -365,7 +396,7 @@ class VectorEnv(gym.vector.VectorEnv):
 
     def set_gravity(self, values: np.ndarray) -> None:
         """Sets gravity per environment."""
-        self._core.set_gravity(np.ascontiguousarray(values, dtype=np.float64).reshape(self.num_envs, 3))
+        self._core.set_gravity(_per_env("gravity", values, self.num_envs, np.float64, 3))
 
     def task_values(self) -> np.ndarray:
         """Per-environment task values (targets, drawn settings)."""

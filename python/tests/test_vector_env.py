@@ -233,6 +233,40 @@ def test_errors_carry_the_rust_message():
         simbatch.VectorEnv("BallOnPlate-v0", 2, autoreset_mode="sometimes")
 
 
+def test_shapes_and_seeds_are_checked_naming_the_field():
+    """Arrays with the wrong number of values and seeds outside [0, 2**64) get a ValueError or
+    TypeError naming the argument and what is accepted, not NumPy's reshape or overflow words;
+    a flat array with one row per environment is accepted."""
+    env = simbatch.VectorEnv("BallOnPlate-v0", 4)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions: got shape \(3, 2\) \(6 values\); accepted: \(4, width\)"):
+        env.step(np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"actions: got shape \(0,\)"):
+        env.step(np.zeros(0, np.float32))
+    flat = env.step(np.zeros(8, np.float32))[0]
+    assert flat.shape == (4, env.single_observation_space.shape[0])
+    with pytest.raises(ValueError, match=r"gravity: got shape \(4, 2\) \(8 values\); accepted: \(4, 3\)"):
+        env.set_gravity(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match=r"values: got shape \(3,\)"):
+        env.set_body("ball", "mass", np.ones(3))
+    with pytest.raises(ValueError, match=r"seed: got -1; accepted: an integer in \[0, 2\*\*64\)"):
+        env.reset(seed=-1)
+    with pytest.raises(ValueError, match=r"seed: got 18446744073709551616; accepted"):
+        env.reset(seed=2**64)
+    with pytest.raises(TypeError, match=r"seed: got 1.5 \(float\)"):
+        env.reset(seed=1.5)
+    with pytest.raises(ValueError, match=r"seed\[1\]: got -2; accepted"):
+        env.reset(seed=[1, -2, 3, 4])
+    with pytest.raises(TypeError, match=r"seed\[0\]: got 1.0 \(float\)"):
+        env.reset(seed=[1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match=r"seed: got shape \(2,\), expected \(4,\)"):
+        env.reset(seed=[1, 2])
+    # The largest seed is accepted; environment i gets seed + i, wrapping as the streams do.
+    top, _ = env.reset(seed=2**64 - 1)
+    listed, _ = env.reset(seed=np.array([2**64 - 1, 0, 1, 2], dtype=np.uint64))
+    np.testing.assert_array_equal(top, listed)
+
+
 def test_counts_must_be_integers_that_fit():
     with pytest.raises(TypeError, match="num_envs"):
         simbatch.VectorEnv("BallOnPlate-v0", 1.5)
