@@ -83,30 +83,10 @@ def _box(bounds: tuple[list[float], list[float]]) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=np.float32)
 
 
+from ._checks import _count, _index, _seed  # noqa: E402
 from .study import Study, StudyResult, Table, rollout  # noqa: E402
 
 __version__: str = _simbatch.__version__
-
-
-def _count(field: str, value: Any) -> int:
-    """An integer count ≥ 1 (``int``, NumPy integers), or a ``TypeError``/``ValueError`` naming
-    ``field``: ``1.5`` or ``True`` are refused rather than truncated."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer ≥ 1")
-    if value < 1:
-        raise ValueError(f"{field}: got {value}; accepted: an integer ≥ 1")
-    return int(value)
-
-
-def _seed(field: str, value: Any) -> int:
-    """A seed: an integer in [0, 2**64) (``int``, NumPy integers), or a ``TypeError``/
-    ``ValueError`` naming ``field`` (NumPy's own overflow errors name nothing)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer in [0, 2**64)")
-    number = int(value)
-    if not 0 <= number < 2**64:
-        raise ValueError(f"{field}: got {number}; accepted: an integer in [0, 2**64)")
-    return number
 
 
 def _per_env(field: str, values: Any, num_envs: int, dtype: Any, width: int | None = None) -> np.ndarray:
@@ -129,15 +109,6 @@ def _with_horizon(spec: EnvSpec | None, horizon: int) -> EnvSpec | None:
     if spec is None:
         return None
     return dataclasses.replace(spec, max_episode_steps=int(horizon))
-
-
-def _index(field: str, value: Any) -> int:
-    """A non-negative integer index, or a ``TypeError``/``ValueError`` naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{field}: got {value!r} ({type(value).__name__}); accepted: an integer ≥ 0")
-    if value < 0:
-        raise ValueError(f"{field}: got {value}; accepted: an integer ≥ 0")
-    return int(value)
 
 
 class VectorEnv(gym.vector.VectorEnv):

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import _simbatch
+from ._checks import _count, _index
 
 
 class Table(dict):
@@ -143,8 +144,8 @@ class Study:
             None if out is None else os.fspath(out),
             backend,
             precision,
-            None if shard is None else (int(shard[0]), int(shard[1])),
-            None if instances is None else int(instances),
+            None if shard is None else (_index("shard[0]", shard[0]), _count("shard[1]", shard[1])),
+            None if instances is None else _count("instances", instances),
             bool(force),
             not progress,
         )
@@ -168,14 +169,18 @@ def rollout(
     ``(N, K, bodies, 6)`` applied torque and force (Ground) per free body, held over each step.
     The GIL is released while it runs."""
     study = source if isinstance(source, Study) else Study(source)
+    steps = _count("steps", steps)
     if instances is None:
         chosen = list(range(study.instances))
-    elif isinstance(instances, (int, np.integer)):
-        chosen = list(range(int(instances)))
+    elif np.ndim(instances) == 0:
+        count = _count("instances", instances)
+        if count > study.instances:
+            raise ValueError(f"instances: got {count}; accepted: 1 … {study.instances} (the study's instances)")
+        chosen = list(range(count))
     else:
-        chosen = [int(i) for i in instances]
+        chosen = [_index(f"instances[{k}]", i) for k, i in enumerate(np.asarray(instances).tolist())]
     flat = None
     if controls is not None:
         flat = np.ascontiguousarray(controls, dtype=np.float64).reshape(-1)
-    q, u, multipliers, step = _simbatch.rollout(study.file, study.text, chosen, int(steps), flat)
-    return {"time": np.arange(int(steps) + 1) * step, "q": q, "u": u, "multipliers": multipliers}
+    q, u, multipliers, step = _simbatch.rollout(study.file, study.text, chosen, steps, flat)
+    return {"time": np.arange(steps + 1) * step, "q": q, "u": u, "multipliers": multipliers}

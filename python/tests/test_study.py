@@ -191,6 +191,31 @@ def test_a_rollout_of_an_instance_the_study_lacks_names_the_argument_and_the_ran
     assert "--instances" not in message and "render" not in message
 
 
+def test_counts_and_indices_are_integers_in_range_named_by_argument():
+    """``steps``, instance counts and indices, ``instances=`` and ``shard=`` of a run: a float is
+    refused rather than truncated, a negative number gets the argument's name (not NumPy's or
+    the binding's overflow words), a count beyond the study names the study's size."""
+    scenario = drop_scenario()
+    count = scenario["instances"]
+    cases = [
+        (dict(steps=-1), ValueError, r"steps: got -1; accepted: an integer ≥ 1"),
+        (dict(steps=2.5), TypeError, r"steps: got 2\.5 \(float\); accepted: an integer ≥ 1"),
+        (dict(steps=2, instances=[0, -1]), ValueError, r"instances\[1\]: got -1; accepted: an integer ≥ 0"),
+        (dict(steps=2, instances=[0.0]), TypeError, r"instances\[0\]: got 0\.0 \(float\)"),
+        (dict(steps=2, instances=-3), ValueError, r"instances: got -3; accepted: an integer ≥ 1"),
+        (dict(steps=2, instances=count + 1), ValueError, rf"instances: got {count + 1}; accepted: 1 … {count}"),
+    ]
+    for kwargs, error, pattern in cases:
+        with pytest.raises(error, match=pattern):
+            simbatch.rollout(scenario, **kwargs)
+    assert simbatch.rollout(scenario, 1, instances=np.int64(2))["q"].shape[0] == 2
+    study = simbatch.Study(scenario)
+    with pytest.raises(TypeError, match=r"instances: got 1\.5 \(float\)"):
+        study.run(instances=1.5, progress=False)
+    with pytest.raises(ValueError, match=r"shard\[0\]: got -1; accepted: an integer ≥ 0"):
+        study.run(shard=(-1, 2), progress=False)
+
+
 def test_the_benchmark_harness_prints_simbatch_next_to_mujoco(tmp_path):
     out = tmp_path / "bench.json"
     run = subprocess.run(
