@@ -65,8 +65,10 @@ pub enum CliError {
         source: std::io::Error,
     },
     /// A drawn value the engine refused (e.g. an inertia that breaks the triangle inequality).
-    #[error("instance {instance}: {message}")]
+    #[error("{file}: instance {instance}: {message}")]
     Sample {
+        /// The scenario file (`<dict>` or `<text>` from Python) the instance was drawn from.
+        file: String,
         /// Global instance index.
         instance: usize,
         /// The engine's message, naming the field and the accepted range.

@@ -45,7 +45,12 @@ pub struct Rollout {
 /// A sample error of group member `k` named by its global instance.
 fn global(instances: &[usize]) -> impl Fn(CliError) -> CliError + '_ {
     |e| match e {
-        CliError::Sample { instance, message } => CliError::Sample {
+        CliError::Sample {
+            file,
+            instance,
+            message,
+        } => CliError::Sample {
+            file,
             instance: instances.get(instance).copied().unwrap_or(instance),
             message,
         },

@@ -274,6 +274,7 @@ pub fn run(
         for (k, row) in chunk_rows.into_iter().enumerate() {
             let mut values = sampled[k].inputs.clone();
             values.extend(row.ok_or_else(|| CliError::Sample {
+                file: sc.file.clone(),
                 instance: start + k,
                 message: "no structural variant ran this instance (internal error)".into(),
             })?);
@@ -299,6 +300,7 @@ pub(super) fn build(
     let mut batch = Batch::new(template, members.len())?;
     for (local, k) in members.iter().enumerate() {
         apply(&mut batch, &bodies, &ids, local, &sampled[*k]).map_err(|e| CliError::Sample {
+            file: sc.file.clone(),
             instance: start + k,
             message: in_scenario_terms(&e, batch.template()),
         })?;

@@ -307,6 +307,7 @@ impl UnilateralSetup {
                 let [e, mu_s, mu_d] = sampled[k].constraints[c].unilateral.unwrap_or([0.0; 3]);
                 per.push(
                     Coefficients::new(e, mu_s, mu_d).map_err(|err| CliError::Sample {
+                        file: sc.file.clone(),
                         instance: start + k,
                         message: format!("constraint[{c}]: {err}"),
                     })?,

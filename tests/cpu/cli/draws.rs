@@ -75,10 +75,21 @@ fn a_refused_draw_names_the_scenarios_body_and_the_instance_once() {
     );
     let scenario = Scenario::parse("bricks.toml", &text).unwrap();
     let err = simbatch::cli::study::validate(&scenario, 0..scenario.instances).unwrap_err();
-    let CliError::Sample { instance, message } = &err else {
+    let CliError::Sample {
+        file,
+        instance,
+        message,
+    } = &err
+    else {
         panic!("{err}");
     };
     assert_eq!(*instance, 0);
+    assert_eq!(file, "bricks.toml");
+    assert!(
+        err.to_string()
+            .starts_with("bricks.toml: instance 0: invalid body"),
+        "{err}"
+    );
     assert!(
         message.starts_with("invalid body \"brick\".inertia: got [0.0125, 0.0135, 0.04"),
         "{message}"
@@ -215,7 +226,7 @@ fn unbounded_draws_are_left_to_the_dry_pass() {
     );
     assert!(
         message.contains(&format!(
-            "instance {negative}: invalid constraint[0].radius"
+            "tails.toml: instance {negative}: invalid constraint[0].radius"
         )),
         "{message}"
     );
