@@ -28,7 +28,6 @@ hi]}``, ``{"lognormal": [mu, sigma]}``, ``{"log_uniform": [lo, hi]}``,
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 import threading
 

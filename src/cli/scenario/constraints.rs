@@ -142,7 +142,7 @@ impl Parser<'_> {
                             v,
                             &field(&format!("friction.{name}")),
                             &s,
-                            (0.0, f64::MAX),
+                            (0.0, f64::INFINITY),
                             "a number ≥ 0",
                         )?;
                         Ok(s)
@@ -177,7 +177,7 @@ impl Parser<'_> {
                         v,
                         &field("friction"),
                         &s,
-                        (0.0, f64::MAX),
+                        (0.0, f64::INFINITY),
                         "a number ≥ 0, or { static = μs, dynamic = μd }",
                     )?;
                     FrictionSpec::Single(s)

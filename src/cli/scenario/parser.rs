@@ -356,7 +356,7 @@ impl Parser<'_> {
         let drawn = self.var_entry(s).map_or(s, |(entry, _)| entry);
         match drawn.support() {
             Some((a, b)) if a.is_finite() && b.is_finite() && (a < lo || b > hi) => {
-                let outside = if hi == f64::MAX {
+                let outside = if hi == f64::INFINITY {
                     format!("< {lo}")
                 } else {
                     format!("outside [{lo}, {hi}]")
