@@ -437,11 +437,34 @@ mod tests {
 
     /// `scatter_fixed::<W>` of `n` values at `offset` into rows 1..5 of a column of six rows:
     /// exactly those values of those rows change, bit for bit (whole rows of one or three
-    /// values take the full-width stores of `avx::tile`).
+    /// values take the full-width stores of `avx::tile`); and the same with streaming stores,
+    /// the column starting 16-byte aligned and 8 bytes past that: for each width one of the two
+    /// puts rows 1..5 where the 16-byte stores take them (`avx::tile_streaming` for whole rows
+    /// of one or three values, `avx::scatter_streaming` for an even count at an even place),
+    /// the other where one `movnti` a value does.
     fn scattered_fixed<const W: usize>(offset: usize, n: usize) {
+        for (streaming, shift) in [(false, 0), (true, 0), (true, 1)] {
+            scattered_fixed_with::<W>(offset, n, streaming, shift);
+        }
+    }
+
+    fn scattered_fixed_with<const W: usize>(
+        offset: usize,
+        n: usize,
+        streaming: bool,
+        shift: usize,
+    ) {
         let x: Vec<Lane> = (0..n).map(|j| from_fn(|l| value(l, j))).collect();
-        let mut column = vec![1.5; 6 * W];
-        scatter_fixed::<W>(&mut column, offset, 1, &x);
+        // The column from the buffer's first 16-byte aligned value, `shift` values on.
+        let mut buffer = vec![1.5; 6 * W + 2];
+        let aligned = buffer.as_ptr().cast::<u8>().align_offset(16) / 8;
+        let column = &mut buffer[aligned + shift..aligned + shift + 6 * W];
+        assert_eq!(
+            column.as_ptr().cast::<u8>().align_offset(16),
+            if shift == 0 { 0 } else { 8 }
+        );
+        scatter_fixed_with::<W>(column, offset, 1, &x, streaming);
+        streaming_fence();
         for (r, row) in column.chunks_exact(W).enumerate() {
             for (k, v) in row.iter().enumerate() {
                 let written = (1..1 + LANES).contains(&r) && (offset..offset + n).contains(&k);
@@ -453,7 +476,7 @@ mod tests {
                 assert_eq!(
                     v.to_bits(),
                     want.to_bits(),
-                    "row {r} value {k} of rows of {W}"
+                    "row {r} value {k} of rows of {W} (streaming {streaming}, shift {shift})"
                 );
             }
         }
