@@ -13,7 +13,7 @@
 //! 16-byte aligned (whole rows of one or three values, or an even count at an even place, in
 //! a column the allocator aligned: the usual case) take 16-byte `movntpd`, two values a store,
 //! the rest one 8-byte `movnti` a value; halving the stores ran 10⁵ and 10⁶ rolling spheres,
-//! every output, one thread, 1.05–1.09× as fast (2026-11-27 20:50). After streaming
+//! every output, one thread, 1.05–1.09× as fast (2026-11-27 20:40). After streaming
 //! stores, and before anything reads or writes what they wrote, the writing thread must call
 //! `streaming_fence` (the stores are weakly ordered; `core::arch`'s rule for them), which is
 //! why the streaming variants are the crate's own, not public: every caller fences.
