@@ -59,8 +59,18 @@ pub fn instances_out_of_range(sc: &Scenario, instances: &[usize]) -> Option<(Str
     ))
 }
 
-/// Checks the `--instances` of `simbatch render` against the study's count.
+/// Checks the `--instances` of `simbatch render` against the study's count; an index given
+/// twice is refused too (the picture would draw the same instance twice, side by side).
 pub fn check_instances(sc: &Scenario, instances: &[usize]) -> Result<(), CliError> {
+    let mut first = std::collections::HashMap::with_capacity(instances.len());
+    for (k, i) in instances.iter().enumerate() {
+        if let Some(j) = first.insert(*i, k) {
+            return Err(CliError::Render(format!(
+                "--instances: instance {i} is given twice (entries {j} and {k}); accepted: \
+                 distinct indices"
+            )));
+        }
+    }
     match instances_out_of_range(sc, instances) {
         Some((value, accepted)) if instances.is_empty() => Err(CliError::Render(format!(
             "--instances: {value} given; accepted: {accepted}"

@@ -153,6 +153,10 @@ fn render_writes_a_gif_with_its_frames_a_png_and_refuses_bad_requests() {
     for (args, needle) in [
         (vec!["--instances", "8", "--out", "x.gif"], "--instances 8"),
         (
+            vec!["--instances", "1,0,1", "--out", "x.gif"],
+            "--instances: instance 1 is given twice (entries 0 and 2); accepted: distinct indices",
+        ),
+        (
             vec!["--instances", "1", "--out", "x.bmp"],
             ".gif, .html or .png",
         ),
