@@ -198,7 +198,16 @@ pub struct UnilateralContact {
 pub struct EventOptions {
     /// RK4 step between events (s): the longest one; an instance with a slowly sliding
     /// contact takes shorter ones, as RK4's stability for its friction needs (README "Events"), down to 1/4096 of it.
+    /// With [`accuracy`](Self::accuracy), the longest adaptive step.
     pub step: f64,
+    /// Error control (`unilateral.md` §6: "Error control (RKM) stays per instance"). `None`
+    /// (the default): RK4 steps of [`step`](Self::step). `Some(accuracy)`, in (0, 1): each
+    /// instance steps by Runge–Kutta–Merson, its own step adapted so that Simbody's error
+    /// estimate — `|y₁ − ŷ| / 5` relative to `max(1, |y|)` over the free bodies' q and u, as
+    /// the bilateral RKM — stays within `accuracy`; `step` is the longest step. Only the CPU's
+    /// event path controls the error: the GPU's event kernel refuses it
+    /// (`backend::UnilateralRunner` then runs the call on the CPU).
+    pub accuracy: Option<f64>,
     /// Impact law.
     pub law: ImpactLaw,
     /// Constraint tolerance `ctol` the tolerances of §8 derive from.
@@ -215,7 +224,7 @@ pub struct EventOptions {
 
 impl EventOptions {
     /// The checks every run makes before any work, on either path: a step and a constraint
-    /// tolerance finite and > 0, a duration finite and ≥ 0.
+    /// tolerance finite and > 0, an accuracy (when given) in (0, 1), a duration finite and ≥ 0.
     pub fn check(&self, duration: f64) -> Result<()> {
         for (what, v) in [
             ("event step", self.step),
@@ -228,6 +237,15 @@ impl EventOptions {
                     accepted: "a finite number > 0",
                 });
             }
+        }
+        if let Some(a) = self.accuracy
+            && !(a > 0.0 && a < 1.0)
+        {
+            return Err(Error::BadChoice {
+                what: "event accuracy",
+                value: a.to_string(),
+                accepted: "a number in (0, 1), or None for fixed RK4 steps",
+            });
         }
         if !duration.is_finite() || duration < 0.0 {
             return Err(Error::BadChoice {
@@ -244,6 +262,7 @@ impl Default for EventOptions {
     fn default() -> Self {
         Self {
             step: 1e-3,
+            accuracy: None,
             law: ImpactLaw::Poisson,
             constraint_tolerance: 1e-4,
             capture_speed: 0.0,

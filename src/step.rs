@@ -193,6 +193,9 @@ pub const DEFAULT_VIOLATION_TOLERANCE: f64 = 1e-3;
 /// with [`status::STEP_FAILED`](crate::batch::status::STEP_FAILED), so every call ends.
 pub const MAX_ADAPTIVE_ATTEMPTS: u64 = 10_000_000;
 
+/// The first trial step of an RKM run (the call's longest step when that is shorter).
+pub(crate) const INITIAL_ADAPTIVE_STEP: f64 = 1e-3;
+
 /// The minimum RKM step at time `t`.
 pub(crate) fn min_step(t: f64) -> f64 {
     MIN_STEP * t.abs().max(1.0)

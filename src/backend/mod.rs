@@ -22,7 +22,7 @@ use crate::gpu::{GpuDevice, Precision};
 
 pub use evaluator::Evaluator;
 pub use stepper::Stepper;
-pub use unilateral::{UnilateralCall, UnilateralRunner};
+pub use unilateral::{ACCURACY_ON_CPU, UnilateralCall, UnilateralRunner};
 
 /// Environment variable that overrides the backend chosen in code.
 pub const BACKEND_ENV: &str = "SIMBATCH_BACKEND";

@@ -16,6 +16,11 @@ use crate::gpu::events::{GpuEventOutcome, GpuEventStepper, OUTSIDE_STAGE_ONE};
 use crate::gpu::{GpuDevice, GpuOptions, Precision};
 use crate::model::ConstraintId;
 
+/// [`UnilateralRunner::note`] once a call with error control has moved a GPU runner to the CPU.
+pub const ACCURACY_ON_CPU: &str = "unilateral contacts run on the CPU: error control \
+     (EventOptions::accuracy, the scenario's rkm) is the CPU event path's; the GPU's event \
+     kernel takes fixed RK4 steps";
+
 /// One call's outcome: per instance its contacts' records (`None`: halted before the call or
 /// failed in it, kept at its state and flagged `status::STEP_FAILED`), and which instances ran
 /// on the CPU.
@@ -98,6 +103,16 @@ impl UnilateralRunner {
         }
     }
 
+    /// The runner for calls with `options`: with error control (`options.accuracy`), which
+    /// only the CPU's event path has, a GPU runner moves to the CPU, saying so in
+    /// [`note`](Self::note) (a [`run`](Self::run) with such options does the same).
+    pub fn for_options(mut self, options: &EventOptions) -> Self {
+        if options.accuracy.is_some() && self.gpu.take().is_some() {
+            self.note = Some(ACCURACY_ON_CPU.into());
+        }
+        self
+    }
+
     /// Whether calls run on the GPU's event kernel.
     pub fn on_gpu(&self) -> bool {
         self.gpu.is_some()
@@ -151,6 +166,10 @@ impl UnilateralRunner {
                 })
                 .collect()
         };
+        // Error control runs on the CPU's event path only (the kernel takes fixed RK4 steps).
+        if options.accuracy.is_some() && self.gpu.take().is_some() {
+            self.note = Some(ACCURACY_ON_CPU.into());
+        }
         let Some(stepper) = &mut self.gpu else {
             let runs = run_batch_resuming(batch, &contacts, duration, options, previous)?;
             return Ok(UnilateralCall {

@@ -457,18 +457,21 @@ pub fn run_study(
     let write_start = Instant::now();
     let body = scenario.bodies.first().map(|b| b.name.as_str());
     let (summary, files) = output::write_results(dir.path(), &results, body)?;
-    // What stepped: with unilateral contacts, event-driven RK4 at the scenario's step whatever
-    // integrator it names.
+    // What stepped: with unilateral contacts, event-driven RK4 at the scenario's step, or
+    // event-driven RKM with its error control.
     let options = &scenario.simulation.options;
-    let integrator_text = if unilateral {
-        format!(
+    let integrator_text = match options.integrator {
+        crate::step::Integrator::RungeKuttaMerson { accuracy, max_step } if unilateral => format!(
+            "event-driven Runge-Kutta-Merson between events, per-instance steps at accuracy \
+             {accuracy}, at most {max_step} (unilateral contacts, on the CPU's event path)"
+        ),
+        _ if unilateral => format!(
             "event-driven RK4 between events, h = {} (shorter while a contact slides slowly; \
              unilateral contacts; {:?} asked)",
             unilateral::event_step(options),
             options.integrator
-        )
-    } else {
-        format!("{options:?}")
+        ),
+        _ => format!("{options:?}"),
     };
     let manifest = json!({
         "complete": true,

@@ -70,7 +70,8 @@ pub(super) fn run_group(
             GpuOptions::default(),
         )?,
         Runner::Cpu => UnilateralRunner::cpu(&ids),
-    };
+    }
+    .for_options(&events);
     if let Some(note) = events_runner.note() {
         log::warn!("simbatch: {note}");
     }
@@ -259,9 +260,9 @@ pub(super) fn run_group(
     Ok((rows, series))
 }
 
-/// The RK4 step a study with unilateral contacts takes between events: the `[simulation]` step
-/// (`step` of `euler` and `rk4`, `max_step` of `rkm`). The integrator named chooses only this
-/// step and, through its default projection tolerance, the event tolerances.
+/// The step a study with unilateral contacts takes between events: RK4's fixed `step` (of
+/// `euler` and `rk4`), or the longest adaptive step, `max_step`, of `rkm`, whose accuracy
+/// `UnilateralSetup` passes on as error control (`EventOptions::accuracy`).
 pub(crate) fn event_step(options: &crate::step::StepOptions) -> f64 {
     match options.integrator {
         Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
@@ -318,6 +319,10 @@ impl UnilateralSetup {
         let options = &sc.simulation.options;
         let events = EventOptions {
             step: event_step(options),
+            accuracy: match options.integrator {
+                Integrator::RungeKuttaMerson { accuracy, .. } => Some(accuracy),
+                _ => None,
+            },
             // §8's tolerances derive from the constraint tolerance: projection's, else 1e-4.
             constraint_tolerance: match options.stabilization {
                 Stabilization::Projection { tolerance } => tolerance,

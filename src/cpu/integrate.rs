@@ -441,7 +441,7 @@ fn advance_instance(
     let mut h = if step_size > 0.0 {
         step_size
     } else {
-        fixed.unwrap_or(max_step.min(1e-3))
+        fixed.unwrap_or(max_step.min(crate::step::INITIAL_ADAPTIVE_STEP))
     };
     let mut accepted = 0usize;
     let failed = |state: InstanceState, report: StepReport, h: f64, flags: u32| Advanced {

@@ -107,6 +107,22 @@ fn cpu_run(
         .collect()
 }
 
+/// A fresh f32 event kernel for `batch`'s template and its one contact.
+fn f32_stepper(
+    device: std::sync::Arc<simbatch::gpu::GpuDevice>,
+    batch: &Batch,
+    contact: ConstraintId,
+) -> GpuEventStepper {
+    GpuEventStepper::new(
+        device,
+        batch,
+        contact,
+        Precision::F32,
+        GpuOptions::default(),
+    )
+    .unwrap()
+}
+
 /// A fresh f32 event kernel for `batch`'s template, run for `duration` from every instance's
 /// start (no previous records): the runs, and the stepper for calls that resume.
 fn f32_run(
@@ -119,14 +135,7 @@ fn f32_run(
     Vec<Option<simbatch::gpu::events::GpuEventRun>>,
     GpuEventStepper,
 ) {
-    let mut stepper = GpuEventStepper::new(
-        device,
-        batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
+    let mut stepper = f32_stepper(device, batch, contact);
     let fresh = vec![None; batch.len()];
     let runs = stepper
         .run(batch, coefficients, duration, &options(), &fresh)
@@ -463,17 +472,80 @@ fn invalid_coefficients_are_refused_before_the_kernel_runs() {
     let (mut batch, contact, mut coefficients) = balls(8, 5);
     coefficients[3].restitution = f64::NAN;
     let time0 = batch.time().to_vec();
-    let mut stepper = GpuEventStepper::new(
-        device,
-        &batch,
-        contact,
-        Precision::F32,
-        GpuOptions::default(),
-    )
-    .unwrap();
+    let mut stepper = f32_stepper(device, &batch, contact);
     let err = stepper
         .run(&mut batch, &coefficients, 0.1, &options(), &vec![None; 8])
         .expect_err("a NaN restitution");
     assert!(err.to_string().contains("restitution"), "{err}");
     assert_eq!(batch.time(), time0.as_slice());
+}
+
+/// Error control (`EventOptions::accuracy`) is the CPU event path's: the kernel, which takes
+/// fixed RK4 steps, refuses it with a typed error before anything runs, and
+/// `backend::UnilateralRunner` moves such calls to the CPU, saying so, with the CPU's results
+/// bit for bit — whether told up front (`for_options`) or at the call.
+#[test]
+fn error_control_is_refused_by_the_kernel_and_runs_on_the_cpu() {
+    use simbatch::backend::{ACCURACY_ON_CPU, UnilateralRunner};
+    let Some(device) = device() else { return };
+    let controlled = EventOptions {
+        step: 0.2,
+        accuracy: Some(1e-6),
+        ..options()
+    };
+    let (mut batch, contact, coefficients) = balls(8, 9);
+    let per_instance: Vec<Vec<Coefficients>> = coefficients.iter().map(|k| vec![*k]).collect();
+    let fresh = vec![None; 8];
+    let time0 = batch.time().to_vec();
+    let mut stepper = f32_stepper(device.clone(), &batch, contact);
+    let err = stepper
+        .run(&mut batch, &coefficients, 0.1, &controlled, &fresh)
+        .expect_err("error control on the kernel");
+    assert!(err.to_string().contains("EventOptions::accuracy"), "{err}");
+    assert_eq!(batch.time(), time0.as_slice(), "nothing stepped");
+
+    let mut cpu = batch.clone();
+    let contacts = |i: usize| {
+        vec![UnilateralContact {
+            constraint: contact,
+            coefficients: coefficients[i],
+        }]
+    };
+    let previous: Vec<Option<Vec<ContactRecord>>> = vec![None; 8];
+    let want: Vec<_> = run_batch_resuming(&mut cpu, &contacts, 0.3, &controlled, &previous)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.map(|r| r.contacts))
+        .collect();
+    for up_front in [true, false] {
+        let mut gpu = batch.clone();
+        let mut runner = UnilateralRunner::gpu(
+            device.clone(),
+            &gpu,
+            &[contact],
+            Precision::F32,
+            GpuOptions::default(),
+        )
+        .unwrap();
+        assert!(runner.on_gpu(), "{:?}", runner.note());
+        if up_front {
+            runner = runner.for_options(&controlled);
+            assert!(!runner.on_gpu());
+        }
+        let out = runner
+            .run(&mut gpu, &per_instance, 0.3, &controlled, &previous)
+            .unwrap();
+        assert!(!runner.on_gpu());
+        assert_eq!(runner.note(), Some(ACCURACY_ON_CPU));
+        assert!(out.on_cpu.iter().all(|c| *c));
+        assert_eq!(out.records, want, "up front: {up_front}");
+        assert_eq!(
+            gpu.q(BodyId::new(1)).unwrap(),
+            cpu.q(BodyId::new(1)).unwrap()
+        );
+        assert_eq!(
+            gpu.u(BodyId::new(1)).unwrap(),
+            cpu.u(BodyId::new(1)).unwrap()
+        );
+    }
 }

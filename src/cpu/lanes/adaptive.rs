@@ -124,7 +124,11 @@ pub(super) fn advance(
     let States { y, next } = states;
     let mut time = chunk.gather_state_into(y);
     let mut control = sizes.map(|size| Control {
-        h: if size > 0.0 { size } else { max_step.min(1e-3) },
+        h: if size > 0.0 {
+            size
+        } else {
+            max_step.min(crate::step::INITIAL_ADAPTIVE_STEP)
+        },
         elapsed: 0.0,
         accepted: 0,
         report: StepReport::default(),
@@ -179,7 +183,7 @@ pub(super) fn advance(
             if attempt & (1 << l) != 0 {
                 this_h[l]
             } else {
-                max_step.min(1e-3)
+                max_step.min(crate::step::INITIAL_ADAPTIVE_STEP)
             }
         }));
         let (good, error) = try_step(chunk, y, time, h, options, attempt, next, buffers);

@@ -75,8 +75,9 @@ pub(super) struct Machine<'a> {
     pub(super) sets: Vec<RowSet>,
     /// The multipliers of the last RK4 stage, kept for their buffer.
     pub(super) stage_multipliers: DVector<f64>,
-    /// An RK4 step's stage state and its three derivatives, kept for their buffers.
-    pub(super) stages: [Vec<f64>; 4],
+    /// A step's stage state and its later stages' derivatives (three for RK4, four for
+    /// Runge–Kutta–Merson), kept for their buffers.
+    pub(super) stages: [Vec<f64>; 5],
 }
 
 impl Machine<'_> {
@@ -334,43 +335,79 @@ impl Machine<'_> {
         })
     }
 
-    /// One RK4 step of length `h` (quaternions renormalised) from `y`, whose derivative (the
-    /// first stage) is `k1`.
-    pub(super) fn rk4(
+    /// One trial step of length `h` from `y`, whose derivative (the first stage) is `k1`, with
+    /// the modes fixed: RK4 (error 0), or with error control (`controlled`) Runge–Kutta–Merson
+    /// with Simbody's error estimate `|y₁ − ŷ| / 5` relative to `max(1, |y₁|)` over the free
+    /// bodies' q and u — the bilateral RKM's stages and estimate (`cpu::integrate`), operation
+    /// for operation. The state's quaternions are renormalised.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn trial(
         &mut self,
+        controlled: bool,
         t: f64,
         y: &[f64],
         k1: &[f64],
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-    ) -> Result<Vec<f64>> {
+    ) -> Result<(Vec<f64>, f64)> {
         // The stages' states, one after the other in one buffer; the stages' derivatives in
         // buffers the machine keeps.
-        let [mut stage, mut k2, mut k3, mut k4] = std::mem::take(&mut self.stages);
+        let [mut stage, mut k2, mut k3, mut k4, mut k5] = std::mem::take(&mut self.stages);
         stage.clear();
         stage.resize(y.len(), 0.0);
-        let add = |stage: &mut [f64], b: &[f64], s: f64| {
-            for ((out, x), d) in stage.iter_mut().zip(y).zip(b) {
-                *out = x + s * d;
+        // The stage state: `y` plus the increment `combine(j)` of the derivatives so far.
+        let set = |stage: &mut [f64], combine: &dyn Fn(usize) -> f64| {
+            for (j, (out, x)) in stage.iter_mut().zip(y).enumerate() {
+                *out = x + combine(j);
             }
         };
-        add(&mut stage, k1, h / 2.0);
-        let mut stages = || -> Result<()> {
-            self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k2)?;
-            add(&mut stage, &k2, h / 2.0);
-            self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k3)?;
-            add(&mut stage, &k3, h);
-            self.derivative_into(t + h, &stage, modes, frozen, &mut k4)
+        let out = if controlled {
+            set(&mut stage, &|j| h / 3.0 * k1[j]);
+            let mut stages = || -> Result<()> {
+                self.derivative_into(t + h / 3.0, &stage, modes, frozen, &mut k2)?;
+                set(&mut stage, &|j| h / 6.0 * (k1[j] + k2[j]));
+                self.derivative_into(t + h / 3.0, &stage, modes, frozen, &mut k3)?;
+                set(&mut stage, &|j| h / 8.0 * (k1[j] + 3.0 * k3[j]));
+                self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k4)?;
+                set(&mut stage, &|j| {
+                    h * (0.5 * k1[j] - 1.5 * k3[j] + 2.0 * k4[j])
+                });
+                self.derivative_into(t + h, &stage, modes, frozen, &mut k5)
+            };
+            stages().map(|()| {
+                let y1: Vec<f64> = (0..y.len())
+                    .map(|j| y[j] + h / 6.0 * (k1[j] + 4.0 * k4[j] + k5[j]))
+                    .collect();
+                // ŷ (third order) is the last stage's state, still in `stage`.
+                let error = (0..self.layout.losses)
+                    .map(|j| ((y1[j] - stage[j]) / 5.0).abs() / y1[j].abs().max(1.0))
+                    .fold(0.0f64, f64::max);
+                (y1, error)
+            })
+        } else {
+            set(&mut stage, &|j| h / 2.0 * k1[j]);
+            let mut stages = || -> Result<()> {
+                self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k2)?;
+                set(&mut stage, &|j| h / 2.0 * k2[j]);
+                self.derivative_into(t + h / 2.0, &stage, modes, frozen, &mut k3)?;
+                set(&mut stage, &|j| h * k3[j]);
+                self.derivative_into(t + h, &stage, modes, frozen, &mut k4)
+            };
+            stages().map(|()| {
+                let y1: Vec<f64> = (0..y.len())
+                    .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
+                    .collect();
+                (y1, 0.0)
+            })
         };
-        let done = stages();
-        let out = done.map(|()| {
-            (0..y.len())
-                .map(|j| y[j] + h / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]))
-                .collect::<Vec<f64>>()
-        });
-        self.stages = [stage, k2, k3, k4];
-        let mut out = out?;
+        self.stages = [stage, k2, k3, k4, k5];
+        let (y1, error) = out?;
+        Ok((self.finish_step(y1)?, error))
+    }
+
+    /// A step's end state: the quaternions renormalised, refused if not finite.
+    fn finish_step(&self, mut out: Vec<f64>) -> Result<Vec<f64>> {
         let poses = self.layout.poses;
         for at in (0..self.state.q.len())
             .map(|k| 7 * k)

@@ -19,6 +19,7 @@ use crate::contact::{MAX_BISECTIONS, MIN_STEP_FRACTION};
 use crate::cpu::evaluate::InstanceSystem;
 use crate::error::{Error, Result};
 use crate::math::vec3;
+use crate::step::{INITIAL_ADAPTIVE_STEP, MAX_ADAPTIVE_ATTEMPTS, min_step};
 
 /// One located event.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -370,6 +371,11 @@ fn simulate(
     }
     settle(&mut machine, &mut y, t, &mut modes, &mut run, options, true)?;
     let mut start = None;
+    // Error control (`EventOptions::accuracy`): the step proposed for the next trial, from
+    // the bilateral RKM's first guess, and the trials taken (bounded).
+    let adaptive = options.accuracy;
+    let mut proposed = options.step.min(INITIAL_ADAPTIVE_STEP);
+    let mut attempts = 0u64;
     while t < t_end {
         // The previous step's end, when no event intervened, is this step's start.
         let a = match start.take() {
@@ -433,11 +439,64 @@ fn simulate(
         // (`Machine::stable_step`), and at least MIN_STEP_FRACTION of the scenario's step, so
         // a call has a bounded number of steps.
         let stable = machine.stable_step(&a, &modes, &multipliers);
-        let h = options
+        let longest = options
             .step
-            .min(stable.max(options.step * MIN_STEP_FRACTION))
+            .min(stable.max(options.step * MIN_STEP_FRACTION));
+        // With error control, the step the last accepted one proposed, within that limit;
+        // a trial whose error exceeds the accuracy is taken again shorter.
+        let mut h = adaptive
+            .map_or(longest, |_| proposed.min(longest))
             .min(t_end - t);
-        let y_b = machine.rk4(t, &y, &k1, h, &modes, &frozen)?;
+        let y_b = loop {
+            let controlled = adaptive.is_some();
+            if controlled {
+                attempts += 1;
+                if attempts > MAX_ADAPTIVE_ATTEMPTS {
+                    return Err(Error::BadChoice {
+                        what: "event accuracy",
+                        value: format!("more than {MAX_ADAPTIVE_ATTEMPTS} steps by t = {t}"),
+                        accepted: "an accuracy the instance reaches within MAX_ADAPTIVE_ATTEMPTS steps",
+                    });
+                }
+            }
+            let (y_b, error) = match machine.trial(controlled, t, &y, &k1, h, &modes, &frozen) {
+                Ok(trial) => trial,
+                // A trial whose stages left the finite numbers (a long trial step): shorter,
+                // as the bilateral RKM retries.
+                Err(Error::NonFinite { .. }) if controlled && h / 4.0 >= min_step(t) => {
+                    h /= 4.0;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let Some(accuracy) = adaptive else {
+                break y_b;
+            };
+            if error > accuracy {
+                // As the bilateral RKM: shrink by 0.1–0.9; below the floor no step can reach
+                // the accuracy, and the run fails (the batch flags the instance).
+                let shorter = h * (0.9 * (accuracy / error).powf(0.25)).clamp(0.1, 0.9);
+                if shorter < min_step(t) {
+                    return Err(Error::BadChoice {
+                        what: "event accuracy",
+                        value: format!(
+                            "{accuracy}: not reached with a step ≥ {:e} at t = {t}",
+                            min_step(t)
+                        ),
+                        accepted: "an accuracy the instance reaches with a step above MIN_STEP",
+                    });
+                }
+                h = shorter;
+                continue;
+            }
+            let grow = if error > 0.0 {
+                (0.9 * (accuracy / error).powf(0.25)).clamp(1.0, 5.0)
+            } else {
+                5.0
+            };
+            proposed = (h * grow).min(options.step);
+            break y_b;
+        };
         let (event, b) = machine.has_event(&a, t + h, &y_b, h, &modes, &frozen)?;
         if !event {
             y = y_b;
@@ -456,7 +515,7 @@ fn simulate(
                 break;
             }
             let mid = 0.5 * (lo + hi);
-            let y_mid = machine.rk4(t, &y, &k1, mid, &modes, &frozen)?;
+            let (y_mid, _) = machine.trial(adaptive.is_some(), t, &y, &k1, mid, &modes, &frozen)?;
             let (event, at_mid) = machine.has_event(&a, t + mid, &y_mid, mid, &modes, &frozen)?;
             machine.spare = Some(at_mid);
             if event {

@@ -464,6 +464,17 @@ impl GpuEventStepper {
             }
         }
         options.check(duration)?;
+        if let Some(accuracy) = options.accuracy {
+            // The kernel takes fixed RK4 steps: error control would be dropped unseen.
+            return Err(Error::InvalidOption {
+                option: "EventOptions::accuracy",
+                value: format!("Some({accuracy})"),
+                accepted: "None on the GPU's event kernel (fixed RK4 steps); error control \
+                           runs on the CPU's event path (backend::UnilateralRunner takes it \
+                           there)"
+                    .into(),
+            });
+        }
         self.prepare(batch)?;
         self.write_params(duration, options);
         let columns = state_columns(batch);

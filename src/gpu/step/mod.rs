@@ -409,7 +409,7 @@ fn dispatches_needed(
                 .filter(|h| **h > 0.0)
                 .fold((0.0, 0usize), |(s, k), h| (s + h, k + 1));
             let h = if known == 0 {
-                settings.max_step.min(1e-3)
+                settings.max_step.min(crate::step::INITIAL_ADAPTIVE_STEP)
             } else {
                 sum / known as f64
             };

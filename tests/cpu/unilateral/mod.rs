@@ -6,6 +6,7 @@
 //! constraint kinds; `modes::the_engines_sphere_rows_give_the_reference_modes_and_impacts`
 //! reads them from the engine's own `SphereOnPlaneContact` rows instead.
 
+mod adaptive;
 mod bricks;
 mod env;
 mod impacts;
@@ -242,4 +243,59 @@ pub(super) fn engine_sphere(
         .unwrap();
     batch.set_u(ball, 0, u).unwrap();
     (batch, contact)
+}
+
+/// §9 (a), a ball (m = 1, r = 0.1) dropped from rest with its lowest point at h = 1 onto
+/// Ground's plane, e = 0.8, μ = 0.5: the batch and its contact.
+pub(super) fn dropped_ball() -> (
+    simbatch::prelude::Batch,
+    [simbatch::cpu::unilateral::UnilateralContact; 1],
+) {
+    let (mut batch, contact) = engine_sphere(0.0, 1.0, 0.1, [0.0; 6]);
+    batch
+        .set_q(
+            simbatch::prelude::BodyId::new(1),
+            0,
+            [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.1],
+        )
+        .unwrap();
+    let contacts = [simbatch::cpu::unilateral::UnilateralContact {
+        constraint: contact,
+        coefficients: Coefficients::with_friction(0.8, 0.5).unwrap(),
+    }];
+    (batch, contacts)
+}
+
+/// [`dropped_ball`]'s first four impacts in a run of 2.3 s at §9 (a)'s closed-form times
+/// (1e-8) and speeds (1e-7), and the energy they took.
+pub(super) fn assert_closed_form_bounces(run: &simbatch::cpu::unilateral::EventRun) {
+    let impacts: Vec<_> = run
+        .events
+        .iter()
+        .filter(|e| e.approach_speed > 0.0)
+        .collect();
+    assert_eq!(impacts.len(), 4, "{:?}", run.events);
+    for (event, (t, v)) in impacts.iter().zip([
+        (0.4515236410, 4.4294469181),
+        (1.1739614666, 3.5435575345),
+        (1.7519117270, 2.8348460276),
+        (2.2142719354, 2.2678768221),
+    ]) {
+        close(event.time, t, 1e-8, "impact time");
+        close(event.approach_speed, v, 1e-7, "impact speed");
+    }
+    let record = run.contacts[0];
+    assert_eq!(record.impacts, 4);
+    close(
+        record.first_impact.unwrap(),
+        0.4515236410,
+        1e-8,
+        "first impact",
+    );
+    close(
+        record.impact_loss,
+        3.5316 + 2.260224 + 1.44654336 + 0.92578775,
+        1e-7,
+        "losses",
+    );
 }
