@@ -126,6 +126,25 @@ fn contact_outputs(sc: &Scenario, ev: &crate::evaluation::Evaluation, i: usize) 
         .collect()
 }
 
+/// Whether bilateral plane contact `k` of instance `i` pulls with normal force `force`: by more
+/// than `unilateral.md` §8's liftoff margin `f_tol` (1e-9 m‖g‖ for the constraint's body, 1e-9
+/// N when g = 0), the margin a unilateral contact's liftoff test takes. A smaller pull is zero
+/// to rounding: a ball and the free plate it rests on, falling together, push with ±1e-15 N,
+/// which read as a lift-off at t = 0.
+pub(super) fn pulls(batch: &Batch, k: usize, i: usize, force: f64) -> bool {
+    let body = batch
+        .template()
+        .constraints()
+        .get(k)
+        .and_then(|c| c.constraint.bodies().last().copied());
+    let mass = body
+        .and_then(|b| batch.free_body_columns(b).ok())
+        .map_or(0.0, |c| c.mass.row(i)[0]);
+    let [gx, gy, gz] = batch.gravity_column().row(i)[0];
+    let gravity = (gx * gx + gy * gy + gz * gz).sqrt();
+    force < -crate::contact::Tolerances::f64(1e-4, gravity, mass, 0.0, 0.0).f_tol
+}
+
 /// Progress callback: `(instances × checkpoints done)`.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
@@ -421,7 +440,7 @@ fn run_group(
             let outs = contact_outputs(sc, &ev, i);
             for (slot, k) in plane_contacts.iter().enumerate() {
                 // The plane pulls: the contact would have separated.
-                if l[slot].is_nan() && outs[*k][0] < 0.0 {
+                if l[slot].is_nan() && pulls(batch, *k, i, outs[*k][0]) {
                     l[slot] = t_of(i);
                 }
             }

@@ -124,7 +124,10 @@ pub(super) fn run_group(
                     .enumerate()
                     .filter(|(_, c)| c.unilateral().is_none());
                 for ((k, c), out) in plane_contacts.zip(&outs) {
-                    if c.has_normal_force() && times[k].is_nan() && -out.reported[2] < 0.0 {
+                    if c.has_normal_force()
+                        && times[k].is_nan()
+                        && super::study::pulls(batch, k, i, -out.reported[2])
+                    {
                         times[k] = state.time;
                     }
                 }

@@ -159,6 +159,82 @@ fn run_end_to_end_matches_the_closed_form_on_inclines() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `record.events`' lift-off time is the first sample at which a bilateral plane contact
+/// pulls by more than `unilateral.md` §8's liftoff margin (1e-9 m‖g‖): a ball on a free plate,
+/// the two falling together, presses with zero force to rounding (±1e-15 N, which read as a
+/// lift-off at t = 0 before the margin) and never lifts off; on a plate driven down at 2 g the
+/// plane pulls with m g from the start.
+#[test]
+fn a_lift_off_is_a_pull_beyond_the_liftoff_margin() {
+    let dir = scratch("lift-off");
+    let text = |plate: &str| {
+        format!(
+            r#"
+instances = 40
+[[body]]
+name = "plate"
+{plate}
+[[body]]
+name = "ball"
+mass = {{ uniform = [0.5, 2.0] }}
+inertia = {{ solid_sphere = 0.1 }}
+position = [0.0, 0.0, 0.1]
+velocity = [{{ uniform = [-1.0, 1.0] }}, 0.0, 0.0]
+angular_velocity = [0.0, {{ uniform = [-5.0, 5.0] }}, 0.0]
+[[constraint]]
+kind = "sphere_on_plane"
+plane = "plate"
+body = "ball"
+radius = 0.1
+rolling = {{ choice = [true, false] }}
+[simulation]
+integrator = "rk4"
+step = 1e-3
+duration = 0.3
+backend = "cpu"
+[record]
+interval = 0.1
+events = true
+"#
+        )
+    };
+    let cases = [
+        (
+            "falling",
+            "mass = 5.0\ninertia = [1.0, 1.0, 1.5, 0.0, 0.0, 0.0]",
+            false,
+        ),
+        (
+            "driven-down",
+            "prescribed = { kind = \"constant\", acceleration = [0.0, 0.0, -19.62] }",
+            true,
+        ),
+    ];
+    for (name, plate, lifts) in cases {
+        let scenario = Scenario::parse("plate.toml", &text(plate)).unwrap();
+        let out = dir.join(name);
+        run_study(&scenario, None, Backend::Cpu, &out, false, true).unwrap();
+        let (columns, rows) = output::read_csv(&out.join("results.csv")).unwrap();
+        let col = |n: &str| columns.iter().position(|c| c == n).unwrap();
+        assert_eq!(rows.len(), 40);
+        for (i, v) in &rows {
+            let (force, lift_off) = (v[col("c0.normal_force")], v[col("c0.lift_off_time")]);
+            let m = v[col("ball.mass")];
+            if lifts {
+                assert!(
+                    (force + m * 9.81).abs() < 1e-9 * m * 9.81,
+                    "{name} {i}: {force}"
+                );
+                assert_eq!(lift_off, 0.0, "{name} {i}");
+            } else {
+                assert!(force.abs() < 1e-12, "{name} {i}: {force}");
+                assert!(lift_off.is_nan(), "{name} {i}: {lift_off}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Nothing that looks like a result is left behind by a refused or failed run.
 #[test]
 fn failed_runs_leave_no_output() {
