@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{GpuDevice, Precision};
 
 pub use evaluator::Evaluator;
-pub use stepper::Stepper;
+pub use stepper::{F32_RKM_ACCURACY, Stepper, f32_accuracy_note};
 pub use unilateral::{ACCURACY_ON_CPU, UnilateralCall, UnilateralRunner};
 
 /// Environment variable that overrides the backend chosen in code.

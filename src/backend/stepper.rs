@@ -31,6 +31,28 @@ impl std::fmt::Debug for Stepper {
     }
 }
 
+/// The finest RKM accuracy the GPU's f32 kernels honour: their error estimates bottom out near
+/// 1e-6, the state's rounding (README "The GPU path").
+pub const F32_RKM_ACCURACY: f64 = 1e-5;
+
+/// What to tell a caller asking f32 GPU stepping for an RKM accuracy finer than
+/// [`F32_RKM_ACCURACY`]: it is not an error (steps shrink until rounding hides the error, and
+/// instances that cannot go on are flagged), but the results carry f32's error, not the one
+/// asked for.
+pub fn f32_accuracy_note(options: &StepOptions, evaluator: &Evaluator) -> Option<String> {
+    let crate::step::Integrator::RungeKuttaMerson { accuracy, .. } = options.integrator else {
+        return None;
+    };
+    let (_, precision, _) = evaluator.gpu_setup()?;
+    (precision == Precision::F32 && accuracy < F32_RKM_ACCURACY).then(|| {
+        format!(
+            "RKM accuracy {accuracy:e} is finer than f32 GPU stepping resolves (its error \
+             estimates bottom out near 1e-6): expect f32's error (about 1e-7 relative), not \
+             {accuracy:e}; ask for an accuracy ≥ {F32_RKM_ACCURACY:e}, or precision f64"
+        )
+    })
+}
+
 impl Stepper {
     /// A stepper on the f64 CPU path, with validated options.
     pub fn new(options: StepOptions) -> Result<Self> {
@@ -65,6 +87,9 @@ impl Stepper {
     /// [`evaluator_mut`](Self::evaluator_mut) read the state the GPU already holds).
     pub fn with_evaluator(options: StepOptions, evaluator: Evaluator) -> Result<Self> {
         options.validate()?;
+        if let Some(note) = f32_accuracy_note(&options, &evaluator) {
+            log::warn!("simbatch: {note}");
+        }
         Ok(Self {
             options,
             step_sizes: Vec::new(),

@@ -338,3 +338,38 @@ fn bench_measures_each_workgroup_size_and_refuses_what_the_adapter_cannot_run() 
         "{stderr}"
     );
 }
+
+/// An RKM accuracy finer than f32 GPU stepping resolves is not refused (steps shrink until
+/// rounding hides the error) but said: `backend::f32_accuracy_note` names it and the floor, for
+/// f32 on the GPU only — not f64, not the CPU, not RK4, not an accuracy at the floor.
+#[test]
+fn an_rkm_accuracy_finer_than_f32_resolves_is_said() {
+    use simbatch::backend::{F32_RKM_ACCURACY, f32_accuracy_note};
+    use simbatch::step::{Integrator, Stabilization};
+    let Some(device) = device() else { return };
+    let rkm = |accuracy: f64| StepOptions {
+        integrator: Integrator::RungeKuttaMerson {
+            accuracy,
+            max_step: 1e-2,
+        },
+        stabilization: Stabilization::None,
+    };
+    let note = |options: StepOptions, precision: Precision| {
+        let stepper = Stepper::on_gpu(options, device.clone(), precision).unwrap();
+        f32_accuracy_note(&options, stepper.evaluator())
+    };
+    let text = note(rkm(1e-10), Precision::F32).expect("1e-10 in f32");
+    assert!(text.contains("1e-10") && text.contains("1e-5"), "{text}");
+    assert_eq!(note(rkm(F32_RKM_ACCURACY), Precision::F32), None);
+    assert_eq!(note(StepOptions::simbody(1e-4), Precision::F32), None);
+    let rk4 = StepOptions {
+        integrator: Integrator::Rk4 { step: 1e-3 },
+        stabilization: Stabilization::None,
+    };
+    assert_eq!(note(rk4, Precision::F32), None);
+    if device.supports_f64 {
+        assert_eq!(note(rkm(1e-10), Precision::F64), None);
+    }
+    let cpu = Stepper::new(rkm(1e-10)).unwrap();
+    assert_eq!(f32_accuracy_note(&rkm(1e-10), cpu.evaluator()), None);
+}
