@@ -437,11 +437,15 @@ fn simulate(
         let (k1, multipliers) = machine.derivative_parts_at(&a, &y, &modes, &frozen);
         // A slowly sliding contact's friction is stiff: the step stays within RK4's stability
         // (`Machine::stable_step`), and at least MIN_STEP_FRACTION of the scenario's step, so
-        // a call has a bounded number of steps.
+        // a call has a bounded number of steps — under error control, whose trials
+        // MAX_ADAPTIVE_ATTEMPTS bounds, at least the minimum step (its longest step may be
+        // the whole run, and a fraction of it no limit at all).
         let stable = machine.stable_step(&a, &modes, &multipliers);
-        let longest = options
-            .step
-            .min(stable.max(options.step * MIN_STEP_FRACTION));
+        let floor = match adaptive {
+            Some(_) => min_step(t),
+            None => options.step * MIN_STEP_FRACTION,
+        };
+        let longest = options.step.min(stable.max(floor));
         // With error control, the step the last accepted one proposed, within that limit;
         // a trial whose error exceeds the accuracy is taken again shorter.
         let mut h = adaptive

@@ -191,7 +191,8 @@ backend = "cpu"
 /// (μ = 0.153) slides from rest. At slow slip its sliding friction is stiff, and with steps past
 /// RK4's stability its slip wandered: at h = 5 ms the ball ended 1.5e-3 m/s off and its energy
 /// books 3.6e-3 J out, and still 2.4e-4 J out at h = 0.3 ms. Now the books close and the
-/// speed is the same at h = 5 ms as at h = 0.3125 ms (−1.33042275 m/s down the slope's y).
+/// speed is the same at h = 5 ms as at h = 0.3125 ms (−1.33042275 m/s down the slope's y), and
+/// under error control (rkm at 1e-8, steps up to the whole run).
 #[test]
 fn a_slowly_sliding_eccentric_ball_keeps_its_books_at_any_step() {
     let dir = scratch("eccentric");
@@ -224,20 +225,28 @@ tolerance = 1e-6
 duration = 0.5
 assemble = true
 "#;
-    let scenario = Scenario::parse("eccentric.toml", text).unwrap();
-    run_study(&scenario, None, Backend::Cpu, &dir.join("out"), false, true).unwrap();
-    let (columns, rows) = results(&dir.join("out"), "results.csv");
-    let v = &rows[0].1;
-    assert_eq!(v[col(&columns, "status")], 0.0);
-    assert_eq!(v[col(&columns, "c0.mode")], 2.0, "slides");
-    let error = v[col(&columns, "energy_error")];
-    assert!(error.abs() <= 1e-6, "energy books out by {error}");
-    close(
-        v[col(&columns, "ball.vy")],
-        -1.33042275,
-        1e-6,
-        "speed at 0.5 s",
+    // RK4 at 5 ms, and error control (rkm, its longest step the whole run) at 1e-8.
+    let controlled = text.replace(
+        "integrator = \"rk4\"\nstep = 5e-3\nstabilization = \"projection\"\ntolerance = 1e-6",
+        "integrator = \"rkm\"\naccuracy = 1e-8",
     );
+    assert_ne!(controlled, text);
+    for (name, text) in [("rk4", text), ("rkm", controlled.as_str())] {
+        let scenario = Scenario::parse("eccentric.toml", text).unwrap();
+        run_study(&scenario, None, Backend::Cpu, &dir.join(name), false, true).unwrap();
+        let (columns, rows) = results(&dir.join(name), "results.csv");
+        let v = &rows[0].1;
+        assert_eq!(v[col(&columns, "status")], 0.0, "{name}");
+        assert_eq!(v[col(&columns, "c0.mode")], 2.0, "{name} slides");
+        let error = v[col(&columns, "energy_error")];
+        assert!(error.abs() <= 1e-6, "{name}: energy books out by {error}");
+        close(
+            v[col(&columns, "ball.vy")],
+            -1.33042275,
+            1e-6,
+            "speed at 0.5 s",
+        );
+    }
 }
 
 #[test]
