@@ -198,7 +198,8 @@ pub struct UnilateralContact {
 pub struct EventOptions {
     /// RK4 step between events (s): the longest one; an instance with a slowly sliding
     /// contact takes shorter ones, as RK4's stability for its friction needs (README "Events"), down to 1/4096 of it.
-    /// With [`accuracy`](Self::accuracy), the longest adaptive step.
+    /// With [`accuracy`](Self::accuracy), the longest adaptive step (the stability limit then
+    /// stops at the minimum step instead, the trials being bounded by their count).
     pub step: f64,
     /// Error control (`unilateral.md` §6: "Error control (RKM) stays per instance"). `None`
     /// (the default): RK4 steps of [`step`](Self::step). `Some(accuracy)`, in (0, 1): each
