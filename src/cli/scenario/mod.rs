@@ -410,6 +410,7 @@ impl Scenario {
             constraints.push(p.constraint(k, c, &bodies, &prescribed)?);
         }
         let simulation = p.simulation(&raw.simulation)?;
+        simulation::baumgarte_notes(&loc, &raw, &constraints, &simulation);
         let record = match &raw.record {
             None => RecordSpec {
                 interval: None,

@@ -177,3 +177,48 @@ impl Parser<'_> {
         })
     }
 }
+
+/// Baumgarte terms act only on the constraints that set `baumgarte_time`, and a time constant
+/// only under `stabilization = "baumgarte"`: when one is given without the other nothing it
+/// asks for happens, and the run says so on standard error, naming the file, line and key
+/// (such files ran silently before and still run).
+pub(super) fn baumgarte_notes(
+    loc: &Located<'_>,
+    raw: &super::parser::Raw,
+    constraints: &[ConstraintSpec],
+    simulation: &Simulation,
+) {
+    let timed = constraints.iter().position(|c| {
+        matches!(
+            c,
+            ConstraintSpec::PointToGround {
+                baumgarte_time: Some(_),
+                ..
+            }
+        )
+    });
+    let baumgarte = matches!(simulation.options.stabilization, Stabilization::Baumgarte);
+    let note = match timed {
+        None if baumgarte => loc.at(
+            raw.simulation
+                .get_ref()
+                .stabilization
+                .as_ref()
+                .map_or(0..0, |s| s.span()),
+            "simulation.stabilization",
+            "\"baumgarte\" stabilizes only the constraints that set baumgarte_time, and none \
+             does: nothing is stabilized (set baumgarte_time on a point_to_ground constraint, \
+             or stabilization = \"projection\")",
+        ),
+        Some(k) if !baumgarte => loc.at(
+            raw.constraint
+                .get(k)
+                .and_then(|c| c.baumgarte_time.as_ref())
+                .map_or(0..0, |t| t.span()),
+            format!("constraint[{k}].baumgarte_time"),
+            "ignored: only stabilization = \"baumgarte\" uses it",
+        ),
+        _ => return,
+    };
+    log::warn!("simbatch: {note}");
+}

@@ -530,3 +530,70 @@ fn a_tolerance_without_projection_is_run_with_a_warning() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Baumgarte terms act only on constraints that set `baumgarte_time`, and a time constant only
+/// under `stabilization = "baumgarte"`: one without the other runs (such files are accepted)
+/// and says so on standard error, naming the file, line and key; both together, or neither,
+/// say nothing.
+#[test]
+fn baumgarte_without_a_time_constant_or_a_time_constant_without_it_is_said() {
+    let text = |stabilization: &str, time: &str| {
+        format!(
+            r#"instances = 2
+[[body]]
+name = "box"
+mass = 1.0
+inertia = {{ gyration = 0.2 }}
+position = [0.0, 0.0, 0.5]
+velocity = [0.3, 0.0, 0.0]
+[[constraint]]
+kind = "point_to_ground"
+body = "box"
+point = [0.0, 0.0, -0.5]
+{time}
+[simulation]
+integrator = "rk4"
+step = 1e-3
+stabilization = "{stabilization}"
+duration = 0.01
+backend = "cpu"
+"#
+        )
+    };
+    let timed = "baumgarte_time = 0.05";
+    for (name, stabilization, time, key, needle) in [
+        (
+            "untimed",
+            "baumgarte",
+            "",
+            "simulation.stabilization",
+            "\"baumgarte\"\n",
+        ),
+        (
+            "unused",
+            "projection",
+            timed,
+            "constraint[0].baumgarte_time",
+            "0.05",
+        ),
+        ("both", "baumgarte", timed, "", ""),
+        ("neither", "projection", "", "", ""),
+    ] {
+        let text = text(stabilization, time);
+        let dir = scratch(&format!("baumgarte-{name}"));
+        let (file, _, o) = run_scenario(&dir, &format!("{name}.toml"), &text);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {stderr}");
+        if key.is_empty() {
+            assert!(!stderr.contains("baumgarte"), "{name}: {stderr}");
+        } else {
+            let (line, column) = line_column(&text, text.find(needle).unwrap());
+            let expected = format!(
+                "warning: simbatch: {}:{line}:{column}: {key}: ",
+                file.display()
+            );
+            assert!(stderr.contains(&expected), "{expected:?} not in {stderr}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
