@@ -529,7 +529,7 @@ events = true
 /// `step`; `rkm` (the default integrator) event-driven Runge–Kutta–Merson whose steps each
 /// instance adapts to `accuracy`, up to `max_step` — by default the whole duration. A ball
 /// rolling on a tilting plate under the defaults follows a fine RK4 reference to its accuracy
-/// (it was stepped at h = duration before, a metre off and flagged fine); drops keep their
+/// (it was stepped at h = duration before: 0.75 m off, unflagged); drops keep their
 /// closed-form first impacts. The manifest records what stepped.
 #[test]
 fn a_unilateral_study_with_rkm_controls_each_instances_error() {
