@@ -130,7 +130,9 @@ impl UnilateralRunner {
 
     /// Runs every instance of `batch` for `duration`, instance `i` with its contacts'
     /// coefficients `coefficients[i]` (one per contact), resuming from `previous[i]` (one record
-    /// per contact; `None`: afresh), as `cpu::unilateral::run_batch_resuming` does.
+    /// per contact; `None`: afresh), as `cpu::unilateral::run_batch_resuming` does. Options
+    /// with error control (`EventOptions::accuracy`) move a GPU runner to the CPU for this and
+    /// every later call, as [`for_options`](Self::for_options) does.
     pub fn run(
         &mut self,
         batch: &mut Batch,
