@@ -1,7 +1,7 @@
 //! Error control on the CPU's event path (`EventOptions::accuracy`, `unilateral.md` §6: "Error
 //! control (RKM) stays per instance"): a ball rolling on a tilting plate with steps as long as
 //! the run follows a fine fixed-step reference to its accuracy, and converges as the accuracy
-//! tightens, where fixed RK4 steps of that length miss by a metre; a dropped ball's impacts
+//! tightens, where fixed RK4 steps of that length miss by 0.75 m; a dropped ball's impacts
 //! land at §9 (a)'s closed-form times with a step ceiling longer than the flight; runs are
 //! bit-identical across thread counts; an accuracy outside (0, 1) is refused.
 
