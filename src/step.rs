@@ -193,6 +193,17 @@ pub const DEFAULT_VIOLATION_TOLERANCE: f64 = 1e-3;
 /// with [`status::STEP_FAILED`](crate::batch::status::STEP_FAILED), so every call ends.
 pub const MAX_ADAPTIVE_ATTEMPTS: u64 = 10_000_000;
 
+/// The RKM step-size factor `0.9 (accuracy / error)^¼` clamped to `[lo, hi]` (Simbody's
+/// control; `hi` when the error is 0): the CPU's twin of `step_factor` in `shaders/step.wgsl`,
+/// shared by the bilateral RKM (`cpu::integrate`, `cpu::lanes::adaptive`) and the event path
+/// under error control (`cpu::unilateral`).
+pub(crate) fn step_factor(accuracy: f64, error: f64, lo: f64, hi: f64) -> f64 {
+    if error <= 0.0 {
+        return hi;
+    }
+    (0.9 * (accuracy / error).powf(0.25)).clamp(lo, hi)
+}
+
 /// The first trial step of an RKM run (the call's longest step when that is shorter).
 pub(crate) const INITIAL_ADAPTIVE_STEP: f64 = 1e-3;
 

@@ -107,10 +107,16 @@ impl UnilateralRunner {
     /// only the CPU's event path has, a GPU runner moves to the CPU, saying so in
     /// [`note`](Self::note) (a [`run`](Self::run) with such options does the same).
     pub fn for_options(mut self, options: &EventOptions) -> Self {
+        self.move_for(options);
+        self
+    }
+
+    /// Error control runs on the CPU's event path only (the kernel takes fixed RK4 steps): a
+    /// GPU runner given options with it moves to the CPU, with the note.
+    fn move_for(&mut self, options: &EventOptions) {
         if options.accuracy.is_some() && self.gpu.take().is_some() {
             self.note = Some(ACCURACY_ON_CPU.into());
         }
-        self
     }
 
     /// Whether calls run on the GPU's event kernel.
@@ -158,6 +164,7 @@ impl UnilateralRunner {
                 n,
             ));
         }
+        self.move_for(options);
         let ids = &self.contacts;
         let contacts = |i: usize| -> Vec<UnilateralContact> {
             ids.iter()
@@ -168,10 +175,6 @@ impl UnilateralRunner {
                 })
                 .collect()
         };
-        // Error control runs on the CPU's event path only (the kernel takes fixed RK4 steps).
-        if options.accuracy.is_some() && self.gpu.take().is_some() {
-            self.note = Some(ACCURACY_ON_CPU.into());
-        }
         let Some(stepper) = &mut self.gpu else {
             let runs = run_batch_resuming(batch, &contacts, duration, options, previous)?;
             return Ok(UnilateralCall {

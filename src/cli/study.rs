@@ -142,6 +142,7 @@ pub(super) fn pulls(batch: &Batch, k: usize, i: usize, force: f64) -> bool {
         .map_or(0.0, |c| c.mass.row(i)[0]);
     let [gx, gy, gz] = batch.gravity_column().row(i)[0];
     let gravity = (gx * gx + gy * gy + gz * gz).sqrt();
+    // §8's f_tol depends on the body's weight alone (not on ctol, v_cap or v_roll).
     force < -crate::contact::Tolerances::f64(1e-4, gravity, mass, 0.0, 0.0).f_tol
 }
 

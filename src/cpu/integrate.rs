@@ -25,7 +25,7 @@ use crate::math::{quaternion_rate, vec3};
 
 use crate::step::{
     Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, Stabilization, StepOptions, StepReport,
-    duration_left_negligible, min_step,
+    duration_left_negligible, min_step, step_factor,
 };
 
 /// Runs `goal` on every instance of `batch` on the CPU (rayon over instances); `step_sizes`
@@ -488,18 +488,13 @@ fn advance_instance(
         if fixed.is_none() {
             if error > accuracy {
                 report.rejected += 1;
-                h = this_h * (0.9 * (accuracy / error).powf(0.25)).clamp(0.1, 0.9);
+                h = this_h * step_factor(accuracy, error, 0.1, 0.9);
                 if h < floor {
                     return failed(state, report, h, status::STEP_FAILED);
                 }
                 continue;
             }
-            let grow = if error > 0.0 {
-                (0.9 * (accuracy / error).powf(0.25)).clamp(1.0, 5.0)
-            } else {
-                5.0
-            };
-            h = (this_h * grow).min(max_step);
+            h = (this_h * step_factor(accuracy, error, 1.0, 5.0)).min(max_step);
         }
         if let Stabilization::Projection { tolerance } = options.stabilization {
             let (perr, verr) = constraint_errors(batch, i, &next, &mut work);

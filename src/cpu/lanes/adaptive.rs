@@ -19,7 +19,7 @@ use crate::cpu::integrate::project;
 use crate::math::lanes::{LANES, Lane, LaneMask, lanes, splat, values};
 use crate::step::{
     Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, Stabilization, StepOptions, StepReport,
-    duration_left_negligible, min_step,
+    duration_left_negligible, min_step, step_factor,
 };
 
 /// One RKM attempt of sizes `h` (per lane) from `y` at `time` into `next`: the lanes (of
@@ -210,19 +210,14 @@ pub(super) fn advance(
             let e = error[l];
             if e > accuracy {
                 c.report.rejected += 1;
-                c.h = this_h[l] * (0.9 * (accuracy / e).powf(0.25)).clamp(0.1, 0.9);
+                c.h = this_h[l] * step_factor(accuracy, e, 0.1, 0.9);
                 if c.h < floor[l] {
                     c.flags |= status::STEP_FAILED;
                     c.done = true;
                 }
                 continue;
             }
-            let grow = if e > 0.0 {
-                (0.9 * (accuracy / e).powf(0.25)).clamp(1.0, 5.0)
-            } else {
-                5.0
-            };
-            c.h = (this_h[l] * grow).min(max_step);
+            c.h = (this_h[l] * step_factor(accuracy, e, 1.0, 5.0)).min(max_step);
             passed |= 1 << l;
         }
         let mut accept = passed;

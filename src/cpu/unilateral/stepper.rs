@@ -19,7 +19,7 @@ use crate::contact::{MAX_BISECTIONS, MIN_STEP_FRACTION};
 use crate::cpu::evaluate::InstanceSystem;
 use crate::error::{Error, Result};
 use crate::math::vec3;
-use crate::step::{INITIAL_ADAPTIVE_STEP, MAX_ADAPTIVE_ATTEMPTS, min_step};
+use crate::step::{INITIAL_ADAPTIVE_STEP, MAX_ADAPTIVE_ATTEMPTS, min_step, step_factor};
 
 /// One located event.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -479,7 +479,7 @@ fn simulate(
             if error > accuracy {
                 // As the bilateral RKM: shrink by 0.1–0.9; below the floor no step can reach
                 // the accuracy, and the run fails (the batch flags the instance).
-                let shorter = h * (0.9 * (accuracy / error).powf(0.25)).clamp(0.1, 0.9);
+                let shorter = h * step_factor(accuracy, error, 0.1, 0.9);
                 if shorter < min_step(t) {
                     return Err(Error::BadChoice {
                         what: "event accuracy",
@@ -493,12 +493,7 @@ fn simulate(
                 h = shorter;
                 continue;
             }
-            let grow = if error > 0.0 {
-                (0.9 * (accuracy / error).powf(0.25)).clamp(1.0, 5.0)
-            } else {
-                5.0
-            };
-            proposed = (h * grow).min(options.step);
+            proposed = (h * step_factor(accuracy, error, 1.0, 5.0)).min(options.step);
             break y_b;
         };
         let (event, b) = machine.has_event(&a, t + h, &y_b, h, &modes, &frozen)?;
