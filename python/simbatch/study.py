@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import _simbatch
-from ._checks import _count, _index
+from ._checks import _count, _index, _seconds
 
 
 class Table(dict):
@@ -160,14 +160,17 @@ def rollout(
     steps: int,
     instances: int | Sequence[int] | None = None,
     controls: np.ndarray | None = None,
+    interval: float | None = None,
 ) -> dict[str, np.ndarray]:
-    """Roll out instances of a scenario for ``steps`` steps of its integrator step, like
+    """Roll out instances of a scenario for ``steps`` steps of ``interval`` seconds, like
     ``mujoco.rollout``: returns ``{"time": (K+1,), "q": (N, K+1, 7·bodies), "u": (N, K+1,
-    6·bodies), "multipliers": (N, K+1, 3·constraints)}``. ``instances``: a count (the first
-    N) or global indices (default: all of the scenario's); each is drawn and prepared as a
-    study does, so the states equal the study's at the same times. ``controls``: optional
-    ``(N, K, bodies, 6)`` applied torque and force (Ground) per free body, held over each step.
-    The GIL is released while it runs."""
+    6·bodies), "multipliers": (N, K+1, 3·constraints)}``. ``interval`` (a control period)
+    defaults to the integrator's step, and for ``rkm`` (no step of its own) to the scenario's
+    ``[record] interval``, else its ``max_step``; the integrator takes its own steps within
+    it. ``instances``: a count (the first N) or global indices (default: all of the
+    scenario's); each is drawn and prepared as a study does, so the states equal the study's
+    at the same times. ``controls``: optional ``(N, K, bodies, 6)`` applied torque and force
+    (Ground) per free body, held over each step. The GIL is released while it runs."""
     study = source if isinstance(source, Study) else Study(source)
     steps = _count("steps", steps)
     if instances is None:
@@ -182,5 +185,7 @@ def rollout(
     flat = None
     if controls is not None:
         flat = np.ascontiguousarray(controls, dtype=np.float64).reshape(-1)
-    q, u, multipliers, step = _simbatch.rollout(study.file, study.text, chosen, steps, flat)
+    if interval is not None:
+        interval = _seconds("interval", interval)
+    q, u, multipliers, step = _simbatch.rollout(study.file, study.text, chosen, steps, flat, interval)
     return {"time": np.arange(steps + 1) * step, "q": q, "u": u, "multipliers": multipliers}

@@ -168,11 +168,12 @@ type RolloutArrays<'py> = (
     f64,
 );
 
-/// Rolls out `instances` of a scenario for `steps` integrator steps (see
-/// `simbatch::cli::rollout`), with optional controls `(instances, steps, bodies, 6)`; returns
-/// `(q, u, multipliers, step)`. The GIL is released while it runs.
+/// Rolls out `instances` of a scenario for `steps` steps of `interval` seconds (default: the
+/// scenario's integrator step, see `simbatch::cli::rollout`), with optional controls
+/// `(instances, steps, bodies, 6)`; returns `(q, u, multipliers, interval)`. The GIL is
+/// released while it runs.
 #[pyfunction]
-#[pyo3(signature = (file, source, instances, steps, controls=None))]
+#[pyo3(signature = (file, source, instances, steps, controls=None, interval=None))]
 pub fn rollout<'py>(
     py: Python<'py>,
     file: &str,
@@ -180,6 +181,7 @@ pub fn rollout<'py>(
     instances: Vec<usize>,
     steps: usize,
     controls: Option<numpy::PyReadonlyArray1<'py, f64>>,
+    interval: Option<f64>,
 ) -> PyResult<RolloutArrays<'py>> {
     let sc = Scenario::parse(file, source).map_err(cli_err)?;
     let controls = controls
@@ -188,7 +190,15 @@ pub fn rollout<'py>(
         .transpose()
         .map_err(|_| PyValueError::new_err("controls: accepted: a C-contiguous float64 array"))?;
     let r = py
-        .detach(|| simbatch::cli::rollout::rollout(&sc, &instances, steps, controls.as_deref()))
+        .detach(|| {
+            simbatch::cli::rollout::rollout_every(
+                &sc,
+                &instances,
+                steps,
+                interval,
+                controls.as_deref(),
+            )
+        })
         .map_err(cli_err)?;
     let shape = |w: usize| [r.instances, r.steps + 1, w];
     Ok((

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -179,6 +180,35 @@ def test_rollout_controls_act_as_applied_loads():
     np.testing.assert_allclose(held["q"][:, :, 6], 1.0, atol=1e-12)
     with pytest.raises(ValueError, match="controls"):
         simbatch.rollout(scenario, steps, instances=2, controls=np.zeros((2, steps, 1, 5)))
+
+
+def test_a_rollout_interval_is_a_control_period_and_rkm_defaults_to_the_record_interval(tmp_path):
+    # rkm has no step of its own: a rollout steps by the scenario's record interval (its
+    # default max_step, the whole duration, made each rollout step span the study), and equals
+    # the study's series there. `interval=` sets a control period over several integrator steps.
+    text = _series_scenario(_small_bouncing().replace("duration = 0.8", "duration = 0.3"), "0.05", 4)
+    text = re.sub(r'integrator = "rk4"\nstep = [^\n]*', 'integrator = "rkm"\naccuracy = 1e-6', text, count=1)
+    assert 'integrator = "rkm"' in text
+    series = simbatch.Study(text).run(out=tmp_path / "s", progress=False).series
+    # Five steps, to 0.25 s (the study's last sample is at its duration, 0.3 s, where six
+    # rollout steps land at 6 × 0.05 = 0.30000000000000004: another span, other roundings).
+    roll = simbatch.rollout(text, 5, instances=[1, 3])
+    np.testing.assert_array_equal(roll["time"], np.arange(6) * 0.05)
+    idx = np.asarray(series["index"])
+    for slot, instance in enumerate([1, 3]):
+        rows = idx == instance
+        expected = np.stack([np.asarray(series[f"ball.{a}"])[rows] for a in "xyz"], axis=1)
+        np.testing.assert_array_equal(roll["q"][slot, :, 4:7], expected[:6])
+    held = drop_scenario()
+    held["body"][0]["position"] = [0.0, 0.0, 1.0]
+    controls = np.zeros((2, 5, 1, 6))
+    controls[:, :, 0, 5] = 9.81
+    roll = simbatch.rollout(held, 5, instances=2, controls=controls, interval=0.04)
+    np.testing.assert_allclose(roll["time"], np.arange(6) * 0.04)
+    np.testing.assert_allclose(roll["q"][:, :, 6], 1.0, atol=1e-12)
+    for bad, error in [(0.0, ValueError), (-1.0, ValueError), (float("nan"), ValueError), ("0.1", TypeError)]:
+        with pytest.raises(error, match="interval"):
+            simbatch.rollout(held, 5, instances=2, interval=bad)
 
 
 def test_a_rollout_of_an_instance_the_study_lacks_names_the_argument_and_the_range():

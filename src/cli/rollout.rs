@@ -1,10 +1,12 @@
-//! Rollouts: chosen instances of a scenario stepped `K` times by the scenario's integrator step,
-//! with optional per-step controls (applied torque and force on every free body, held over the
-//! step), recording `q`, `u` and every constraint's multipliers at each of the `K + 1` times —
-//! what `mujoco.rollout` gives MPC and system-identification users. Instances are drawn and
-//! prepared exactly as a study draws and prepares them, and stepped in one batch per
-//! structural variant, so a rollout's states are the study's (bit for bit on the CPU) at the
-//! same times.
+//! Rollouts: chosen instances of a scenario advanced `K` times by an interval — by default the
+//! scenario's integrator step ([`default_interval`]) —, with optional per-step controls
+//! (applied torque and force on every free body, held over the interval), recording `q`, `u`
+//! and every constraint's multipliers at each of the `K + 1` times — what `mujoco.rollout`
+//! gives MPC and system-identification users, whose control period need not be the integrator
+//! step. Instances are drawn and prepared exactly as a study draws and prepares them, and
+//! stepped in one batch per structural variant, so a rollout's states are the study's (bit for
+//! bit on the CPU) at the same times: a study recording every interval calls the integrator
+//! over the same spans.
 
 use super::CliError;
 use super::instances::{Sampled, sample};
@@ -25,7 +27,8 @@ pub struct Rollout {
     pub instances: usize,
     /// Steps taken (`K`); every array has `K + 1` times.
     pub steps: usize,
-    /// The integrator step (s) each rollout step takes.
+    /// The time (s) each rollout step covers: the interval asked for, else
+    /// [`default_interval`]'s.
     pub step: f64,
     /// `q` values per instance and time: 7 per free body (quaternion, origin).
     pub nq: usize,
@@ -58,12 +61,39 @@ fn global(instances: &[usize]) -> impl Fn(CliError) -> CliError + '_ {
     }
 }
 
-/// Rolls out `instances` of `sc` for `steps` steps; `controls`, when given, holds per instance,
-/// step and free body `[torque (3), force (3)]` in Ground (`instances × steps × bodies × 6`).
+/// The time a rollout step covers when the caller names none: the integrator's step with
+/// `euler` and `rk4`. Runge–Kutta–Merson (`rkm`) has no step of its own — each instance's
+/// steps follow its error — so it takes the scenario's sampling interval (`[record]
+/// interval`), which makes the rollout's samples the study's series, and without one
+/// `max_step` (by default the whole duration).
+pub fn default_interval(sc: &Scenario) -> f64 {
+    match sc.simulation.options.integrator {
+        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
+        Integrator::RungeKuttaMerson { max_step, .. } => sc.record.interval.unwrap_or(max_step),
+    }
+}
+
+/// Rolls out `instances` of `sc` for `steps` steps of [`default_interval`]; `controls`, when
+/// given, holds per instance, step and free body `[torque (3), force (3)]` in Ground
+/// (`instances × steps × bodies × 6`).
 pub fn rollout(
     sc: &Scenario,
     instances: &[usize],
     steps: usize,
+    controls: Option<&[f64]>,
+) -> Result<Rollout, CliError> {
+    rollout_every(sc, instances, steps, None, controls)
+}
+
+/// [`rollout`] with each step covering `interval` seconds (`None`: [`default_interval`]): the
+/// integrator takes its own steps within it (a fixed step is shortened to land on the
+/// interval's end), and `controls` are held over it. `interval` must be a finite number > 0
+/// with `steps × interval` finite.
+pub fn rollout_every(
+    sc: &Scenario,
+    instances: &[usize],
+    steps: usize,
+    interval: Option<f64>,
     controls: Option<&[f64]>,
 ) -> Result<Rollout, CliError> {
     // Named as the library and Python call it (`simbatch render`'s flag is `--instances`).
@@ -108,10 +138,18 @@ pub fn rollout(
             ),
         });
     }
-    let step = match sc.simulation.options.integrator {
-        Integrator::SemiImplicitEuler { step } | Integrator::Rk4 { step } => step,
-        Integrator::RungeKuttaMerson { max_step, .. } => max_step,
-    };
+    let step = interval.unwrap_or_else(|| default_interval(sc));
+    if !(step > 0.0 && (step * steps as f64).is_finite()) {
+        return Err(crate::Error::InvalidOption {
+            option: "interval",
+            value: format!("{step:?}"),
+            accepted: format!(
+                "a finite number > 0 (s) whose {steps} steps span a finite time; default: the \
+                 scenario's integrator step (rkm: its [record] interval, else max_step)"
+            ),
+        }
+        .into());
+    }
     let times = steps + 1;
     let mut out = Rollout {
         instances: n,

@@ -1,8 +1,8 @@
 //! The `simbatch` command, one file per part: scenario files and their errors (`scenario`),
 //! `run` and `check` (`run`), studies (`study`), the command's edges (`edges`), mutated
 //! scenarios (`mutation`), prescribed bodies (`prescribed`), the scenario reference
-//! `docs/scenario-format.md` (`reference`), `bench` (`bench`) and draws (`draws`). The helpers
-//! every part uses are here.
+//! `docs/scenario-format.md` (`reference`), `bench` (`bench`), draws (`draws`) and rollouts
+//! (`rollout`). The helpers every part uses are here.
 
 use crate::common;
 
@@ -136,6 +136,7 @@ mod edges;
 mod mutation;
 mod prescribed;
 mod reference;
+mod rollout;
 mod run;
 mod scenario;
 mod study;
