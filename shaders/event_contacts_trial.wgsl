@@ -21,7 +21,7 @@ const LAW_IMPACT: u32 = 3u;
 // The first settling stage.
 const SETTLE_STAGE: u32 = 5u;
 
-// A trial: the settling at the start (`EVENT_PHASE_START`) or at an event
+// A trial: the settling at the start (`EVENT_PHASE_START`, `EVENT_PHASE_RESUME`) or at an event
 // (`EVENT_PHASE_SETTLE`), a step (committed, or the start of a bracket), one bisection point, or
 // the step that closes a bracket. False when the instance is done or stopped.
 fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
@@ -29,7 +29,8 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     let t = y.time;
     let tol = (*m).tol;
     let left = event_params.duration - ((*m).elapsed - (*m).elapsed_low);
-    let starting = (*m).phase == EVENT_PHASE_START;
+    let resumed = (*m).phase == EVENT_PHASE_RESUME;
+    let starting = (*m).phase == EVENT_PHASE_START || resumed;
     let settling = starting || (*m).phase == EVENT_PHASE_SETTLE;
     let bisecting = (*m).phase == EVENT_PHASE_BISECT;
     let finishing = !settling && !bisecting && left <= 64.0 * REAL_EPSILON * max(event_params.duration, 1.0);
@@ -48,6 +49,13 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     var near = 0u;
     var slowed = 0u;
     var approach_speed: real = 0.0;
+    // How close to its plane each contact counts as touching it: within p_tol, or, resuming
+    // from the call before (a step's end, not an event), an open contact only once it has
+    // reached its plane (the CPU's `Settling::Resume`).
+    var band: PerContact;
+    for (var k = 0u; k < LAW_CONTACTS; k++) { loop_count += 1u;
+        band[k] = select(tol.p_tol, 0.0, resumed && (*m).mode[k] == MODE_OPEN);
+    }
     var stage = select(0u, SETTLE_STAGE, settling);
     for (var round = 0u; round < SETTLE_STAGE; round++) { loop_count += 1u;
         var y_k = *s;
@@ -104,7 +112,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             var touching_open = false;
             for (var k = 0u; k < LAW_CONTACTS; k++) { loop_count += 1u;
                 let v_z = c.velocity[3u * k + 2u];
-                if c.separation[k] <= tol.p_tol {
+                if c.separation[k] <= band[k] {
                     near |= bit(k);
                     if v_z < -tol.v_tol {
                         approaching |= bit(k);
@@ -156,7 +164,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             // touches starts sliding or sticking as its slip says).
             law = LAW_MODES;
             for (var k = 0u; k < LAW_CONTACTS; k++) { loop_count += 1u;
-                if c.separation[k] <= tol.p_tol && c.velocity[3u * k + 2u] <= tol.v_tol {
+                if c.separation[k] <= band[k] && c.velocity[3u * k + 2u] <= tol.v_tol {
                     touching |= bit(k);
                     if start_modes[k] == MODE_OPEN {
                         let slip = pair(c.velocity, k);

@@ -215,8 +215,12 @@ fn held(mode: u32, direction: vec2<real>) -> RowSet {
 // the mode determined again, and the closed rows projected to rest. Its parts run in one loop
 // around one assembly, so the kernel holds one copy of it. False when a state is not finite
 // (the next assembly would find it too).
-fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, initial: bool) -> bool {
+fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, initial: bool, resumed: bool) -> bool {
     let tol = (*m).tol;
+    // How close to its plane the contact counts as touching it: within p_tol, or, resuming from
+    // the call before (a step's end, not an event), an open contact only once it has reached
+    // its plane (the CPU's `Settling::Resume`).
+    let band = select(tol.p_tol, 0.0, resumed && (*m).mode == MODE_OPEN);
     var near = false;
     var approach_speed: real = 0.0;
     var changed = false;
@@ -231,7 +235,7 @@ fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, i
         var projection = RowSet(SET_OFF, (*m).direction, 0.0, false, 0.0);
         var projects = false;
         if part == 0u {
-            near = c.separation <= tol.p_tol;
+            near = c.separation <= band;
             let approaching = near && c.velocity.z < -tol.v_tol;
             let touching_open = near && (*m).mode == MODE_OPEN && abs(c.velocity.z) <= tol.v_tol;
             if approaching || touching_open {
@@ -271,7 +275,7 @@ fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, i
             }
         } else if part == 3u {
             // The mode, determined again.
-            let touching = c.separation <= tol.p_tol && c.velocity.z <= tol.v_tol;
+            let touching = c.separation <= band && c.velocity.z <= tol.v_tol;
             var start = (*m).mode;
             var start_direction = (*m).direction;
             if !touching {
@@ -333,7 +337,8 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     let y = *s;
     let t = y.time;
     let left = event_params.duration - ((*m).elapsed - (*m).elapsed_low);
-    let starting = (*m).phase == EVENT_PHASE_START;
+    let resumed = (*m).phase == EVENT_PHASE_RESUME;
+    let starting = (*m).phase == EVENT_PHASE_START || resumed;
     let bisecting = (*m).phase == EVENT_PHASE_BISECT;
     if !starting && !bisecting && left <= 64.0 * REAL_EPSILON * max(event_params.duration, 1.0) {
         let end = contact_space(i, y);
@@ -415,7 +420,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             (*m).steps += 1u;
         }
         (*m).phase = EVENT_PHASE_STEP;
-        if !settle(i, s, m, t + h, starting) {
+        if !settle(i, s, m, t + h, starting, resumed) {
             (*m).status |= NONFINITE_STATE;
             return false;
         }

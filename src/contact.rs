@@ -295,6 +295,24 @@ pub struct ContactRecord {
     pub armed: bool,
 }
 
+impl ContactRecord {
+    /// The record of a run cut into two calls, this one's and `later`'s (resumed from it): the
+    /// later mode and slip readiness, the impacts and losses of both, the first impact of
+    /// either and the last mode change of either. What a study keeps across its record
+    /// intervals.
+    pub fn then(self, later: ContactRecord) -> ContactRecord {
+        ContactRecord {
+            mode: later.mode,
+            impacts: self.impacts + later.impacts,
+            first_impact: self.first_impact.or(later.first_impact),
+            last_mode_change: later.last_mode_change.or(self.last_mode_change),
+            impact_loss: self.impact_loss + later.impact_loss,
+            friction_loss: self.friction_loss + later.friction_loss,
+            armed: later.armed,
+        }
+    }
+}
+
 /// Most bisection steps locating one event.
 pub const MAX_BISECTIONS: usize = 200;
 

@@ -155,7 +155,7 @@ pub(super) fn run_group(
         for (per, run) in records.iter_mut().zip(runs) {
             let Some(run) = run else { continue };
             for (slot, new) in per.iter_mut().zip(run) {
-                *slot = Some(merge(*slot, new));
+                *slot = Some(slot.map_or(new, |old| old.then(new)));
             }
         }
         watch_lift_off(&batch, &records, &mut lift_off);
@@ -441,20 +441,6 @@ fn bilateral_outputs(
         });
     }
     out
-}
-
-/// One contact's record over two consecutive runs.
-pub(super) fn merge(old: Option<ContactRecord>, new: ContactRecord) -> ContactRecord {
-    let Some(old) = old else { return new };
-    ContactRecord {
-        mode: new.mode,
-        impacts: old.impacts + new.impacts,
-        first_impact: old.first_impact.or(new.first_impact),
-        last_mode_change: new.last_mode_change.or(old.last_mode_change),
-        impact_loss: old.impact_loss + new.impact_loss,
-        friction_loss: old.friction_loss + new.friction_loss,
-        armed: new.armed,
-    }
 }
 
 /// `assemble = true` with unilateral contacts: an instance drawn with a contact inside its plane

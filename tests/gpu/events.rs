@@ -549,3 +549,72 @@ fn error_control_is_refused_by_the_kernel_and_runs_on_the_cpu() {
         );
     }
 }
+
+/// A run cut into calls is the run on the GPU too (the kernel's `RESUME` phase, the CPU's
+/// `Settling::Resume`): balls bouncing to rest from drawn heights (0.05–0.2 m) with drawn
+/// restitution (0.3–0.7), in 60 calls of 25 ms, have the impacts, modes and rest times of the
+/// CPU's run in one call. Before, a call's end was settled as a fresh start: a ball at the apex
+/// of a bounce lower than the contact tolerance was captured there, above the plane.
+#[test]
+fn f64_a_run_cut_into_calls_has_the_impacts_and_rest_times_of_the_run_uncut() {
+    let Some(device) = device() else { return };
+    if !device.supports_f64 {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI's lavapipe offers SHADER_F64"
+        );
+        return;
+    }
+    let n = 48;
+    let (mut cpu, contact) = one_ball(n, 0.0, [0.0; 6]);
+    let ball = BodyId::new(1);
+    let mut coefficients = Vec::with_capacity(n);
+    for i in 0..n {
+        let x = (i as f64 + 0.5) / n as f64;
+        cpu.set_q(
+            ball,
+            i,
+            [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1 + 0.05 + 0.15 * x],
+        )
+        .unwrap();
+        let e = 0.3 + 0.4 * ((7 * i) % n) as f64 / n as f64;
+        coefficients.push(Coefficients::with_friction(e, 0.3).unwrap());
+    }
+    let mut gpu = cpu.clone();
+    // At rest by §5's t₀ (1 + e) / (1 − e) ≤ 1.15 s.
+    let duration = 1.5;
+    let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
+    let mut stepper =
+        GpuEventStepper::new(device, &gpu, contact, Precision::F64, GpuOptions::default()).unwrap();
+    let mut previous: Vec<Option<ContactRecord>> = vec![None; n];
+    let (mut impacts, mut rest): (Vec<u32>, Vec<Option<f64>>) = (vec![0; n], vec![None; n]);
+    let calls = 60;
+    for k in 1..=calls {
+        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
+        let runs = stepper
+            .run(&mut gpu, &coefficients, span, &options(), &previous)
+            .unwrap();
+        for (i, run) in runs.iter().enumerate() {
+            let r = run.unwrap().contact;
+            impacts[i] += r.impacts;
+            rest[i] = r.last_mode_change.or(rest[i]);
+            previous[i] = Some(r);
+        }
+    }
+    for i in 0..n {
+        let (want, got) = (once[i].unwrap(), previous[i].unwrap());
+        assert_eq!(want.impacts, impacts[i], "instance {i}: {want:?}");
+        assert_eq!(want.mode, got.mode, "instance {i}: {want:?} vs {got:?}");
+        assert_eq!(want.mode, ContactMode::Stick, "instance {i}: at rest");
+        let (a, b) = (want.last_mode_change.unwrap(), rest[i].unwrap());
+        assert!(
+            (a - b).abs() < 1e-8,
+            "instance {i}: at rest from {a} vs {b}"
+        );
+        let (zc, zg) = (cpu.q(ball).unwrap()[i][6], gpu.q(ball).unwrap()[i][6]);
+        assert!(
+            (zc - zg).abs() < 1e-9 && (zg - 0.1).abs() < 1e-9,
+            "instance {i}: {zc} vs {zg}"
+        );
+    }
+}

@@ -129,11 +129,29 @@ fn held(modes: &[ContactMode]) -> Vec<RowSet> {
         .collect()
 }
 
-/// What happens at an event (or at the start, `initial`): impacts of contacts within `p_tol`
-/// approaching faster than `v_tol` (a touching contact slower than that is stopped plastically),
-/// the slip → stick projection of sliding contacts that have slowed to `v_roll`, a plastic
-/// touchdown of any near contact that projection set approaching, the modes determined again,
-/// and the closed contacts' velocities projected to rest on their rows; recorded in `run`.
+/// Where [`settle`] runs: what makes a contact near its plane, and whether mode changes count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Settling {
+    /// A run's start from a state not left by a run (drawn, set by the user): a contact within
+    /// `p_tol` of its plane is near, and the modes found are where the run begins, not changes.
+    Start,
+    /// A run resuming from the records of the call before (`run_batch_resuming`): the state is
+    /// that call's last step end, not an event, so an open contact is near only once it has
+    /// reached its plane (`s ≤ 0`). Within `p_tol` above it, it stays open until the stepping's
+    /// closing event (`s ↓ 0`, `unilateral.md` §2), as in a run not cut there: a call boundary
+    /// (a study's record interval, a rollout's step) must not capture a ball at the apex of a
+    /// small bounce, nor take its next impact early.
+    Resume,
+    /// An event located by the stepping.
+    Event,
+}
+
+/// What happens at an event (or at a run's start, [`Settling`]): impacts of near contacts
+/// approaching faster than `v_tol` (a touching contact slower than that is stopped
+/// plastically), the slip → stick projection of sliding contacts that have slowed to `v_roll`,
+/// a plastic touchdown of any near contact that projection set approaching, the modes
+/// determined again, and the closed contacts' velocities projected to rest on their rows;
+/// recorded in `run`.
 pub(super) fn settle(
     machine: &mut Machine<'_>,
     y: &mut [f64],
@@ -141,12 +159,26 @@ pub(super) fn settle(
     modes: &mut [ContactMode],
     run: &mut EventRun,
     options: &EventOptions,
-    initial: bool,
+    at: Settling,
 ) -> Result<()> {
     let tol = machine.tol;
+    let initial = at != Settling::Event;
+    // How close to its plane each contact counts as touching it (see `Settling::Resume`).
+    let band: Vec<f64> = modes
+        .iter()
+        .map(|m| match (at, m) {
+            (Settling::Resume, ContactMode::Open) => 0.0,
+            _ => tol.p_tol,
+        })
+        .collect();
     let c = machine.contacts_at(t, y)?;
     let rows = c.space.contacts().to_vec();
-    let near: Vec<bool> = c.separation.iter().map(|s| *s <= tol.p_tol).collect();
+    let near: Vec<bool> = c
+        .separation
+        .iter()
+        .zip(&band)
+        .map(|(s, b)| s <= b)
+        .collect();
     let approaching: Vec<bool> = rows
         .iter()
         .zip(&near)
@@ -229,8 +261,8 @@ pub(super) fn settle(
     let c = machine.contacts_at(t, y)?;
     let touching: Vec<bool> = rows
         .iter()
-        .zip(&c.separation)
-        .map(|(r, s)| *s <= tol.p_tol && c.velocity[r[2]] <= tol.v_tol)
+        .zip(c.separation.iter().zip(&band))
+        .map(|(r, (s, b))| s <= b && c.velocity[r[2]] <= tol.v_tol)
         .collect();
     let start: Vec<ContactMode> = modes
         .iter()

@@ -8,7 +8,7 @@
 //!
 //! A reference path for one instance, f64; the batch-wide and GPU versions build on it.
 
-use super::event::settle;
+use super::event::{Settling, settle};
 use super::machine::{Layout, Machine};
 use super::{
     ContactMode, ContactRecord, EventOptions, ModeContact, Tolerances, UnilateralContact,
@@ -369,7 +369,12 @@ fn simulate(
             (*mode, *armed) = (record.mode, record.armed);
         }
     }
-    settle(&mut machine, &mut y, t, &mut modes, &mut run, options, true)?;
+    let at = if previous.is_some() {
+        Settling::Resume
+    } else {
+        Settling::Start
+    };
+    settle(&mut machine, &mut y, t, &mut modes, &mut run, options, at)?;
     let mut start = None;
     // Error control (`EventOptions::accuracy`): the step proposed for the next trial, from
     // the bilateral RKM's first guess, and the trials taken (bounded).
@@ -535,7 +540,7 @@ fn simulate(
             &mut modes,
             &mut run,
             options,
-            false,
+            Settling::Event,
         )?;
         if run.events.len() > options.max_events {
             return Err(Error::BadChoice {

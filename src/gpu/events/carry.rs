@@ -123,14 +123,25 @@ impl CarryLayout {
 }
 
 /// Machine phases: settle at the start, step, bisect a bracket, done, settle at an event (the
-/// several-contact kernel; the one-contact kernel settles in the trial that closes the bracket).
-pub(super) const PHASES: [(&str, u32); 5] = [
+/// several-contact kernel; the one-contact kernel settles in the trial that closes the bracket),
+/// and settle at the start of a call that resumes from the records of the call before (an open
+/// contact is near its plane only once it has reached it: the CPU's `Settling::Resume`).
+pub(super) const PHASES: [(&str, u32); 6] = [
     ("START", 0),
     ("STEP", 1),
     ("BISECT", 2),
     ("DONE", 3),
     ("SETTLE", 4),
+    ("RESUME", 5),
 ];
+
+/// The value of phase `name`, one of [`PHASES`]' names (`u32::MAX`, no phase, for another).
+pub(super) fn phase(name: &str) -> u32 {
+    PHASES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(u32::MAX, |(_, v)| *v)
+}
 
 /// The carry status bit of an instance the kernel stopped because a dispatch of it passed the
 /// loop budget (a software adapter's, `SOFTWARE_LOOP_BUDGET`): the host runs it on the CPU.
@@ -193,8 +204,8 @@ pub(super) fn tolerances(
 
 /// One instance's machine at a call's start into `values` (`carry.width()` of them): a halted
 /// instance stays halted, one with a disabled contact fails (as on the CPU), each contact's mode
-/// and slip → stick readiness come from `records` (the last call's; `None`: afresh), the rest
-/// starts at zero.
+/// and slip → stick readiness come from `records` (the last call's; `None`: afresh, in phase
+/// `START`; given: phase `RESUME`), the rest starts at zero.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn initial_values(
     carry: &CarryLayout,
@@ -215,6 +226,12 @@ pub(super) fn initial_values(
         set("STATUS", 0, status::STEP_FAILED as f64);
     }
     set("START", 0, time);
+    let resumes = records.is_some();
+    set(
+        "PHASE",
+        0,
+        f64::from(phase(if resumes { "RESUME" } else { "START" })),
+    );
     for (c, k) in coefficients.iter().enumerate().take(n) {
         let record = records.and_then(|r| r.get(c));
         let (code, direction) = record.map_or(ContactMode::Open, |r| r.mode).code();

@@ -2,7 +2,7 @@
 //! group, the rounds of dispatches until every instance is done, and the read-back states and
 //! records into the batch.
 
-use super::carry::{initial_values, run_of, tolerances};
+use super::carry::{initial_values, phase, run_of, tolerances};
 use super::{
     EVENT_WITHHELD, EventChunk, GpuEventOutcome, GpuEventStepper, MAX_DISPATCHES_PER_SUBMIT,
 };
@@ -227,6 +227,7 @@ impl GpuEventStepper {
             .as_ref()
             .ok_or_else(|| Error::Gpu("event staging buffer missing".into()))?;
         let (status_at, phase_at) = (self.carry.offset("STATUS"), self.carry.offset("PHASE"));
+        let done = f64::from(phase("DONE"));
         let per_dispatch = self.trials as usize;
         // Every trial makes progress: it commits a step (at least MIN_STEP_FRACTION of the
         // scenario's step, so at most `most_steps` of them), or is one of an event's bisection
@@ -259,7 +260,7 @@ impl GpuEventStepper {
             &mut self.readback,
             |v, n| {
                 (0..n)
-                    .any(|local| v[status_at * n + local] == 0.0 && v[phase_at * n + local] != 3.0)
+                    .any(|local| v[status_at * n + local] == 0.0 && v[phase_at * n + local] != done)
             },
         )
     }

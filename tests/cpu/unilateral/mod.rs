@@ -12,6 +12,7 @@ mod env;
 mod impacts;
 mod modes;
 mod moving;
+mod resume;
 mod stepping;
 mod study;
 
