@@ -507,9 +507,10 @@ pub fn run_study(
         if unilateral && !matches!(options.integrator, crate::step::Integrator::Rk4 { .. }) {
             println!("stepped with {integrator_text}");
         }
+        let count = range.len();
         println!(
-            "simulated {} instances for {} s in {simulate:.2} s on {backend_text}",
-            range.len(),
+            "simulated {count} instance{} for {} s in {simulate:.2} s on {backend_text}",
+            if count == 1 { "" } else { "s" },
             scenario.simulation.duration
         );
     }

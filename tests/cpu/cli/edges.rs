@@ -296,3 +296,37 @@ fn plots_end_on_extreme_columns() {
     done.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The summary's last line counts what ran: "simulated 1 instance", "simulated 6 instances".
+#[test]
+fn the_summary_counts_instances_in_words() {
+    let dir = scratch("count-words");
+    for (count, words) in [
+        (1, "simulated 1 instance for"),
+        (6, "simulated 6 instances for"),
+    ] {
+        let text = ball_study(
+            "count",
+            "",
+            "integrator = \"rk4\"\nstep = 1e-2\nduration = 0.02",
+        )
+        .replacen("instances = 6", &format!("instances = {count}"), 1);
+        let file = dir.join(format!("count{count}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let o = bin()
+            .arg("run")
+            .arg(&file)
+            .arg("--out")
+            .arg(dir.join(format!("out{count}")))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(stdout.contains(words), "{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
