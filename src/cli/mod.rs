@@ -243,10 +243,13 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(
             let manifest = run_study(&scenario, shard, backend, &out, force, quiet)?;
             if !quiet {
                 println!(
-                    "wrote {} ({} instances, {})",
+                    "wrote {} ({}, {})",
                     out.display(),
-                    manifest["shard"]["end"].as_u64().unwrap_or(0)
-                        - manifest["shard"]["start"].as_u64().unwrap_or(0),
+                    output::counted(
+                        manifest["shard"]["end"].as_u64().unwrap_or(0)
+                            - manifest["shard"]["start"].as_u64().unwrap_or(0),
+                        "instance"
+                    ),
                     manifest["backend"].as_str().unwrap_or("")
                 );
             }
@@ -255,10 +258,10 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(
         Command::Merge { shards, out, force } => {
             let manifest = output::merge(&shards, &out, force)?;
             println!(
-                "merged {} shards into {} ({} instances)",
-                shards.len(),
+                "merged {} into {} ({})",
+                output::counted(shards.len() as u64, "shard"),
                 out.display(),
-                manifest["instances"]
+                output::counted(manifest["instances"].as_u64().unwrap_or(0), "instance")
             );
             Ok(())
         }
@@ -507,10 +510,9 @@ pub fn run_study(
         if unilateral && !matches!(options.integrator, crate::step::Integrator::Rk4 { .. }) {
             println!("stepped with {integrator_text}");
         }
-        let count = range.len();
         println!(
-            "simulated {count} instance{} for {} s in {simulate:.2} s on {backend_text}",
-            if count == 1 { "" } else { "s" },
+            "simulated {} for {} s in {simulate:.2} s on {backend_text}",
+            output::counted(range.len() as u64, "instance"),
             scenario.simulation.duration
         );
     }

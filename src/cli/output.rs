@@ -25,6 +25,12 @@ fn csv_error(path: &Path) -> impl Fn(csv::Error) -> CliError + Copy + '_ {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 instance", "6 instances", "0 instances".
+pub(crate) fn counted(n: impl Into<u128>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// SHA-256 of a file's bytes, hex: recorded per file in the manifest, checked by `merge`.
 pub fn digest(path: &Path) -> Result<String, CliError> {
     use sha2::Digest;

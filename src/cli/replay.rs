@@ -52,9 +52,9 @@ pub fn instances_out_of_range(sc: &Scenario, instances: &[usize]) -> Option<(Str
     Some((
         bad.to_string(),
         format!(
-            "0 … {} (the study has {} instances)",
+            "0 … {} (the study has {})",
             sc.instances - 1,
-            sc.instances
+            super::output::counted(sc.instances as u64, "instance")
         ),
     ))
 }

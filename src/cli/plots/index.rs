@@ -42,9 +42,9 @@ pub(super) fn write_index(
          td,th{{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}}\
          td:first-child,th:first-child{{text-align:left}}\
          .grid{{display:flex;flex-wrap:wrap;gap:8px}} img{{border:1px solid #eee;max-width:100%}}\
-         </style></head><body>\n<h1>Study plots</h1>\n<p>{} instances; flagged instances \
+         </style></head><body>\n<h1>Study plots</h1>\n<p>{}; flagged instances \
          (status ≠ 0) are red in scatter plots. Units are given with every quantity.</p>\n",
-        results.rows.len()
+        crate::cli::output::counted(results.rows.len() as u64, "instance")
     );
     page.push_str(
         "<h2>Summary</h2>\n<table><tr><th>quantity</th><th>unit</th><th>finite</th>\

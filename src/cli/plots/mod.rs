@@ -15,7 +15,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::CliError;
-use super::output::Summary;
+use super::output::{Summary, counted};
 use super::study::Results;
 use axes::{log_tick_label, tick_label, unit_of, with_unit};
 
@@ -145,7 +145,7 @@ fn histogram(path: &Path, name: &str, values: &[f64], log: bool) -> Result<bool,
             tick_label(first, first.abs() * 1e-6)
         )
     } else {
-        format!("{name} ({} instances)", finite.len())
+        format!("{name} ({})", counted(finite.len() as u64, "instance"))
     };
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 17))
@@ -276,7 +276,7 @@ fn scatter(
     let shown = if stride > 1 {
         format!("{} of {} instances", chosen.len(), xs.len())
     } else {
-        format!("{} instances", xs.len())
+        counted(xs.len() as u64, "instance")
     };
     let any_flagged = chosen.iter().any(|&i| flagged[i]);
     let mut chart = ChartBuilder::on(&root)
