@@ -135,7 +135,12 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             // leaving its plane faster than v_tol is neither slowed nor held.
             for (var k = 0u; k < LAW_CONTACTS; k++) { loop_count += 1u;
                 let leaving = c.velocity[3u * k + 2u] > tol.v_tol;
-                if (*m).mode[k] == MODE_SLIDE && has((*m).armed, k) && !leaving && dot(pair(c.velocity, k), (*m).direction[k]) <= tol.v_roll {
+                // Resuming, along the slip's own direction while it exceeds v_roll, as a
+                // step's start tests it (the CPU's `settle`).
+                let slip = pair(c.velocity, k);
+                let speed = hypot2(slip);
+                let along = select((*m).direction[k], slip / speed, resumed && speed > tol.v_roll);
+                if (*m).mode[k] == MODE_SLIDE && has((*m).armed, k) && !leaving && dot(slip, along) <= tol.v_roll {
                     slowed |= bit(k);
                     sets[k].kind = SET_STICK;
                 } else if leaving {

@@ -254,7 +254,11 @@ fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, i
             // Slip → stick: a sliding contact slowed to v_roll loses its slip; one leaving its
             // plane faster than v_tol is neither slowed nor held.
             let leaving = c.velocity.z > tol.v_tol;
-            slowed = (*m).mode == MODE_SLIDE && (*m).armed && !leaving && dot(c.velocity.xy, (*m).direction) <= tol.v_roll;
+            // Resuming, along the slip's own direction while it exceeds v_roll, as a step's
+            // start tests it (the CPU's `settle`).
+            let speed = hypot2(c.velocity.xy);
+            let along = select((*m).direction, c.velocity.xy / speed, resumed && speed > tol.v_roll);
+            slowed = (*m).mode == MODE_SLIDE && (*m).armed && !leaving && dot(c.velocity.xy, along) <= tol.v_roll;
             if slowed {
                 projects = true;
                 projection.kind = SET_STICK;

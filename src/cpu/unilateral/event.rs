@@ -140,7 +140,8 @@ pub(super) enum Settling {
     /// reached its plane (`s ≤ 0`). Within `p_tol` above it, it stays open until the stepping's
     /// closing event (`s ↓ 0`, `unilateral.md` §2), as in a run not cut there: a call boundary
     /// (a study's record interval, a rollout's step) must not capture a ball at the apex of a
-    /// small bounce, nor take its next impact early.
+    /// small bounce, nor take its next impact early. Likewise a sliding contact has slowed
+    /// only if its slip has, tested along its own direction as a step's start tests it.
     Resume,
     /// An event located by the stepping.
     Event,
@@ -216,8 +217,20 @@ pub(super) fn settle(
         .zip(modes.iter())
         .zip(machine.armed.iter().zip(&leaving))
         .map(|((r, m), (armed, leaving))| match m {
-            ContactMode::Slide { direction: d } if *armed && !*leaving => {
-                c.velocity[r[0]] * d[0] + c.velocity[r[1]] * d[1] <= tol.v_roll
+            ContactMode::Slide { direction } if *armed && !*leaving => {
+                let (sx, sy) = (c.velocity[r[0]], c.velocity[r[1]]);
+                let speed = sx.hypot(sy);
+                // Resuming, the slip is tested as the next step's start tests it (§2 item 4:
+                // along ŝ_a, its own direction while it exceeds v_roll): the mode's direction
+                // is where it pointed when the mode was found, which the slip of a turning
+                // brick's corner may have left a right angle behind — tested along that, a
+                // corner sliding at metres a second read as slowed and was stopped.
+                let d = if at == Settling::Resume && speed > tol.v_roll {
+                    [sx / speed, sy / speed]
+                } else {
+                    *direction
+                };
+                sx * d[0] + sy * d[1] <= tol.v_roll
             }
             _ => false,
         })

@@ -1,9 +1,10 @@
 //! A run cut into calls (`run_batch_resuming`: a study's record intervals, a rollout's steps,
 //! an environment's control period) is the run: a call's end is a step's end, not an event
 //! (`unilateral.md` §6: "Output times are hit exactly per instance"), so resuming neither
-//! captures a ball at the apex of a small bounce nor takes its next impact early. Balls bouncing
-//! to rest (the Zeno sequences of §5) run once and in 200 calls: the same impacts, modes and
-//! rest times, which are §5's closed form.
+//! captures a ball at the apex of a small bounce nor takes its next impact early, nor stops a
+//! sliding contact whose slip has turned. Balls bouncing to rest (the Zeno sequences of §5) run
+//! once and in 200 calls: the same impacts, modes and rest times, which are §5's closed form;
+//! a brick spinning on its corners runs once and in 4 calls: the same motion.
 
 use simbatch::cpu::unilateral::{
     Coefficients, ContactMode, ContactRecord, EventOptions, EventRun, UnilateralContact, run_batch,
@@ -153,4 +154,80 @@ fn a_run_cut_into_calls_has_the_impacts_modes_and_rest_times_of_the_run_uncut() 
     );
     assert_eq!(at_rest, n - n.div_ceil(3));
     assert!(rolling == n.div_ceil(3), "{rolling}");
+}
+
+/// A brick spinning on its four corners over level ground (yaw rate 6 rad/s, drifting at
+/// 0.3 m/s, μ_d = 0.02): each corner's slip turns with it, a right angle in a quarter second.
+/// Cut into 4 calls of 0.3 s, the run is the run uncut (states within 1e-9), its energy falls
+/// at every call's end (friction only takes), its corners stay on the ground, and it still
+/// spins at the end. Before, a resumed call tested a sliding corner's slip along the direction
+/// it had when its mode was found, a call earlier: turned a right angle from there, a corner
+/// sliding at a metre a second read as slowed to a stop — and the brick was stopped dead.
+#[test]
+fn a_turning_brick_slides_on_across_calls() {
+    let mut t = SystemTemplate::new();
+    let brick = t.add_free_body("brick");
+    let mut contacts = Vec::new();
+    for (x, y) in [(0.4, 0.25), (0.4, -0.25), (-0.4, 0.25), (-0.4, -0.25)] {
+        let corner = PointOnPlaneContact::new(GROUND, brick).with_follower_point([x, y, -0.1]);
+        contacts.push(UnilateralContact {
+            constraint: t.add_constraint(corner).unwrap(),
+            coefficients: Coefficients::new(0.0, 0.05, 0.02).unwrap(),
+        });
+    }
+    let mut batch = Batch::new(t, 1).unwrap();
+    let mass = 2.0;
+    let inertia = [0.0125, 0.035, 0.04, 0.0, 0.0, 0.0].map(|x| x * mass);
+    batch.set_gravity(0, [0.0, 0.0, -G]).unwrap();
+    batch
+        .set_mass_properties(brick, 0, mass, [0.0; 3], inertia)
+        .unwrap();
+    batch
+        .set_q(brick, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1])
+        .unwrap();
+    batch
+        .set_u(brick, 0, [0.0, 0.0, 6.0, 0.3, 0.1, 0.0])
+        .unwrap();
+    let options = EventOptions {
+        step: 1e-3,
+        ..EventOptions::default()
+    };
+    let duration = 1.2;
+    let contacts_of = |_: usize| contacts.clone();
+    let mut whole = batch.clone();
+    let once = run_batch(&mut whole, &contacts_of, duration, &options).unwrap();
+    let once = once[0].as_ref().unwrap();
+    let mut cut = batch.clone();
+    let calls = 4;
+    let mut previous: Vec<Option<Vec<ContactRecord>>> = vec![None];
+    let mut energy = cut.energy(0).unwrap();
+    for k in 1..=calls {
+        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
+        let runs = run_batch_resuming(&mut cut, &contacts_of, span, &options, &previous).unwrap();
+        let run = runs[0].as_ref().unwrap();
+        let now = cut.energy(0).unwrap();
+        assert!(now <= energy + 1e-12, "call {k}: energy {energy} → {now}");
+        energy = now;
+        assert!(
+            run.contacts.iter().all(|r| r.mode != ContactMode::Open),
+            "call {k}: {:?}",
+            run.contacts
+        );
+        previous = vec![Some(run.contacts.clone())];
+    }
+    let (qa, qb) = (whole.q(brick).unwrap()[0], cut.q(brick).unwrap()[0]);
+    let (ua, ub) = (whole.u(brick).unwrap()[0], cut.u(brick).unwrap()[0]);
+    for (x, y) in qa.iter().zip(&qb).chain(ua.iter().zip(&ub)) {
+        assert!((x - y).abs() < 1e-9, "{qa:?} {ua:?}\nvs cut {qb:?} {ub:?}");
+    }
+    assert!((qb[6] - 0.1).abs() < 1e-6, "on its corners: z = {}", qb[6]);
+    // Still spinning and drifting at the end (it has not been stopped on the way).
+    assert!(ub[2] > 1.0 && ub[3].hypot(ub[4]) > 0.1, "{ub:?}");
+    let (a, b) = (&once.contacts, previous[0].as_ref().unwrap());
+    for (a, b) in a.iter().zip(b) {
+        assert_eq!(
+            std::mem::discriminant(&a.mode),
+            std::mem::discriminant(&b.mode)
+        );
+    }
 }
