@@ -69,8 +69,15 @@ pub(super) struct Machine<'a> {
     /// [`stable_step`](Self::stable_step)).
     pub(super) follows: Vec<bool>,
     /// A contact space no longer used, whose buffers the next [`contacts_at`](Self::contacts_at)
-    /// builds in.
+    /// builds in — or which it returns as it is, when it was built from the last assembly and
+    /// that was of the state asked for.
     pub(super) spare: Option<InstanceContacts>,
+    /// Assemblies so far (the last one's number), and the time and state (`y`'s bits) it was
+    /// of: a call's start assembles one state in its setup, in each part of the settling and in
+    /// its first step, and an unchanged state needs no second assembly.
+    pub(super) assemblies: u64,
+    pub(super) assembled_time: f64,
+    pub(super) assembled: Vec<u64>,
     /// The row sets of the last derivative, kept for their buffer.
     pub(super) sets: Vec<RowSet>,
     /// The multipliers of the last RK4 stage, kept for their buffer.
@@ -84,6 +91,15 @@ impl Machine<'_> {
     /// The contact space at time `t` and state `y` ([`Layout`]); a driven body is where its
     /// law puts it at `t`.
     pub(super) fn contacts_at(&mut self, t: f64, y: &[f64]) -> Result<InstanceContacts> {
+        // The last assembly's contact space, for that assembly's state: the same bits as
+        // assembling it again (its state and system, which callers read too, are that state's).
+        let same_state = self.assemblies > 0
+            && self.assembled_time.to_bits() == t.to_bits()
+            && self.assembled.len() == y.len()
+            && self.assembled.iter().zip(y).all(|(a, b)| *a == b.to_bits());
+        if same_state && let Some(spare) = self.spare.take_if(|s| s.assembly == self.assemblies) {
+            return Ok(spare);
+        }
         let l = self.layout;
         self.state.time = t;
         for (k, q) in self.state.q.iter_mut().enumerate() {
@@ -105,11 +121,17 @@ impl Machine<'_> {
             &mut self.system,
             &mut self.kinematics,
         );
+        self.assemblies += 1;
+        self.assembled_time = t;
+        self.assembled.clear();
+        self.assembled.extend(y.iter().map(|v| v.to_bits()));
         let template = self.batch.template();
-        match self.spare.take() {
+        let mut contacts = match self.spare.take() {
             Some(spare) => spare.rebuild(&self.system, template, &self.ids),
             None => InstanceContacts::new(&self.system, template, &self.ids),
-        }
+        }?;
+        contacts.assembly = self.assemblies;
+        Ok(contacts)
     }
 
     /// `ẏ` at `y` with the contacts in `modes` into `dy`; a sliding contact slides along its

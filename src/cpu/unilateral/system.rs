@@ -28,6 +28,9 @@ pub struct InstanceContacts {
     udot_free: DVector<f64>,
     /// The factored mass matrix (kept for [`rebuild`](Self::rebuild)).
     factor: MassFactor,
+    /// Which assembly of its instance's event machine this was built from (0: none of them),
+    /// so the machine can hand it out again for the same state instead of assembling anew.
+    pub(crate) assembly: u64,
 }
 
 /// The buffers an [`InstanceContacts`] is built in: empty for a first build, an earlier
@@ -204,6 +207,7 @@ impl InstanceContacts {
             factor,
             response,
             udot_free,
+            assembly: 0,
         })
     }
 
