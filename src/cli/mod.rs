@@ -275,9 +275,9 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<(
                 frames
             };
             println!(
-                "wrote {} ({frames} frame{} of instance{} {})",
+                "wrote {} ({} of instance{} {})",
                 args.out.display(),
-                if frames == 1 { "" } else { "s" },
+                output::counted(frames as u64, "frame"),
                 if args.instances.len() == 1 { "" } else { "s" },
                 args.instances
                     .iter()

@@ -104,6 +104,18 @@ fn cpu_run(
     duration: f64,
     previous: &[Option<Vec<ContactRecord>>],
 ) -> Vec<Option<Vec<ContactRecord>>> {
+    cpu_run_with(batch, ids, coefficients, duration, &options(), previous)
+}
+
+/// [`cpu_run`] with `options`.
+pub(crate) fn cpu_run_with(
+    batch: &mut Batch,
+    ids: &[ConstraintId],
+    coefficients: &[Vec<Coefficients>],
+    duration: f64,
+    options: &EventOptions,
+    previous: &[Option<Vec<ContactRecord>>],
+) -> Vec<Option<Vec<ContactRecord>>> {
     let contacts = |i: usize| {
         ids.iter()
             .zip(&coefficients[i])
@@ -113,11 +125,47 @@ fn cpu_run(
             })
             .collect()
     };
-    run_batch_resuming(batch, &contacts, duration, &options(), previous)
+    run_batch_resuming(batch, &contacts, duration, options, previous)
         .unwrap()
         .into_iter()
         .map(|run| run.map(|r| r.contacts))
         .collect()
+}
+
+/// `stepper`'s run of `gpu` for `duration` cut into `calls` calls of equal spans (as a study's
+/// record intervals cut it), each resuming from the records of the call before: `each(i,
+/// records)` sees every call's records of each instance the kernel ran. Returns the last
+/// call's records (`None` for an instance never run) and the instances the kernel withheld in
+/// some call (left at that call's start, so not comparable after it).
+pub(crate) fn gpu_run_in_calls(
+    stepper: &mut GpuEventStepper,
+    gpu: &mut Batch,
+    coefficients: &[Vec<Coefficients>],
+    duration: f64,
+    calls: usize,
+    options: &EventOptions,
+    mut each: impl FnMut(usize, &[ContactRecord]),
+) -> (Vec<Option<Vec<ContactRecord>>>, Vec<bool>) {
+    let n = gpu.len();
+    let mut previous: Vec<Option<Vec<ContactRecord>>> = vec![None; n];
+    let mut withheld = vec![false; n];
+    for k in 1..=calls {
+        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
+        let outcomes = stepper
+            .run_contacts(gpu, coefficients, span, options, &previous)
+            .unwrap();
+        for (i, outcome) in outcomes.into_iter().enumerate() {
+            match outcome {
+                simbatch::gpu::events::GpuEventOutcome::Ran(run) => {
+                    each(i, &run.contacts);
+                    previous[i] = Some(run.contacts);
+                }
+                simbatch::gpu::events::GpuEventOutcome::Withheld => withheld[i] = true,
+                other => panic!("instance {i}: {other:?}"),
+            }
+        }
+    }
+    (previous, withheld)
 }
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -402,35 +450,17 @@ fn f64_a_spinning_brick_slides_on_across_calls() {
     }
     let mut stepper = stepper.unwrap();
     let duration = 1.2;
-    let contacts = |i: usize| {
-        ids.iter()
-            .zip(&coefficients[i])
-            .map(|(c, k)| UnilateralContact {
-                constraint: *c,
-                coefficients: *k,
-            })
-            .collect()
-    };
     let fresh = vec![None; n];
-    run_batch_resuming(&mut cpu, &contacts, duration, &options(), &fresh).unwrap();
-    let mut previous: Vec<Option<Vec<ContactRecord>>> = fresh;
-    let mut withheld = vec![false; n];
-    let calls = 4;
-    for k in 1..=calls {
-        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
-        let outcomes = stepper
-            .run_contacts(&mut gpu, &coefficients, span, &options(), &previous)
-            .unwrap();
-        for (i, outcome) in outcomes.into_iter().enumerate() {
-            match outcome {
-                simbatch::gpu::events::GpuEventOutcome::Ran(run) => {
-                    previous[i] = Some(run.contacts)
-                }
-                simbatch::gpu::events::GpuEventOutcome::Withheld => withheld[i] = true,
-                other => panic!("instance {i}: {other:?}"),
-            }
-        }
-    }
+    cpu_run(&mut cpu, &ids, &coefficients, duration, &fresh);
+    let (_, withheld) = gpu_run_in_calls(
+        &mut stepper,
+        &mut gpu,
+        &coefficients,
+        duration,
+        4,
+        &options(),
+        |_, _| {},
+    );
     let mut own = 0;
     for i in (0..n).filter(|i| !withheld[*i]) {
         own += 1;

@@ -12,7 +12,7 @@ use simbatch::gpu::{GpuOptions, Precision};
 use simbatch::prelude::*;
 
 use crate::common::{Lcg, device, refuses_f64_several_contacts};
-use crate::events_general::{same_records, state_difference};
+use crate::events_general::{cpu_run_with, gpu_run_in_calls, same_records, state_difference};
 
 /// Two balls of drawn sizes, each on its own contact with Ground's plane (two free bodies, two
 /// contacts, one kernel), dropped, thrown and spun under tilted gravity: the kernel's records
@@ -324,48 +324,35 @@ fn f64_pairs_cut_into_calls_have_the_impacts_and_rest_times_of_the_run_uncut() {
     let mut stepper = stepper.unwrap();
     // At rest by §5's t₀ (1 + e) / (1 − e) ≤ 1.15 s.
     let duration = 1.5;
-    let contacts = |i: usize| {
-        ids.iter()
-            .zip(&coefficients[i])
-            .map(|(c, k)| UnilateralContact {
-                constraint: *c,
-                coefficients: *k,
-            })
-            .collect()
-    };
     let fresh = vec![None; n];
-    let once = run_batch_resuming(&mut cpu, &contacts, duration, &ball_options(), &fresh).unwrap();
-    let mut previous: Vec<Option<Vec<ContactRecord>>> = fresh;
+    let once = cpu_run_with(
+        &mut cpu,
+        &ids,
+        &coefficients,
+        duration,
+        &ball_options(),
+        &fresh,
+    );
     let mut impacts = vec![[0u32; 2]; n];
     let mut rest = vec![[None::<f64>; 2]; n];
-    let mut withheld = vec![false; n];
-    let calls = 60;
-    for k in 1..=calls {
-        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
-        let outcomes = stepper
-            .run_contacts(&mut gpu, &coefficients, span, &ball_options(), &previous)
-            .unwrap();
-        for (i, outcome) in outcomes.into_iter().enumerate() {
-            match outcome {
-                simbatch::gpu::events::GpuEventOutcome::Ran(run) => {
-                    for (c, r) in run.contacts.iter().enumerate() {
-                        impacts[i][c] += r.impacts;
-                        rest[i][c] = r.last_mode_change.or(rest[i][c]);
-                    }
-                    previous[i] = Some(run.contacts);
-                }
-                simbatch::gpu::events::GpuEventOutcome::Withheld => withheld[i] = true,
-                other => panic!("instance {i}: {other:?}"),
+    let (previous, withheld) = gpu_run_in_calls(
+        &mut stepper,
+        &mut gpu,
+        &coefficients,
+        duration,
+        60,
+        &ball_options(),
+        |i, records| {
+            for (c, r) in records.iter().enumerate() {
+                impacts[i][c] += r.impacts;
+                rest[i][c] = r.last_mode_change.or(rest[i][c]);
             }
-        }
-    }
+        },
+    );
     let mut own = 0;
     for i in (0..n).filter(|i| !withheld[*i]) {
         own += 1;
-        let (want, got) = (
-            &once[i].as_ref().unwrap().contacts,
-            previous[i].as_ref().unwrap(),
-        );
+        let (want, got) = (once[i].as_ref().unwrap(), previous[i].as_ref().unwrap());
         for c in 0..2 {
             let what = format!("instance {i}, contact {c}: {:?} vs {:?}", want[c], got[c]);
             assert_eq!(want[c].impacts, impacts[i][c], "{what}");
@@ -374,7 +361,7 @@ fn f64_pairs_cut_into_calls_have_the_impacts_and_rest_times_of_the_run_uncut() {
             let (a, b) = (want[c].last_mode_change.unwrap(), rest[i][c].unwrap());
             assert!((a - b).abs() < 1e-8, "{what}: at rest from {a} vs {b}");
         }
-        let difference = crate::events_general::state_difference(&gpu, &cpu, i);
+        let difference = state_difference(&gpu, &cpu, i);
         assert!(
             difference <= 1e-8,
             "instance {i}: states {difference:e} apart"

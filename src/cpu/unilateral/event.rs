@@ -225,12 +225,12 @@ pub(super) fn settle(
                 // is where it pointed when the mode was found, which the slip of a turning
                 // brick's corner may have left a right angle behind — tested along that, a
                 // corner sliding at metres a second read as slowed and was stopped.
-                let d = if at == Settling::Resume && speed > tol.v_roll {
+                let along = if at == Settling::Resume && speed > tol.v_roll {
                     [sx / speed, sy / speed]
                 } else {
                     *direction
                 };
-                sx * d[0] + sy * d[1] <= tol.v_roll
+                sx * along[0] + sy * along[1] <= tol.v_roll
             }
             _ => false,
         })
