@@ -113,7 +113,8 @@ struct Frozen {
 }
 
 // At a step's start `c`: a sliding contact is armed once its slip exceeds v_roll; its friction
-// keeps the mode's direction below it, and follows the slip at the stages only above it.
+// keeps the mode's direction below it, and follows the slip at the stages only above it. The
+// mode keeps ŝ_a, the direction an event inside the step is settled with (the CPU's `simulate`).
 fn step_start(m: ptr<function, Machine>, c: Space) -> Frozen {
     var out: Frozen;
     out.directions = (*m).direction;
@@ -128,6 +129,7 @@ fn step_start(m: ptr<function, Machine>, c: Space) -> Frozen {
         if speed > (*m).tol.v_roll {
             (*m).armed |= bit(k);
             out.directions[k] = slip / speed;
+            (*m).direction[k] = out.directions[k];
             out.follows |= bit(k);
         }
     }

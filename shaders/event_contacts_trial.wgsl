@@ -136,11 +136,13 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             for (var k = 0u; k < LAW_CONTACTS; k++) { loop_count += 1u;
                 let leaving = c.velocity[3u * k + 2u] > tol.v_tol;
                 // Resuming, along the slip's own direction while it exceeds v_roll, as a
-                // step's start tests it (the CPU's `settle`).
+                // step's start tests it; at an event also a slip within v_roll, armed or not
+                // (the CPU's `settle`).
                 let slip = pair(c.velocity, k);
                 let speed = hypot2(slip);
                 let along = select((*m).direction[k], slip / speed, resumed && speed > tol.v_roll);
-                if (*m).mode[k] == MODE_SLIDE && has((*m).armed, k) && !leaving && dot(slip, along) <= tol.v_roll {
+                let slowing = (has((*m).armed, k) && dot(slip, along) <= tol.v_roll) || (!starting && speed <= tol.v_roll);
+                if (*m).mode[k] == MODE_SLIDE && !leaving && slowing {
                     slowed |= bit(k);
                     sets[k].kind = SET_STICK;
                 } else if leaving {

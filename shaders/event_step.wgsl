@@ -96,7 +96,8 @@ struct Frozen {
 }
 
 // At a step's start `c`: a sliding contact is armed once its slip exceeds v_roll; the friction
-// keeps the mode's direction below it, and follows the slip at the stages only above it.
+// keeps the mode's direction below it, and follows the slip at the stages only above it. The
+// mode keeps ŝ_a, the direction an event inside the step is settled with (the CPU's `simulate`).
 fn step_start(m: ptr<function, Machine>, c: Space) -> Frozen {
     var out = Frozen((*m).direction, true);
     if (*m).mode == MODE_SLIDE {
@@ -104,6 +105,7 @@ fn step_start(m: ptr<function, Machine>, c: Space) -> Frozen {
         if speed > (*m).tol.v_roll {
             (*m).armed = true;
             out.direction = c.velocity.xy / speed;
+            (*m).direction = out.direction;
         }
         out.follows = speed > (*m).tol.v_roll;
     }
@@ -255,10 +257,12 @@ fn settle(i: u32, s: ptr<function, State>, m: ptr<function, Machine>, t: real, i
             // plane faster than v_tol is neither slowed nor held.
             let leaving = c.velocity.z > tol.v_tol;
             // Resuming, along the slip's own direction while it exceeds v_roll, as a step's
-            // start tests it (the CPU's `settle`).
+            // start tests it; at an event also a slip within v_roll, armed or not (the CPU's
+            // `settle`).
             let speed = hypot2(c.velocity.xy);
             let along = select((*m).direction, c.velocity.xy / speed, resumed && speed > tol.v_roll);
-            slowed = (*m).mode == MODE_SLIDE && (*m).armed && !leaving && dot(c.velocity.xy, along) <= tol.v_roll;
+            let slowing = ((*m).armed && dot(c.velocity.xy, along) <= tol.v_roll) || (!initial && speed <= tol.v_roll);
+            slowed = (*m).mode == MODE_SLIDE && !leaving && slowing;
             if slowed {
                 projects = true;
                 projection.kind = SET_STICK;

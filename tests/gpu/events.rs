@@ -618,3 +618,67 @@ fn f64_a_run_cut_into_calls_has_the_impacts_and_rest_times_of_the_run_uncut() {
         );
     }
 }
+
+/// The one-contact kernel's resumed slip (its `RESUME` phase) and ŝ_a: balls thrown across a
+/// slope (gravity tilted 0.3 rad, thrown sideways at 1–2 m/s without spin, μ = 0.1) slide
+/// with a slip that turns down the slope as it slows; in 20 calls of 50 ms on the kernel they
+/// are the CPU's run in one call (states within 1e-9, the same mode and the time it last
+/// changed).
+#[test]
+fn f64_balls_sliding_across_a_slope_slide_on_across_calls() {
+    let Some(device) = device() else { return };
+    if !device.supports_f64 {
+        return;
+    }
+    let n = 8;
+    let (mut cpu, contact) = one_ball(n, 0.0, [0.0; 6]);
+    let ball = BodyId::new(1);
+    let tilt: f64 = 0.3;
+    for i in 0..n {
+        cpu.set_gravity(i, [9.81 * tilt.sin(), 0.0, -9.81 * tilt.cos()])
+            .unwrap();
+        let speed = 1.0 + i as f64 / n as f64;
+        cpu.set_u(ball, i, [0.0, 0.0, 0.0, 0.0, speed, 0.0])
+            .unwrap();
+    }
+    let coefficients = vec![Coefficients::with_friction(0.0, 0.1).unwrap(); n];
+    let mut gpu = cpu.clone();
+    let duration = 1.0;
+    let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
+    let mut stepper =
+        GpuEventStepper::new(device, &gpu, contact, Precision::F64, GpuOptions::default()).unwrap();
+    let mut previous: Vec<Option<ContactRecord>> = vec![None; n];
+    let mut changed: Vec<Option<f64>> = vec![None; n];
+    let calls = 20;
+    for k in 1..=calls {
+        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
+        let runs = stepper
+            .run(&mut gpu, &coefficients, span, &options(), &previous)
+            .unwrap();
+        for (i, run) in runs.iter().enumerate() {
+            let r = run.unwrap().contact;
+            changed[i] = r.last_mode_change.or(changed[i]);
+            previous[i] = Some(r);
+        }
+    }
+    for i in 0..n {
+        let (want, got) = (once[i].unwrap(), previous[i].unwrap());
+        assert_eq!(
+            want.mode.code().0,
+            got.mode.code().0,
+            "instance {i}: {want:?} vs {got:?}"
+        );
+        match (want.last_mode_change, changed[i]) {
+            (Some(a), Some(b)) => assert!((a - b).abs() < 1e-8, "instance {i}: {a} vs {b}"),
+            (a, b) => assert_eq!(a.is_some(), b.is_some(), "instance {i}: {a:?} vs {b:?}"),
+        }
+        let difference = crate::events_general::state_difference(&gpu, &cpu, i);
+        assert!(
+            difference < 1e-9,
+            "instance {i}: states {difference:e} apart"
+        );
+        // The slip has turned: the ball runs down the slope (+x) as well as across it.
+        let u = gpu.u(ball).unwrap()[i];
+        assert!(u[3] > 0.5 && u[4] > 0.1, "instance {i}: {u:?}");
+    }
+}

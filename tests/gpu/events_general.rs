@@ -405,38 +405,63 @@ fn f32_bricks_stay_on_or_above_their_planes_and_follow_the_slope() {
     );
 }
 
-/// A brick spinning on its four corners over level ground (yaw rates 5–7 rad/s, drifting at
-/// 0.3 m/s, μ_d = 0.02), cut into 4 calls of 0.3 s on the several-contact kernel, is the CPU's
-/// run uncut (states within 1e-8): a resumed call tests a sliding corner's slip along its own
-/// direction (the kernel's `RESUME` phase, the CPU's `Settling::Resume`), not along the
-/// direction it had a call earlier, a right angle behind, which stopped the brick dead.
+/// A stool (the brick's mass and inertia on three feet, [`STOOL_FEET`]) spinning over level
+/// ground (yaw rates 5–7 rad/s, drifting at 0.3 m/s, μ_d = 0.02) beside a ball thrown along the
+/// ground 3 m away (1–3 m/s, no spin, μ = 0.1: it slides, then rolls from t* = 2 v₀ / (7 μ g) =
+/// 0.29–0.87 s), cut into 4 calls of 0.3 s on the several-contact kernel, is the CPU's run
+/// uncut (states within 1e-8). A resumed call tests a sliding foot's slip along its own
+/// direction (the kernel's `RESUME` phase, the CPU's `Settling::Resume`), and the ball's slip →
+/// stick, an event of the instance, tests it along ŝ_a, its direction at the step's start —
+/// not along the direction it had when its mode was found, a right angle or more behind, which
+/// stopped the stool dead.
 #[test]
-fn f64_a_spinning_brick_slides_on_across_calls() {
+fn f64_a_spinning_stool_slides_on_across_calls_beside_a_rolling_ball() {
     let Some(device) = device() else { return };
     if !device.supports_f64 {
         return;
     }
     let n = 6;
+    let thrown = |i: usize| 1.0 + 2.0 * i as f64 / (n - 1) as f64;
     let mut t = SystemTemplate::new();
-    let brick = t.add_free_body("brick");
+    let stool = t.add_free_body("stool");
     let mut ids = Vec::new();
-    for (x, y) in [(0.4, 0.25), (0.4, -0.25), (-0.4, 0.25), (-0.4, -0.25)] {
-        let corner = PointOnPlaneContact::new(GROUND, brick).with_follower_point([x, y, -0.1]);
-        ids.push(t.add_constraint(corner).unwrap());
+    for (x, y) in STOOL_FEET {
+        let foot = PointOnPlaneContact::new(GROUND, stool).with_follower_point([x, y, -0.1]);
+        ids.push(t.add_constraint(foot).unwrap());
     }
+    let ball = t.add_free_body("ball");
+    let radius = 0.05;
+    let contact = SphereOnPlaneContact::new(GROUND, ball, true).with_radius(radius);
+    ids.push(t.add_constraint(contact).unwrap());
     let mut cpu = Batch::new(t, n).unwrap();
     for i in 0..n {
         let inertia = [0.0125, 0.035, 0.04, 0.0, 0.0, 0.0].map(|x| x * 2.0);
         cpu.set_gravity(i, [0.0, 0.0, -9.81]).unwrap();
-        cpu.set_mass_properties(brick, i, 2.0, [0.0; 3], inertia)
+        cpu.set_mass_properties(stool, i, 2.0, [0.0; 3], inertia)
             .unwrap();
-        cpu.set_q(brick, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1])
+        cpu.set_q(stool, i, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1])
             .unwrap();
         let spin = 5.0 + 2.0 * i as f64 / n as f64;
-        cpu.set_u(brick, i, [0.0, 0.0, spin, 0.3, 0.1, 0.0])
+        cpu.set_u(stool, i, [0.0, 0.0, spin, 0.3, 0.1, 0.0])
+            .unwrap();
+        let inertia = 0.4 * radius * radius;
+        cpu.set_mass_properties(
+            ball,
+            i,
+            1.0,
+            [0.0; 3],
+            [inertia, inertia, inertia, 0.0, 0.0, 0.0],
+        )
+        .unwrap();
+        cpu.set_q(ball, i, [1.0, 0.0, 0.0, 0.0, 3.0, 0.0, radius])
+            .unwrap();
+        cpu.set_u(ball, i, [0.0, 0.0, 0.0, 0.0, thrown(i), 0.0])
             .unwrap();
     }
-    let coefficients = vec![vec![Coefficients::new(0.0, 0.05, 0.02).unwrap(); 4]; n];
+    let mut coefficients = vec![vec![Coefficients::new(0.0, 0.05, 0.02).unwrap(); 3]; n];
+    for per in &mut coefficients {
+        per.push(Coefficients::with_friction(0.0, 0.1).unwrap());
+    }
     let mut gpu = cpu.clone();
     let stepper = GpuEventStepper::with_contacts(
         device.clone(),
@@ -452,14 +477,15 @@ fn f64_a_spinning_brick_slides_on_across_calls() {
     let duration = 1.2;
     let fresh = vec![None; n];
     cpu_run(&mut cpu, &ids, &coefficients, duration, &fresh);
-    let (_, withheld) = gpu_run_in_calls(
+    let mut rolling_from = vec![None; n];
+    let (records, withheld) = gpu_run_in_calls(
         &mut stepper,
         &mut gpu,
         &coefficients,
         duration,
         4,
         &options(),
-        |_, _| {},
+        |i, records| rolling_from[i] = records[3].last_mode_change.or(rolling_from[i]),
     );
     let mut own = 0;
     for i in (0..n).filter(|i| !withheld[*i]) {
@@ -469,9 +495,35 @@ fn f64_a_spinning_brick_slides_on_across_calls() {
             difference <= 1e-8,
             "instance {i}: states {difference:e} apart"
         );
-        let u = gpu.u(brick).unwrap()[i];
+        let u = gpu.u(stool).unwrap()[i];
         assert!(u[2] > 1.0 && u[3].hypot(u[4]) > 0.1, "instance {i}: {u:?}");
+        let records = records[i].as_ref().unwrap();
+        assert!(
+            records[..3]
+                .iter()
+                .all(|r| matches!(r.mode, ContactMode::Slide { .. })),
+            "instance {i}: {records:?}"
+        );
+        // The ball rolls from t* on (the event is located where its slip falls to v_roll,
+        // 6e-5 s before), at 5/7 v₀.
+        let t_star = 2.0 * thrown(i) / (7.0 * 0.1 * 9.81);
+        let from = rolling_from[i].unwrap();
+        assert!(
+            (from - t_star).abs() < 1e-4,
+            "instance {i}: {from} vs {t_star}"
+        );
+        assert_eq!(records[3].mode, ContactMode::Stick, "instance {i}");
+        let v = gpu.u(ball).unwrap()[i][4];
+        assert!(
+            (v - 5.0 / 7.0 * thrown(i)).abs() < 1e-6,
+            "instance {i}: {v}"
+        );
     }
-    eprintln!("{own} of {n} bricks the kernel's own in every call");
+    eprintln!("{own} of {n} stools the kernel's own in every call");
     assert!(2 * own >= n, "only {own} of {n} answered");
 }
+
+/// The feet of the spinning stool (`f64_a_spinning_stool_…`), 0.1 m below its centre of mass
+/// and around it: three, so that with the ball's contact the kernel's cases stay within
+/// lavapipe's loop budget (four corners and a ball pass it at the start's touchdown).
+const STOOL_FEET: [(f64, f64); 3] = [(0.4, 0.0), (-0.2, 0.35), (-0.2, -0.35)];

@@ -149,7 +149,8 @@ pub(super) enum Settling {
 
 /// What happens at an event (or at a run's start, [`Settling`]): impacts of near contacts
 /// approaching faster than `v_tol` (a touching contact slower than that is stopped
-/// plastically), the slip → stick projection of sliding contacts that have slowed to `v_roll`,
+/// plastically), the slip → stick projection of sliding contacts that have slowed to `v_roll`
+/// (at an event, any sliding contact whose slip is within `v_roll`),
 /// a plastic touchdown of any near contact that projection set approaching, the modes
 /// determined again, and the closed contacts' velocities projected to rest on their rows;
 /// recorded in `run`.
@@ -217,20 +218,29 @@ pub(super) fn settle(
         .zip(modes.iter())
         .zip(machine.armed.iter().zip(&leaving))
         .map(|((r, m), (armed, leaving))| match m {
-            ContactMode::Slide { direction } if *armed && !*leaving => {
+            ContactMode::Slide { direction } if !*leaving => {
                 let (sx, sy) = (c.velocity[r[0]], c.velocity[r[1]]);
                 let speed = sx.hypot(sy);
-                // Resuming, the slip is tested as the next step's start tests it (§2 item 4:
-                // along ŝ_a, its own direction while it exceeds v_roll): the mode's direction
-                // is where it pointed when the mode was found, which the slip of a turning
-                // brick's corner may have left a right angle behind — tested along that, a
-                // corner sliding at metres a second read as slowed and was stopped.
+                // An armed contact (its slip has exceeded v_roll since its last switch) is
+                // tested along ŝ_a (§2 item 4). At an event that is the mode's direction, which
+                // the step's start set to its slip (`simulate`). Resuming, the state is a step's
+                // end, so the slip is tested as the next step's start tests it: along its own
+                // direction while it exceeds v_roll. The direction the mode was found with may
+                // lie a right angle behind a turning brick's corner: tested along that, a corner
+                // sliding at a metre a second read as slowed and was stopped.
                 let along = if at == Settling::Resume && speed > tol.v_roll {
                     [sx / speed, sy / speed]
                 } else {
                     *direction
                 };
-                sx * along[0] + sy * along[1] <= tol.v_roll
+                // At an event every contact is classified again (§2 item 5), and a slip within
+                // v_roll is at rest within the band, armed or not. An unarmed contact keeps the
+                // direction it started to slide in. Once another contact's projection has turned
+                // its slip, friction along that direction does work on the slip: a brick coming
+                // to rest on four corners was kept creeping by it, in a cycle of events every
+                // 2 ms.
+                (*armed && sx * along[0] + sy * along[1] <= tol.v_roll)
+                    || (at == Settling::Event && speed <= tol.v_roll)
             }
             _ => false,
         })

@@ -428,6 +428,15 @@ fn simulate(
                 _ => None,
             })
             .collect();
+        // The mode keeps ŝ_a: an event inside this step is settled with the direction its
+        // slowing was located along (§2 item 4), not where the slip pointed when the mode was
+        // found — a spinning brick's corner turns a right angle in a quarter second, and
+        // tested along its old direction at a neighbour's impact it read as slowed.
+        for (mode, frozen) in modes.iter_mut().zip(&frozen) {
+            if let (ContactMode::Slide { direction }, Some(frozen)) = (mode, frozen) {
+                *direction = *frozen;
+            }
+        }
         // A sliding contact's friction follows its slip at this step's stages only if the
         // slip already exceeds v_roll at its start (`Machine::follows`).
         for ((rows, mode), follows) in a

@@ -265,7 +265,11 @@ duration = 4.0
 /// corners). Over 0.5 s every brick lands (its corners'
 /// impacts), ends finite and unflagged with its corners on or above the plane, no energy gained
 /// and its books closed (E − E₀ = −losses), and those friction stops in time (μ g t past the
-/// sliding speed, with the landing's rocking) end at rest.
+/// sliding speed, with the landing's rocking) end at rest. (A corner that had started to slide
+/// from rest kept the direction it started in after the other corners' projections turned its
+/// slip: friction along it did work on the slip, and the first brick crept on its corners in a
+/// cycle of events every 2 ms. At an event a slip within v_roll is now at rest within the band,
+/// and the corner is classified again.)
 #[test]
 fn the_benchmark_bricks_land_corner_by_corner_and_settle() {
     use simbatch::cpu::unilateral::{UnilateralContact, run_batch};

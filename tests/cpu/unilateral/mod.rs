@@ -12,6 +12,7 @@ mod env;
 mod impacts;
 mod modes;
 mod moving;
+mod neighbours;
 mod resume;
 mod stepping;
 mod study;
