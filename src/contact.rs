@@ -81,7 +81,10 @@ pub enum ContactMode {
     /// Sliding along the unit tangential direction `(x, y)` in the plane axes: the normal row is
     /// enforced and friction is `λ_t = μ_d |λ_z| ŝ`.
     Slide {
-        /// Slip direction `ŝ`.
+        /// Slip direction `ŝ`: in a run's records, the slip's direction at the start of the
+        /// last step (ŝ_a, which an event inside that step is settled with), or, while the
+        /// slip has not exceeded `v_roll` since the contact began to slide, the direction it
+        /// began in (its impending direction).
         direction: [f64; 2],
     },
 }
