@@ -7,8 +7,8 @@
 //! Twin of `solve_min_norm_spd` in `shaders/solver.wgsl`: the same sweeps, rotations, stopping rule
 //! and rank rule in the same order (the kernel's `continue` and `break` are masks here), so the CPU
 //! and the kernels take the same route when rows are redundant (up to `MAX_JACOBI_ROWS`; larger
-//! systems the CPU reduces to their rank first, `cpu::solver`'s `solve_min_norm_reduced`, or take
-//! nalgebra's `SymmetricEigen`). Jacobi suits these small matrices: it is accurate to
+//! systems the CPU reduces to their rank first, `cpu::solver`'s `solve_min_norm_reduced`, or
+//! hands to nalgebra's `SymmetricEigen`). Jacobi suits these small matrices: it is accurate to
 //! rounding on small symmetric matrices, needs no tridiagonal form and no allocation (the matrices
 //! live on the stack), and ends within a fixed number of sweeps (it converges quadratically, in
 //! about five). It replaced `SymmetricEigen` on heap matrices for them, which allocated at every
