@@ -15,7 +15,7 @@ const G: f64 = 9.81;
 
 /// The ball beside the brick.
 #[derive(Clone, Copy, PartialEq)]
-enum Ball {
+pub(super) enum Ball {
     None,
     /// Dropped 3 m away from 0.3 m, e = 0.6, frictionless: it bounces every 0.2–0.5 s.
     Bouncing,
@@ -25,8 +25,11 @@ enum Ball {
 }
 
 /// A brick (2 kg, 0.8 × 0.5 × 0.2 m) spinning at 6 rad/s on its four corners over level
-/// ground and drifting at 0.3 m/s (μ_d = 0.02), and a ball (1 kg, r = 0.05) beside it.
-fn brick_and_ball(ball: Ball) -> (Batch, BodyId, Option<BodyId>, Vec<UnilateralContact>) {
+/// ground and drifting at 0.3 m/s (μ_d = 0.02), and a ball (1 kg, r = 0.05) beside it (the
+/// brick alone is also `resume`'s turning brick).
+pub(super) fn brick_and_ball(
+    ball: Ball,
+) -> (Batch, BodyId, Option<BodyId>, Vec<UnilateralContact>) {
     let mut t = SystemTemplate::new();
     let brick = t.add_free_body("brick");
     let mut contacts = Vec::new();

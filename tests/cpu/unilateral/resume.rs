@@ -12,6 +12,8 @@ use simbatch::cpu::unilateral::{
 };
 use simbatch::prelude::*;
 
+use super::neighbours::Ball;
+
 const DURATION: f64 = 2.0;
 const G: f64 = 9.81;
 
@@ -165,29 +167,7 @@ fn a_run_cut_into_calls_has_the_impacts_modes_and_rest_times_of_the_run_uncut() 
 /// sliding at a metre a second read as slowed to a stop — and the brick was stopped dead.
 #[test]
 fn a_turning_brick_slides_on_across_calls() {
-    let mut t = SystemTemplate::new();
-    let brick = t.add_free_body("brick");
-    let mut contacts = Vec::new();
-    for (x, y) in [(0.4, 0.25), (0.4, -0.25), (-0.4, 0.25), (-0.4, -0.25)] {
-        let corner = PointOnPlaneContact::new(GROUND, brick).with_follower_point([x, y, -0.1]);
-        contacts.push(UnilateralContact {
-            constraint: t.add_constraint(corner).unwrap(),
-            coefficients: Coefficients::new(0.0, 0.05, 0.02).unwrap(),
-        });
-    }
-    let mut batch = Batch::new(t, 1).unwrap();
-    let mass = 2.0;
-    let inertia = [0.0125, 0.035, 0.04, 0.0, 0.0, 0.0].map(|x| x * mass);
-    batch.set_gravity(0, [0.0, 0.0, -G]).unwrap();
-    batch
-        .set_mass_properties(brick, 0, mass, [0.0; 3], inertia)
-        .unwrap();
-    batch
-        .set_q(brick, 0, [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1])
-        .unwrap();
-    batch
-        .set_u(brick, 0, [0.0, 0.0, 6.0, 0.3, 0.1, 0.0])
-        .unwrap();
+    let (batch, brick, _, contacts) = super::neighbours::brick_and_ball(Ball::None);
     let options = EventOptions {
         step: 1e-3,
         ..EventOptions::default()
