@@ -550,6 +550,56 @@ fn error_control_is_refused_by_the_kernel_and_runs_on_the_cpu() {
     }
 }
 
+/// What a one-contact f64 kernel run cut into calls reports, instance by instance.
+struct CallsRun {
+    /// The last call's contact record.
+    last: Vec<ContactRecord>,
+    /// Impacts summed over the calls.
+    impacts: Vec<u32>,
+    /// The time the mode last changed in any call.
+    changed: Vec<Option<f64>>,
+}
+
+/// Runs `batch` for `duration` on the f64 one-contact kernel in `calls` calls of equal span,
+/// each resuming from the previous call's records.
+fn f64_run_in_calls(
+    device: std::sync::Arc<simbatch::gpu::GpuDevice>,
+    batch: &mut Batch,
+    contact: ConstraintId,
+    coefficients: &[Coefficients],
+    duration: f64,
+    calls: usize,
+) -> CallsRun {
+    let n = batch.len();
+    let mut stepper = GpuEventStepper::new(
+        device,
+        batch,
+        contact,
+        Precision::F64,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let mut previous: Vec<Option<ContactRecord>> = vec![None; n];
+    let (mut impacts, mut changed) = (vec![0; n], vec![None; n]);
+    for k in 1..=calls {
+        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
+        let runs = stepper
+            .run(batch, coefficients, span, &options(), &previous)
+            .unwrap();
+        for (i, run) in runs.iter().enumerate() {
+            let r = run.unwrap().contact;
+            impacts[i] += r.impacts;
+            changed[i] = r.last_mode_change.or(changed[i]);
+            previous[i] = Some(r);
+        }
+    }
+    CallsRun {
+        last: previous.into_iter().map(Option::unwrap).collect(),
+        impacts,
+        changed,
+    }
+}
+
 /// A run cut into calls is the run on the GPU too (the kernel's `RESUME` phase, the CPU's
 /// `Settling::Resume`): balls bouncing to rest from drawn heights (0.05–0.2 m) with drawn
 /// restitution (0.3–0.7), in 60 calls of 25 ms, have the impacts, modes and rest times of the
@@ -584,29 +634,13 @@ fn f64_a_run_cut_into_calls_has_the_impacts_and_rest_times_of_the_run_uncut() {
     // At rest by §5's t₀ (1 + e) / (1 − e) ≤ 1.15 s.
     let duration = 1.5;
     let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
-    let mut stepper =
-        GpuEventStepper::new(device, &gpu, contact, Precision::F64, GpuOptions::default()).unwrap();
-    let mut previous: Vec<Option<ContactRecord>> = vec![None; n];
-    let (mut impacts, mut rest): (Vec<u32>, Vec<Option<f64>>) = (vec![0; n], vec![None; n]);
-    let calls = 60;
-    for k in 1..=calls {
-        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
-        let runs = stepper
-            .run(&mut gpu, &coefficients, span, &options(), &previous)
-            .unwrap();
-        for (i, run) in runs.iter().enumerate() {
-            let r = run.unwrap().contact;
-            impacts[i] += r.impacts;
-            rest[i] = r.last_mode_change.or(rest[i]);
-            previous[i] = Some(r);
-        }
-    }
+    let calls = f64_run_in_calls(device, &mut gpu, contact, &coefficients, duration, 60);
     for i in 0..n {
-        let (want, got) = (once[i].unwrap(), previous[i].unwrap());
-        assert_eq!(want.impacts, impacts[i], "instance {i}: {want:?}");
+        let (want, got) = (once[i].unwrap(), calls.last[i]);
+        assert_eq!(want.impacts, calls.impacts[i], "instance {i}: {want:?}");
         assert_eq!(want.mode, got.mode, "instance {i}: {want:?} vs {got:?}");
         assert_eq!(want.mode, ContactMode::Stick, "instance {i}: at rest");
-        let (a, b) = (want.last_mode_change.unwrap(), rest[i].unwrap());
+        let (a, b) = (want.last_mode_change.unwrap(), calls.changed[i].unwrap());
         assert!(
             (a - b).abs() < 1e-8,
             "instance {i}: at rest from {a} vs {b}"
@@ -645,30 +679,15 @@ fn f64_balls_sliding_across_a_slope_slide_on_across_calls() {
     let mut gpu = cpu.clone();
     let duration = 1.0;
     let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
-    let mut stepper =
-        GpuEventStepper::new(device, &gpu, contact, Precision::F64, GpuOptions::default()).unwrap();
-    let mut previous: Vec<Option<ContactRecord>> = vec![None; n];
-    let mut changed: Vec<Option<f64>> = vec![None; n];
-    let calls = 20;
-    for k in 1..=calls {
-        let span = duration * k as f64 / calls as f64 - duration * (k - 1) as f64 / calls as f64;
-        let runs = stepper
-            .run(&mut gpu, &coefficients, span, &options(), &previous)
-            .unwrap();
-        for (i, run) in runs.iter().enumerate() {
-            let r = run.unwrap().contact;
-            changed[i] = r.last_mode_change.or(changed[i]);
-            previous[i] = Some(r);
-        }
-    }
+    let calls = f64_run_in_calls(device, &mut gpu, contact, &coefficients, duration, 20);
     for i in 0..n {
-        let (want, got) = (once[i].unwrap(), previous[i].unwrap());
+        let (want, got) = (once[i].unwrap(), calls.last[i]);
         assert_eq!(
             want.mode.code().0,
             got.mode.code().0,
             "instance {i}: {want:?} vs {got:?}"
         );
-        match (want.last_mode_change, changed[i]) {
+        match (want.last_mode_change, calls.changed[i]) {
             (Some(a), Some(b)) => assert!((a - b).abs() < 1e-8, "instance {i}: {a} vs {b}"),
             (a, b) => assert_eq!(a.is_some(), b.is_some(), "instance {i}: {a:?} vs {b:?}"),
         }
