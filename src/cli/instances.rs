@@ -52,6 +52,8 @@ pub struct Sampled {
     pub constraints: Vec<ConstraintDraw>,
     /// The random inputs, in [`input_names`] order.
     pub inputs: Vec<f64>,
+    /// The `[vars]` draws, in `Scenario::vars`' order.
+    pub vars: Vec<f64>,
 }
 
 /// Draws instance `index`; `names` collects the recorded input names when given, each with
@@ -257,6 +259,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
         prescribed,
         constraints,
         inputs,
+        vars,
     }
 }
 

@@ -319,6 +319,7 @@ pub(super) fn build(
     let (template, bodies, ids) = template(sc, rolling)?;
     let mut batch = Batch::new(template, members.len())?;
     for (local, k) in members.iter().enumerate() {
+        sc.check_var_draws(start + k, &sampled[*k].vars)?;
         apply(&mut batch, &bodies, &ids, local, &sampled[*k]).map_err(|e| CliError::Sample {
             file: sc.file.clone(),
             instance: start + k,

@@ -635,8 +635,8 @@ fn f64_a_run_cut_into_calls_has_the_impacts_and_rest_times_of_the_run_uncut() {
     let duration = 1.5;
     let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
     let calls = f64_run_in_calls(device, &mut gpu, contact, &coefficients, duration, 60);
-    for i in 0..n {
-        let (want, got) = (once[i].unwrap(), calls.last[i]);
+    for (i, (want, got)) in once.iter().zip(&calls.last).enumerate() {
+        let want = want.unwrap();
         assert_eq!(want.impacts, calls.impacts[i], "instance {i}: {want:?}");
         assert_eq!(want.mode, got.mode, "instance {i}: {want:?} vs {got:?}");
         assert_eq!(want.mode, ContactMode::Stick, "instance {i}: at rest");
@@ -680,8 +680,8 @@ fn f64_balls_sliding_across_a_slope_slide_on_across_calls() {
     let duration = 1.0;
     let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
     let calls = f64_run_in_calls(device, &mut gpu, contact, &coefficients, duration, 20);
-    for i in 0..n {
-        let (want, got) = (once[i].unwrap(), calls.last[i]);
+    for (i, (want, got)) in once.iter().zip(&calls.last).enumerate() {
+        let want = want.unwrap();
         assert_eq!(
             want.mode.code().0,
             got.mode.code().0,

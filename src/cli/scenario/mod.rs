@@ -55,9 +55,11 @@ use toml::{Spanned, Value};
 mod constraints;
 mod parser;
 mod simulation;
+mod var_ranges;
 
 pub(super) use parser::Parser;
 use parser::{Located, Raw};
+pub use var_ranges::VarRange;
 
 use super::CliError;
 use super::prescribed::PrescribedSpec;
@@ -257,6 +259,9 @@ pub struct Scenario {
     pub gravity: [Scalar; 3],
     /// `[vars]`: names and distributions, drawn first per instance.
     pub vars: Vec<(String, Scalar)>,
+    /// The ranges of the keys that use an unbounded `[vars]` entry, held per instance
+    /// ([`Scenario::check_var_draws`]).
+    pub var_ranges: Vec<VarRange>,
     /// Free bodies.
     pub bodies: Vec<BodySpec>,
     /// Prescribed bodies (`[[body]]` with `prescribed = …`), after the free ones in the
@@ -306,6 +311,7 @@ impl Scenario {
             loc: &loc,
             vars: &var_names,
             defined: Vec::new(),
+            var_ranges: Vec::new(),
         };
         let mut vars = Vec::new();
         for (name, value) in &raw.vars {
@@ -482,6 +488,7 @@ impl Scenario {
             seed,
             gravity,
             vars,
+            var_ranges: p.var_ranges,
             bodies,
             prescribed,
             constraints,

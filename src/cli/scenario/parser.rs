@@ -98,9 +98,7 @@ impl Located<'_> {
         field: impl Into<String>,
         message: impl Into<String>,
     ) -> CliError {
-        let before = &self.source[..span.start.min(self.source.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let (line, column) = self.line_column(span);
         CliError::Scenario {
             file: self.file.to_string(),
             line,
@@ -108,6 +106,16 @@ impl Located<'_> {
             field: field.into(),
             message: message.into(),
         }
+    }
+}
+
+impl Located<'_> {
+    /// The line and column (1-based, in characters) where `span` starts.
+    pub(in crate::cli) fn line_column(&self, span: Range<usize>) -> (usize, usize) {
+        let before = &self.source[..span.start.min(self.source.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, column)
     }
 }
 
@@ -226,7 +234,7 @@ pub(super) fn number(v: &Value) -> Option<f64> {
 }
 
 /// A scalar as the scenario writes it (`uniform = [0, 1]`, `normal = [0, 1] (unbounded)`).
-fn describe(s: &Scalar) -> String {
+pub(super) fn describe(s: &Scalar) -> String {
     match s {
         Scalar::Fixed(x) => format!("{x}"),
         Scalar::Uniform(lo, hi) => format!("uniform = [{lo}, {hi}]"),
@@ -248,6 +256,8 @@ pub(in crate::cli) struct Parser<'a> {
     /// The `[vars]` entries parsed so far, in `vars`' order, with their values' spans: a
     /// `"$var"` in a key with a range is checked against its entry's distribution.
     pub(super) defined: Vec<(Scalar, Range<usize>)>,
+    /// The uses of unbounded `[vars]` entries by keys with a range, checked per instance.
+    pub(super) var_ranges: Vec<VarRange>,
 }
 
 impl Parser<'_> {
@@ -326,6 +336,9 @@ impl Parser<'_> {
             Some((entry, _)) => !matches!(entry, Scalar::Normal(..)) && !positive(entry),
             None => !positive(&s),
         };
+        if let Some((Scalar::Normal(..), _)) = self.var_entry(&s) {
+            self.defer(v, field, &s, (0.0, f64::INFINITY, true), "values > 0");
+        }
         if refused {
             Err(self.out_of_range(
                 v,
@@ -346,7 +359,7 @@ impl Parser<'_> {
     /// `lognormal`) are left to the dry pass, which checks every instance's value. `accepted`
     /// names the range for the message.
     pub(super) fn bounded_in(
-        &self,
+        &mut self,
         v: &Spanned<Value>,
         field: &str,
         s: &Scalar,
@@ -363,8 +376,39 @@ impl Parser<'_> {
                 };
                 Err(self.out_of_range(v, field, s, &outside, accepted))
             }
+            Some((a, b)) if !(a.is_finite() && b.is_finite()) && a < b => {
+                self.defer(v, field, s, (lo, hi, false), accepted);
+                Ok(())
+            }
             _ => Ok(()),
         }
+    }
+
+    /// Keeps the range of `field` (at `v`) for a per-instance check of `s`'s draws when `s`
+    /// is a `"$var"`; a distribution given at the key itself is checked by the engine, whose
+    /// message names the key already.
+    fn defer(
+        &mut self,
+        v: &Spanned<Value>,
+        field: &str,
+        s: &Scalar,
+        (lo, hi, lo_open): (f64, f64, bool),
+        accepted: &str,
+    ) {
+        let (Scalar::Var(var), Some((_, span))) = (s, self.var_entry(s)) else {
+            return;
+        };
+        let var_line = self.loc.line_column(span.clone()).0;
+        self.var_ranges.push(VarRange {
+            var: *var,
+            field: field.to_string(),
+            at: self.loc.line_column(v.span()),
+            var_line,
+            lo,
+            hi,
+            lo_open,
+            accepted: accepted.to_string(),
+        });
     }
 
     /// The `[vars]` entry a `"$var"` names, with its value's span; `None` for any other scalar.
@@ -389,10 +433,7 @@ impl Parser<'_> {
             (Scalar::Fixed(x), _) => format!("got {x}; accepted: {accepted}"),
             (Scalar::Var(k), Some((entry, span))) => {
                 let name = self.vars.get(*k).map_or("?", |n| n.as_str());
-                let line = self.loc.source[..span.start.min(self.loc.source.len())]
-                    .matches('\n')
-                    .count()
-                    + 1;
+                let line = self.loc.line_column(span.clone()).0;
                 format!(
                     "\"${name}\" draws vars.{name} = {} (line {line}), which can be {outside}; \
                      accepted: {accepted}",

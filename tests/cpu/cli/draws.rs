@@ -192,7 +192,9 @@ fn a_var_that_can_leave_a_keys_range_is_refused_where_it_is_used() {
 
 /// Unbounded draws (`normal`, `lognormal`) through a `"$var"` or in a unilateral coefficient
 /// are not refused up front (another key may want a var's tails; most draws may be fine): the
-/// dry pass checks every instance's value and names the first instance that breaks a range.
+/// dry pass checks every instance's value and names the first instance that breaks a range —
+/// through a var by the key that uses it and its place, the var, its distribution and the
+/// value drawn; at the key itself by the engine's field.
 #[test]
 fn unbounded_draws_are_left_to_the_dry_pass() {
     let text = SMALL
@@ -207,14 +209,16 @@ fn unbounded_draws_are_left_to_the_dry_pass() {
         );
     let scenario = Scenario::parse("tails.toml", &text).expect("unbounded draws parse");
     // N(0.1, 0.05) is ≤ 0 with probability 2.3 %: some of the 240 instances draw a radius ≤ 0.
-    let negative = (0..scenario.instances)
-        .find(|&i| {
+    let (negative, radius) = (0..scenario.instances)
+        .find_map(|i| {
             let drawn = simbatch::cli::instances::sample(&scenario, i, None);
             let radius = drawn.constraints[0]
                 .params
                 .iter()
                 .find(|(n, _)| *n == "radius");
-            radius.expect("the radius is drawn").1[0] <= 0.0
+            let radius = radius.expect("the radius is drawn").1[0];
+            assert_eq!(drawn.vars, [radius], "instance {i}: the var's draw");
+            (radius <= 0.0).then_some((i, radius))
         })
         .expect("a radius ≤ 0 among 240 draws");
     let dir = scratch("tails");
@@ -224,11 +228,59 @@ fn unbounded_draws_are_left_to_the_dry_pass() {
         matches!(e, CliError::Sample { instance, .. } if instance == negative),
         "{message}"
     );
-    assert!(
-        message.contains(&format!(
-            "tails.toml: instance {negative}: invalid constraint[0].radius"
-        )),
-        "{message}"
+    // The first key with a range that reads "$radius" is the inertia's (placed at its table,
+    // as the parser's own errors are).
+    let (line, column) = line_column(&text, text.find("{ solid_sphere").unwrap());
+    assert_eq!(
+        message,
+        format!(
+            "tails.toml: instance {negative}: body[0].inertia.solid_sphere (line {line}, column \
+             {column}): \"$radius\" drew {radius} from vars.radius = normal = [0.1, 0.05] \
+             (unbounded) (line 6); accepted: values > 0"
+        )
     );
+    // Through a var in a unilateral coefficient, held to [0, 1]; its tails are fine in a key
+    // without a range (the height), and a distribution at the key goes to the engine.
+    let coefficient = SMALL
+        .replace(
+            "radius = { uniform = [0.05, 0.15] }",
+            "radius = 0.1\nbounce = { normal = [0.5, 0.25] }\nlift = { normal = [0.0, 1.0] }",
+        )
+        .replace(
+            "position = [0.0, 0.0, \"$radius\"]",
+            "position = [\"$lift\", 0.0, \"$radius\"]",
+        )
+        .replace(
+            "rolling = { choice = [true, false] }",
+            "contact = \"unilateral\"\nrestitution = \"$bounce\"\n\
+             friction = { normal = [0.3, 0.2] }",
+        );
+    let scenario = Scenario::parse("bounce.toml", &coefficient).expect("unbounded draws parse");
+    let outside = |x: f64| !(0.0..=1.0).contains(&x);
+    let (first, bounce) = (0..scenario.instances)
+        .find_map(|i| {
+            let drawn = simbatch::cli::instances::sample(&scenario, i, None);
+            outside(drawn.vars[0]).then_some((i, drawn.vars[0]))
+        })
+        .expect("a restitution outside [0, 1] among 240 draws");
+    let e = simbatch::cli::study::validate(&scenario, 0..scenario.instances).unwrap_err();
+    let (line, column) = line_column(&coefficient, coefficient.find("\"$bounce\"").unwrap());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "bounce.toml: instance {first}: constraint[0].restitution (line {line}, column \
+             {column}): \"$bounce\" drew {bounce} from vars.bounce = normal = [0.5, 0.25] \
+             (unbounded) (line 7); accepted: a number in [0, 1]"
+        )
+    );
+    // The same draws within range: the lift's tails (|z| up to 3) and the friction's pass the
+    // dry pass until the friction at the key draws < 0, which the engine names.
+    let within = coefficient.replace("{ normal = [0.5, 0.25] }", "{ normal = [0.5, 0.01] }");
+    let scenario = Scenario::parse("bounce.toml", &within).expect("unbounded draws parse");
+    assert!(scenario.var_ranges.len() == 1, "{:?}", scenario.var_ranges);
+    match simbatch::cli::study::validate(&scenario, 0..scenario.instances) {
+        Ok(()) => {}
+        Err(e) => panic!("{e}"),
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
