@@ -1,14 +1,16 @@
 //! The minimum-norm solve's eigen route (`cpu::solver`), taken when the certified Cholesky
-//! cannot prove full rank (redundant rows, such as a brick on four coplanar corners): a cyclic
-//! Jacobi eigen-decomposition `A = V diag(λ) Vᵀ` of the small symmetric `A = G M⁻¹ Gᵀ`, then
+//! cannot prove full rank and the system does not reduce to a smaller one of full rank (on the
+//! CPU, redundant rows such as a brick's four coplanar corners are reduced to their rank first,
+//! `cpu::solver`'s `solve_min_norm_reduced`, and come here only when that reduced system does
+//! not certify either; the kernels come here for every system that fails the certificate): a
+//! cyclic Jacobi eigen-decomposition `A = V diag(λ) Vᵀ` of the small symmetric `A = G M⁻¹ Gᵀ`, then
 //! `x = Σ vₖ (vₖ · rhs) / λₖ` over the eigenvalues above `RANK_TOLERANCE · λmax` (Simbody's
 //! minimum-norm multipliers, `physics.md` §1).
 //!
 //! Twin of `solve_min_norm_spd` in `shaders/solver.wgsl`: the same sweeps, rotations, stopping rule
 //! and rank rule in the same order (the kernel's `continue` and `break` are masks here), so the CPU
-//! and the kernels take the same route when rows are redundant (up to `MAX_JACOBI_ROWS`; larger
-//! systems the CPU reduces to their rank first, `cpu::solver`'s `solve_min_norm_reduced`, or
-//! hands to nalgebra's `SymmetricEigen`). Jacobi suits these small matrices: it is accurate to
+//! and the kernels take the same route where both take it (up to `MAX_JACOBI_ROWS`; larger
+//! systems that do not reduce go to nalgebra's `SymmetricEigen`). Jacobi suits these small matrices: it is accurate to
 //! rounding on small symmetric matrices, needs no tridiagonal form and no allocation (the matrices
 //! live on the stack), and ends within a fixed number of sweeps (it converges quadratically, in
 //! about five). It replaced `SymmetricEigen` on heap matrices for them, which allocated at every
@@ -19,8 +21,10 @@
 //! once, each lane masked from its own convergence on, so that every lane gets the bits the
 //! scalar route gives its system. A rotation is a chain of divisions and square roots, so one
 //! system at a time is bound by their latency; four at once hide it: `BrickPush-v0` (four
-//! corners, rank three, the eigen route at every stage) ran 2.9× as fast on lanes as with the
-//! scalar Jacobi, and 3.1–3.2× as fast as with `SymmetricEigen` (`docs/performance-log.md`).
+//! corners, rank three, then the eigen route at every stage) ran 2.9× as fast on lanes as with
+//! the scalar Jacobi, and 3.1–3.2× as fast as with `SymmetricEigen`; reduced to rank three and
+//! solved by the certified Cholesky, one lane at a time, it runs 1.28× as fast again
+//! (`docs/performance-log.md`).
 
 // Index loops mirror the WGSL twin's, line for line.
 #![allow(clippy::needless_range_loop)]

@@ -14,14 +14,17 @@
 //! The bound is loose by at most a factor `n²`, so only matrices within that factor of the
 //! threshold (and the singular ones) take the eigen route.
 //!
-//! The eigen route is a cyclic Jacobi eigen-decomposition on the stack (`cpu::jacobi`, up to
-//! `MAX_JACOBI_ROWS` rows). More rows of rank up to that (a brick's four corners: twelve rows,
-//! rank six) are reduced first: a pivoted Cholesky factor `A ≈ B Bᵀ` leaves the `r × r` `BᵀB`
-//! with `A`'s nonzero eigenvalues (`solve_min_norm_reduced`); nalgebra's `SymmetricEigen`
-//! takes the rest. The kernels take the same two
-//! routes: `gpu::solve` generates the certified Cholesky straight-line for the template's row
-//! count, and `shaders/solver.wgsl`'s Jacobi route, `cpu::jacobi`'s twin, runs only where the
-//! certificate fails; on lavapipe the kernels compile within 10 % of the Jacobi route alone with
+//! A system of lower rank (redundant rows: a brick's four corners, twelve rows of rank six, or
+//! four frictionless corners, four rows of rank three) is reduced to its rank first: a pivoted
+//! Cholesky factor `A ≈ B Bᵀ` leaves the `r × r` `BᵀB` with `A`'s nonzero eigenvalues, of full
+//! rank as a rule, so the certified Cholesky answers it (`solve_min_norm_reduced`). The eigen
+//! route proper is a cyclic Jacobi eigen-decomposition on the stack (`cpu::jacobi`, up to
+//! `MAX_JACOBI_ROWS` rows) where nothing reduces (a full rank too ill-conditioned to certify)
+//! and for the reduced `BᵀB` that does not certify; nalgebra's `SymmetricEigen` takes the rest.
+//! The kernels take the certified Cholesky and the Jacobi route: `gpu::solve` generates the
+//! certified Cholesky straight-line for the template's row count, and `shaders/solver.wgsl`'s
+//! Jacobi route, `cpu::jacobi`'s twin, runs wherever the certificate fails, redundant rows
+//! included (the same `A⁺ rhs` to rounding, by another route); on lavapipe the kernels compile within 10 % of the Jacobi route alone with
 //! it, and faster once `M⁻¹` is in closed form too. The CPU's lane path (`cpu::lanes::solve`)
 //! factors `A = U D Uᵀ`, the same factor without its square roots, with the same pivots and
 //! certificate.
@@ -315,11 +318,11 @@ pub(crate) fn solve_min_norm_rows(
         x[..n].fill(f64::NAN);
         return 0;
     }
-    if n <= MAX_JACOBI_ROWS {
-        return solve_min_norm_jacobi(a, n, rhs, x);
-    }
     if let Some(rank) = solve_min_norm_reduced(a, n, rhs, x) {
         return rank;
+    }
+    if n <= MAX_JACOBI_ROWS {
+        return solve_min_norm_jacobi(a, n, rhs, x);
     }
     let (x_eig, rank) = solve_min_norm_eigen(
         &DMatrix::from_row_slice(n, n, a),
@@ -347,9 +350,9 @@ const REDUCTION_PIVOT: f64 = 1e-13;
 /// Most rows [`solve_min_norm_reduced`] takes (its buffers live on the stack): eight corners'.
 const MAX_REDUCED_ROWS: usize = 24;
 
-/// The eigen route for more rows than `MAX_JACOBI_ROWS` whose rank is at most that (a brick's
-/// four corners: twelve rows, rank six), through a smaller eigen problem with the same
-/// eigenvalues. A pivoted Cholesky factor `A ≈ B Bᵀ` (`B` `n × r`, stopped once every pivot left
+/// The eigen route for rows of lower rank (a brick's four corners: twelve rows, rank six; its
+/// four frictionless corners: four rows, rank three), through a smaller eigen problem with the
+/// same eigenvalues. A pivoted Cholesky factor `A ≈ B Bᵀ` (`B` `n × r`, stopped once every pivot left
 /// is below `REDUCTION_PIVOT` of the largest diagonal, so the part left out is far below the
 /// rank rule's threshold) has `BᵀB` (`r × r`) with `A`'s nonzero eigenvalues: with `BᵀB =
 /// V Λ Vᵀ`, `A⁺ = B V Λ⁻² Vᵀ Bᵀ`, so `x = B (BᵀB)⁺ (BᵀB)⁺ Bᵀ rhs`, each `(BᵀB)⁺` this module's
@@ -357,24 +360,42 @@ const MAX_REDUCED_ROWS: usize = 24;
 /// `BᵀB` has full rank, as it mostly has, else the Jacobi route). The same answer and rank
 /// as nalgebra's eigen-decomposition of `A` to rounding, for a fraction of its time (the sliding
 /// bricks of `scenarios::sliding_bricks` ran 1.58× as fast); `None` (the caller takes `A`'s own
-/// decomposition) when the rank exceeds `MAX_JACOBI_ROWS` or the rows `MAX_REDUCED_ROWS`. `a`
-/// row-major, every value finite.
-fn solve_min_norm_reduced(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64]) -> Option<usize> {
+/// decomposition) when the factor has all `n` columns (nothing to reduce: `A` is of full rank
+/// but too ill-conditioned for the certificate, and the rank rule needs its eigenvalues), when
+/// the rank exceeds `MAX_JACOBI_ROWS` or the rows `MAX_REDUCED_ROWS`. `a` row-major, every
+/// value finite.
+pub(crate) fn solve_min_norm_reduced(
+    a: &[f64],
+    n: usize,
+    rhs: &[f64],
+    x: &mut [f64],
+) -> Option<usize> {
+    // The buffers sized for the rows: a few rows (the lane path's systems) clear no more.
+    if n <= MAX_JACOBI_ROWS {
+        reduced::<MAX_JACOBI_ROWS>(a, n, rhs, x)
+    } else if n <= MAX_REDUCED_ROWS {
+        reduced::<MAX_REDUCED_ROWS>(a, n, rhs, x)
+    } else {
+        None
+    }
+}
+
+/// [`solve_min_norm_reduced`] with buffers for up to `CAP ≥ n` rows.
+fn reduced<const CAP: usize>(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64]) -> Option<usize> {
     const R: usize = MAX_JACOBI_ROWS;
-    if n > MAX_REDUCED_ROWS {
-        return None;
-    }
     // The Schur complement left by the columns taken so far, symmetrised; on the stack.
-    let mut schur = [0.0f64; MAX_REDUCED_ROWS * MAX_REDUCED_ROWS];
-    for k in 0..n * n {
-        schur[k] = 0.5 * (a[k] + a[(k % n) * n + k / n]);
+    let mut schur = [[0.0f64; CAP]; CAP];
+    for i in 0..n {
+        for j in 0..n {
+            schur[i][j] = 0.5 * (a[i * n + j] + a[j * n + i]);
+        }
     }
-    let largest = (0..n).fold(0.0f64, |m, j| m.max(schur[j * n + j]));
-    let mut b = [0.0f64; MAX_REDUCED_ROWS * R];
+    let largest = (0..n).fold(0.0f64, |m, j| m.max(schur[j][j]));
+    let mut b = [[0.0f64; R]; CAP];
     let mut rank = 0;
     for _ in 0..n {
         let (pivot, value) = (0..n).fold((0, 0.0f64), |(p, v), j| {
-            let d = schur[j * n + j];
+            let d = schur[j][j];
             if d > v { (j, d) } else { (p, v) }
         });
         if value <= REDUCTION_PIVOT * largest {
@@ -385,14 +406,17 @@ fn solve_min_norm_reduced(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64]) -> Op
         }
         let root = value.sqrt();
         for i in 0..n {
-            b[i * R + rank] = schur[i * n + pivot] / root;
+            b[i][rank] = schur[i][pivot] / root;
         }
         for i in 0..n {
             for j in 0..n {
-                schur[i * n + j] -= b[i * R + rank] * b[j * R + rank];
+                schur[i][j] -= b[i][rank] * b[j][rank];
             }
         }
         rank += 1;
+    }
+    if rank == n {
+        return None;
     }
     x[..n].fill(0.0);
     if rank == 0 {
@@ -403,18 +427,20 @@ fn solve_min_norm_reduced(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64]) -> Op
     let mut projected = [0.0f64; R];
     for p in 0..rank {
         for q in 0..rank {
-            gram[p * rank + q] = (0..n).map(|i| b[i * R + p] * b[i * R + q]).sum();
+            gram[p * rank + q] = (0..n).map(|i| b[i][p] * b[i][q]).sum();
         }
-        projected[p] = (0..n).map(|i| b[i * R + p] * rhs[i]).sum();
+        projected[p] = (0..n).map(|i| b[i][p] * rhs[i]).sum();
     }
     // BᵀB is mostly of full rank: the certified Cholesky answers, else the Jacobi route.
+    // (Sharing one factor between the two solves measured no faster: each solve is compiled
+    // for its row count, and the factor is of a few rows.)
     let (mut once, mut twice) = ([0.0f64; R], [0.0f64; R]);
     let mut work = [0.0f64; R * R + R];
     let gram = &gram[..rank * rank];
     let found = solve_min_norm_rows(gram, rank, &projected[..rank], &mut once, &mut work);
     solve_min_norm_rows(gram, rank, &once[..rank], &mut twice, &mut work);
     for i in 0..n {
-        x[i] = (0..rank).map(|p| b[i * R + p] * twice[p]).sum();
+        x[i] = (0..rank).map(|p| b[i][p] * twice[p]).sum();
     }
     Some(found)
 }
@@ -620,14 +646,15 @@ pub(crate) mod tests {
         }
     }
 
-    /// More rows than the Jacobi route takes, of rank up to its size (a brick's twelve rows of
-    /// rank six): the reduced route's rank is the eigen route's, and both answers are `A⁺ rhs`
-    /// to rounding times the condition of the part kept (measured: the reduced route's error about
-    /// the eigen route's, 4e-8 at a condition of 2e8), with eigenvalues spread over
-    /// eight decades and one just under or just over the rank rule's threshold; beyond that
-    /// rank it hands the system back.
+    /// Rows of lower rank, two to sixteen of them, of rank up to six (a brick's twelve rows of
+    /// rank six, its four frictionless corners' four of rank three): the reduced route's rank
+    /// is the eigen route's, and both answers are `A⁺ rhs` to rounding times the condition of
+    /// the part kept (measured: the reduced route's error about the eigen route's, 4e-8 at a
+    /// condition of 2e8), with eigenvalues spread over eight decades and one just under or
+    /// just over the rank rule's threshold; a system of full rank, or of rank above six, it
+    /// hands back.
     #[test]
-    fn the_reduced_route_is_the_eigen_route_for_many_rows_of_low_rank() {
+    fn the_reduced_route_is_the_eigen_route_for_rows_of_low_rank() {
         let spectra: [&[f64]; 6] = [
             &[],
             &[2.0],
@@ -636,8 +663,11 @@ pub(crate) mod tests {
             &[1.0, 1.0, 0.5 * RANK_TOLERANCE],
             &[1.0, 0.2, 50.0 * RANK_TOLERANCE],
         ];
-        for n in 7..=16 {
+        for n in 2..=16 {
             for (k, spectrum) in spectra.iter().enumerate() {
+                if spectrum.len() >= n {
+                    continue; // Not of lower rank: nothing to reduce.
+                }
                 let mut eigenvalues = spectrum.to_vec();
                 eigenvalues.resize(n, 0.0);
                 let a = with_eigenvalues(&eigenvalues, 31 + 7 * n as u64 + k as u64);

@@ -69,46 +69,62 @@ fn lane_derivative_answers_and_matches_the_reference() {
     }
 }
 
-/// Redundant rows (a box on four coplanar corners, one corner's contact disabled in some
-/// instances): the lane derivative answers every lane through the minimum-norm multipliers and
-/// agrees with the reference derivative to 1e-12.
+/// Redundant rows (a box on four coplanar corners: point-on-plane contacts, twelve rows of
+/// rank six, or frictionless point-to-ground corners, four rows of rank three), one corner's
+/// contact disabled in some instances: the lane derivative answers every lane through the
+/// minimum-norm multipliers and agrees with the reference derivative to 1e-12 — the first four
+/// lanes with the same rows (four rows reduced lane by lane to rank three, twelve rows lane by
+/// lane through the reference's solve), the next four with different rows (lane by lane).
 #[test]
 fn lane_derivative_answers_redundant_rows_with_the_min_norm_multipliers() {
-    let mut t = SystemTemplate::new();
-    let body = t.add_free_body("box");
-    let mut corners = Vec::new();
-    for (x, y) in [(0.2, 0.1), (-0.2, 0.1), (-0.2, -0.1), (0.2, -0.1)] {
-        let c = crate::constraints::PointOnPlaneContact::new(crate::model::GROUND, body)
-            .with_follower_point([x, y, -0.05]);
-        corners.push(t.add_constraint(c).unwrap());
-    }
-    let n = 8;
-    let mut batch = Batch::new(t, n).unwrap();
-    for i in 0..n {
-        let s = i as f64;
-        batch
-            .set_q(body, i, [1.0, 0.01 * s, 0.0, 0.0, 0.01 * s, 0.0, 0.05])
-            .unwrap();
-        batch
-            .set_u(body, i, [0.1, 0.0, 0.3, 0.1 * s, -0.2, 0.0])
-            .unwrap();
-        if i % 3 == 1 {
-            batch.set_enabled(corners[2], i, false).unwrap();
+    let corners = [(0.2, 0.1), (-0.2, 0.1), (-0.2, -0.1), (0.2, -0.1)];
+    for frictionless in [false, true] {
+        let mut t = SystemTemplate::new();
+        let body = t.add_free_body("box");
+        let mut ids = Vec::new();
+        for (x, y) in corners {
+            let id = if frictionless {
+                let c =
+                    crate::constraints::PointToGround::new(body, [x, y, -0.05], &[[0.0, 0.0, 1.0]])
+                        .unwrap();
+                t.add_constraint(c.position_level())
+            } else {
+                let c = crate::constraints::PointOnPlaneContact::new(crate::model::GROUND, body)
+                    .with_follower_point([x, y, -0.05]);
+                t.add_constraint(c)
+            };
+            ids.push(id.unwrap());
         }
-    }
-    let system = batch.instance_system(0).unwrap();
-    assert!(
-        system.solve().unwrap().rank < system.rows(),
-        "redundant rows"
-    );
-    let plan = LanePlan::new(batch.template()).unwrap();
-    let options = StepOptions {
-        integrator: Integrator::Rk4 { step: 1e-3 },
-        stabilization: Stabilization::None,
-    };
-    for first in (0..n).step_by(LANES) {
-        let (mode, what) = (BaumgarteMode::Off, "box on four corners");
-        assert_lane_derivative_matches(&batch, &plan, first, mode, &options, what);
+        let n = 8;
+        let mut batch = Batch::new(t, n).unwrap();
+        for i in 0..n {
+            let s = i as f64;
+            batch
+                .set_q(body, i, [1.0, 0.01 * s, 0.0, 0.0, 0.01 * s, 0.0, 0.05])
+                .unwrap();
+            batch
+                .set_u(body, i, [0.1, 0.0, 0.3, 0.1 * s, -0.2, 0.0])
+                .unwrap();
+            batch.set_gravity(i, [0.0, 0.0, -9.81]).unwrap();
+            if i >= LANES && i % 2 == 1 {
+                batch.set_enabled(ids[2], i, false).unwrap();
+            }
+        }
+        let system = batch.instance_system(0).unwrap();
+        assert!(
+            system.solve().unwrap().rank < system.rows(),
+            "redundant rows"
+        );
+        let plan = LanePlan::new(batch.template()).unwrap();
+        let options = StepOptions {
+            integrator: Integrator::Rk4 { step: 1e-3 },
+            stabilization: Stabilization::None,
+        };
+        for first in (0..n).step_by(LANES) {
+            let mode = BaumgarteMode::Off;
+            let what = format!("box on four corners, frictionless: {frictionless}");
+            assert_lane_derivative_matches(&batch, &plan, first, mode, &options, &what);
+        }
     }
 }
 
