@@ -24,10 +24,11 @@
 //! The kernels take the certified Cholesky and the Jacobi route: `gpu::solve` generates the
 //! certified Cholesky straight-line for the template's row count, and `shaders/solver.wgsl`'s
 //! Jacobi route, `cpu::jacobi`'s twin, runs wherever the certificate fails, redundant rows
-//! included (the same `A⁺ rhs` to rounding, by another route); on lavapipe the kernels compile within 10 % of the Jacobi route alone with
-//! it, and faster once `M⁻¹` is in closed form too. The CPU's lane path (`cpu::lanes::solve`)
-//! factors `A = U D Uᵀ`, the same factor without its square roots, with the same pivots and
-//! certificate.
+//! included (the same `A⁺ rhs` to rounding, by another route); on lavapipe the kernels compile
+//! within 10 % of the Jacobi route alone with it, and faster once `M⁻¹` is in closed form too.
+//! The CPU's lane path (`cpu::lanes::solve`) factors `A = U D Uᵀ`, the same factor without its
+//! square roots, with the same pivots and certificate, and reduces a lane's system of lower
+//! rank as this module does.
 //!
 //! The solve works on caller buffers (`solve_into`), so the integrators, which solve at every
 //! stage of every instance, reuse one scratch allocation per instance.
@@ -352,10 +353,10 @@ const MAX_REDUCED_ROWS: usize = 24;
 
 /// The eigen route for rows of lower rank (a brick's four corners: twelve rows, rank six; its
 /// four frictionless corners: four rows, rank three), through a smaller eigen problem with the
-/// same eigenvalues. A pivoted Cholesky factor `A ≈ B Bᵀ` (`B` `n × r`, stopped once every pivot left
-/// is below `REDUCTION_PIVOT` of the largest diagonal, so the part left out is far below the
-/// rank rule's threshold) has `BᵀB` (`r × r`) with `A`'s nonzero eigenvalues: with `BᵀB =
-/// V Λ Vᵀ`, `A⁺ = B V Λ⁻² Vᵀ Bᵀ`, so `x = B (BᵀB)⁺ (BᵀB)⁺ Bᵀ rhs`, each `(BᵀB)⁺` this module's
+/// same eigenvalues. A pivoted Cholesky factor `A ≈ B Bᵀ` (`B` `n × r`, stopped once every
+/// pivot left is below `REDUCTION_PIVOT` of the largest diagonal, so the part left out is far
+/// below the rank rule's threshold) has `BᵀB` (`r × r`) with `A`'s nonzero eigenvalues: with
+/// `BᵀB = V Λ Vᵀ`, `A⁺ = B V Λ⁻² Vᵀ Bᵀ`, so `x = B (BᵀB)⁺ (BᵀB)⁺ Bᵀ rhs`, each `(BᵀB)⁺` this module's
 /// minimum-norm solve with its rank rule on `BᵀB`'s eigenvalues (the certified Cholesky where
 /// `BᵀB` has full rank, as it mostly has, else the Jacobi route). The same answer and rank
 /// as nalgebra's eigen-decomposition of `A` to rounding, for a fraction of its time (the sliding

@@ -107,9 +107,7 @@ impl Located<'_> {
             message: message.into(),
         }
     }
-}
 
-impl Located<'_> {
     /// The line and column (1-based, in characters) where `span` starts.
     pub(in crate::cli) fn line_column(&self, span: Range<usize>) -> (usize, usize) {
         let before = &self.source[..span.start.min(self.source.len())];

@@ -303,10 +303,9 @@ impl Chunk<'_> {
     /// The multipliers of lanes `lanes`, whose certified solve failed, by the reference
     /// solver's minimum-norm route on their enabled rows, into `lambda` (0 on disabled rows);
     /// returns the lanes answered with finite values. Lanes with the same enabled rows, up to
-    /// six, take the reference's route with the eigen route four at a time
-    /// ([`min_norm_lanes`](Self::min_norm_lanes));
-    /// others go lane by lane through `solve_min_norm_rows` (its Cholesky, else the eigen
-    /// route). `A = G M⁻¹ Gᵀ` is rebuilt from the masked blocks
+    /// six, are reduced to their rank lane by lane, else take the eigen route four at a time
+    /// ([`min_norm_lanes`](Self::min_norm_lanes)); others go lane by lane through
+    /// `solve_min_norm_rows` (its Cholesky, its reduction, else the eigen route). `A = G M⁻¹ Gᵀ` is rebuilt from the masked blocks
     /// ([`gram_entry`](Self::gram_entry)).
     #[cold]
     #[inline(never)]
