@@ -371,17 +371,22 @@ pub(crate) fn solve_min_norm_reduced(
     rhs: &[f64],
     x: &mut [f64],
 ) -> Option<usize> {
-    // The buffers sized for the rows: a few rows (the lane path's systems) clear no more.
-    if n <= MAX_JACOBI_ROWS {
-        reduced::<MAX_JACOBI_ROWS>(a, n, rhs, x)
-    } else if n <= MAX_REDUCED_ROWS {
-        reduced::<MAX_REDUCED_ROWS>(a, n, rhs, x)
-    } else {
-        None
+    // Up to six rows (the lane path's systems) compiled for the row count, loops unrolled and
+    // buffers no larger than the system; the same operations in the same order, so the bits.
+    match n {
+        1 => reduced::<1>(a, 1, rhs, x),
+        2 => reduced::<2>(a, 2, rhs, x),
+        3 => reduced::<3>(a, 3, rhs, x),
+        4 => reduced::<4>(a, 4, rhs, x),
+        5 => reduced::<5>(a, 5, rhs, x),
+        6 => reduced::<6>(a, 6, rhs, x),
+        _ if n <= MAX_REDUCED_ROWS => reduced::<MAX_REDUCED_ROWS>(a, n, rhs, x),
+        _ => None,
     }
 }
 
 /// [`solve_min_norm_reduced`] with buffers for up to `CAP ≥ n` rows.
+#[inline(always)]
 fn reduced<const CAP: usize>(a: &[f64], n: usize, rhs: &[f64], x: &mut [f64]) -> Option<usize> {
     const R: usize = MAX_JACOBI_ROWS;
     // The Schur complement left by the columns taken so far, symmetrised; on the stack.

@@ -389,7 +389,7 @@ impl Chunk<'_> {
     /// [`min_norm_multipliers`](Self::min_norm_multipliers) for lanes that all have the same
     /// enabled rows, at most `MAX_JACOBI_ROWS` of them: a lane whose system is of lower rank is
     /// reduced to it as the reference does (`solve_min_norm_reduced`, one lane at a time, each
-    /// pivoting on its own rows: `BrickPush-v0`'s four corners, rank three, stepped 1.28× as
+    /// pivoting on its own rows: `BrickPush-v0`'s four corners, rank three, stepped 1.55× as
     /// fast as on the eigen route); the lanes left take the eigen route on their systems at
     /// once (`cpu::jacobi::min_norm` on lane values, each lane masked once its sweeps
     /// converge), which hides the latency of a rotation's divisions and square roots. A lane's
