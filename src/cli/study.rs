@@ -320,6 +320,11 @@ pub(super) fn build(
     let mut batch = Batch::new(template, members.len())?;
     for (local, k) in members.iter().enumerate() {
         sc.check_var_draws(start + k, &sampled[*k].vars)?;
+        for (c, spec) in sc.constraints.iter().enumerate() {
+            if spec.unilateral().is_some() {
+                super::unilateral::drawn_coefficients(sc, &sampled[*k], c, start + k)?;
+            }
+        }
         apply(&mut batch, &bodies, &ids, local, &sampled[*k]).map_err(|e| CliError::Sample {
             file: sc.file.clone(),
             instance: start + k,

@@ -7,7 +7,7 @@
 
 use super::CliError;
 use super::instances::Sampled;
-use super::scenario::Scenario;
+use super::scenario::{FrictionSpec, Scenario};
 use super::study::{GroupOutput, Progress, Runner, checkpoint, checkpoint_count};
 use crate::backend::UnilateralRunner;
 use crate::batch::{Batch, status};
@@ -286,6 +286,47 @@ pub(super) struct UnilateralSetup {
     pub assembly_failed: Vec<bool>,
 }
 
+/// Constraint `c`'s contact coefficients as `sampled` (global instance `instance`) drew them,
+/// checked (`e ∈ [0, 1]`, `μ_s ≥ μ_d ≥ 0`): a draw outside is named by the scenario's key
+/// (`constraint[0].restitution`, `constraint[0].friction` or its `static` / `dynamic` part),
+/// with the value and the accepted range. The dry pass (`study::build`) checks every instance
+/// with it before any work, as the run does.
+pub(super) fn drawn_coefficients(
+    sc: &Scenario,
+    sampled: &Sampled,
+    c: usize,
+    instance: usize,
+) -> Result<Coefficients, CliError> {
+    let [e, mu_s, mu_d] = sampled.constraints[c].unilateral.unwrap_or([0.0; 3]);
+    Coefficients::new(e, mu_s, mu_d).map_err(|err| {
+        let split = matches!(
+            sc.constraints[c].unilateral().map(|u| &u.friction),
+            Some(FrictionSpec::Split { .. })
+        );
+        let message = match err {
+            crate::Error::BadChoice {
+                what,
+                value,
+                accepted,
+            } => {
+                let key = match (what, split) {
+                    ("restitution", _) => "restitution",
+                    ("static friction", true) => "friction.static",
+                    ("dynamic friction", true) => "friction.dynamic",
+                    _ => "friction",
+                };
+                format!("invalid constraint[{c}].{key}: got {value}; accepted: {accepted}")
+            }
+            other => format!("constraint[{c}]: {other}"),
+        };
+        CliError::Sample {
+            file: sc.file.clone(),
+            instance,
+            message,
+        }
+    })
+}
+
 impl UnilateralSetup {
     /// Checks every instance's coefficients (a drawn μ_s below μ_d is refused, with its
     /// instance) and, with `assemble = true`, lifts instances out of their planes.
@@ -308,14 +349,7 @@ impl UnilateralSetup {
             let mut per = Vec::with_capacity(ids.len());
             for id in &ids {
                 let c = id.0;
-                let [e, mu_s, mu_d] = sampled[k].constraints[c].unilateral.unwrap_or([0.0; 3]);
-                per.push(
-                    Coefficients::new(e, mu_s, mu_d).map_err(|err| CliError::Sample {
-                        file: sc.file.clone(),
-                        instance: start + k,
-                        message: format!("constraint[{c}]: {err}"),
-                    })?,
-                );
+                per.push(drawn_coefficients(sc, &sampled[k], c, start + k)?);
             }
             coefficients.push(per);
         }

@@ -194,7 +194,8 @@ fn a_var_that_can_leave_a_keys_range_is_refused_where_it_is_used() {
 /// are not refused up front (another key may want a var's tails; most draws may be fine): the
 /// dry pass checks every instance's value and names the first instance that breaks a range —
 /// through a var by the key that uses it and its place, the var, its distribution and the
-/// value drawn; at the key itself by the engine's field.
+/// value drawn; at the key itself by the key and the value (a contact coefficient too: before,
+/// only the run refused it, when its group came to run).
 #[test]
 fn unbounded_draws_are_left_to_the_dry_pass() {
     let text = SMALL
@@ -240,7 +241,7 @@ fn unbounded_draws_are_left_to_the_dry_pass() {
         )
     );
     // Through a var in a unilateral coefficient, held to [0, 1]; its tails are fine in a key
-    // without a range (the height), and a distribution at the key goes to the engine.
+    // without a range (the height).
     let coefficient = SMALL
         .replace(
             "radius = { uniform = [0.05, 0.15] }",
@@ -253,7 +254,7 @@ fn unbounded_draws_are_left_to_the_dry_pass() {
         .replace(
             "rolling = { choice = [true, false] }",
             "contact = \"unilateral\"\nrestitution = \"$bounce\"\n\
-             friction = { normal = [0.3, 0.2] }",
+             friction = { normal = [0.3, 0.01] }",
         );
     let scenario = Scenario::parse("bounce.toml", &coefficient).expect("unbounded draws parse");
     let outside = |x: f64| !(0.0..=1.0).contains(&x);
@@ -273,14 +274,35 @@ fn unbounded_draws_are_left_to_the_dry_pass() {
              (unbounded) (line 7); accepted: a number in [0, 1]"
         )
     );
-    // The same draws within range: the lift's tails (|z| up to 3) and the friction's pass the
-    // dry pass until the friction at the key draws < 0, which the engine names.
-    let within = coefficient.replace("{ normal = [0.5, 0.25] }", "{ normal = [0.5, 0.01] }");
+    // The same draws within range: the lift's tails (|z| up to 3) pass the dry pass, and the
+    // friction drawn at the key is checked there too, named by the key (before, a negative
+    // friction stopped the run only when its group came to run).
+    let within = coefficient
+        .replace("{ normal = [0.5, 0.25] }", "{ normal = [0.5, 0.01] }")
+        .replace("{ normal = [0.3, 0.01] }", "{ normal = [0.3, 0.2] }");
     let scenario = Scenario::parse("bounce.toml", &within).expect("unbounded draws parse");
     assert!(scenario.var_ranges.len() == 1, "{:?}", scenario.var_ranges);
-    match simbatch::cli::study::validate(&scenario, 0..scenario.instances) {
-        Ok(()) => {}
-        Err(e) => panic!("{e}"),
+    let (first, friction) = (0..scenario.instances)
+        .find_map(|i| {
+            let drawn = simbatch::cli::instances::sample(&scenario, i, None);
+            let [_, mu_s, mu_d] = drawn.constraints[0].unilateral.unwrap();
+            assert_eq!(mu_s, mu_d, "one friction coefficient");
+            (mu_s < 0.0).then_some((i, mu_s))
+        })
+        .expect("a friction < 0 among 240 draws of N(0.3, 0.2)");
+    let e = simbatch::cli::study::validate(&scenario, 0..scenario.instances).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "bounce.toml: instance {first}: invalid constraint[0].friction: got {friction}; \
+             accepted: a finite number ≥ 0"
+        )
+    );
+    let fine = within.replace("{ normal = [0.3, 0.2] }", "{ normal = [0.3, 0.01] }");
+    assert_ne!(fine, within);
+    let scenario = Scenario::parse("bounce.toml", &fine).expect("unbounded draws parse");
+    if let Err(e) = simbatch::cli::study::validate(&scenario, 0..scenario.instances) {
+        panic!("{e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -291,7 +291,8 @@ fn unilateral_scenario_errors_name_the_field() {
             .to_string();
         assert!(err.contains(field), "{to}: {err}");
     }
-    // A drawn μ_s below μ_d is refused with its instance when the study runs.
+    // A drawn μ_s below μ_d is refused with its instance and key by the dry pass, before any
+    // work (no output directory is left).
     let text = DROPS.replacen(
         "friction = { static = 0.6, dynamic = { uniform = [0.1, 0.5] } }",
         "friction = { static = 0.3, dynamic = { uniform = [0.1, 0.5] } }",
@@ -303,9 +304,14 @@ fn unilateral_scenario_errors_name_the_field() {
         .expect_err("μ_s < μ_d")
         .to_string();
     assert!(
-        err.contains("static friction") && err.contains("instance"),
+        err.starts_with("mu.toml: instance ")
+            && err.ends_with(
+                ": invalid constraint[0].friction.static: got 0.3; accepted: a finite number ≥ \
+                 the dynamic friction"
+            ),
         "{err}"
     );
+    assert!(!dir.join("out").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
