@@ -16,6 +16,7 @@ use super::study::{assemble, build, groups};
 use super::unilateral::{UnilateralSetup, contacts_of};
 use crate::backend::Stepper;
 use crate::batch::Batch;
+use crate::cpu::evaluate::InstanceSystem;
 use crate::cpu::unilateral::{ContactMode, ContactRecord, contact_multipliers, run_batch_resuming};
 use crate::evaluation::{Evaluation, Outputs};
 use crate::step::Integrator;
@@ -182,6 +183,12 @@ pub fn rollout_every(
         // What each instance's last call left its contacts in (the next resumes from it).
         let mut previous: Vec<Option<Vec<ContactRecord>>> = vec![None; members.len()];
         let mut evaluation = Evaluation::default();
+        // The multipliers each instance's last run ended with (`EventRun::multipliers`), where
+        // it ran; else (the start, a failed or halted instance) they are found at its state.
+        let mut ended: Vec<Option<Option<Vec<f64>>>> = vec![None; members.len()];
+        // Per instance, per constraint and report slot: the row of the instance's system the
+        // slot reads (None: 0), from its system's row layout, which a rollout does not change.
+        let mut slot_rows: Vec<Option<Vec<[Option<usize>; 3]>>> = vec![None; members.len()];
         for k in 0..times {
             if k > 0 {
                 // From time (k − 1) h to k h, as a study recording every step times its calls.
@@ -212,10 +219,17 @@ pub fn rollout_every(
                             &setup.events,
                             &previous,
                         )?;
-                        for ((m, last), run) in modes.iter_mut().zip(&mut previous).zip(runs) {
+                        for (((m, last), end), run) in modes
+                            .iter_mut()
+                            .zip(&mut previous)
+                            .zip(&mut ended)
+                            .zip(runs)
+                        {
+                            *end = None;
                             if let Some(run) = run {
                                 *m = run.contacts.iter().map(|r| r.mode).collect();
                                 *last = Some(run.contacts);
+                                *end = Some(run.multipliers);
                             }
                         }
                     }
@@ -242,27 +256,29 @@ pub fn rollout_every(
                         }
                     }
                     Some(setup) => {
-                        let contacts = contacts_of(&setup.ids, &setup.coefficients[local]);
-                        let all = contact_multipliers(
-                            batch,
-                            local,
-                            &contacts,
-                            &modes[local],
-                            &setup.events,
-                        )
-                        .map(|(m, _)| m);
-                        let system = batch.instance_system(local);
-                        if let (Ok(all), Ok(system)) = (all, system) {
-                            for (c, (slot, rows)) in batch
-                                .template()
-                                .constraints()
-                                .iter()
-                                .zip(&system.constraints)
-                                .enumerate()
-                            {
-                                let own = rows.multipliers_in(&all);
-                                for (s, r) in slot.constraint.report_slots().iter().enumerate() {
-                                    lambda[3 * c + s] = r.map_or(0.0, |r| own[r]);
+                        let all = match &ended[local] {
+                            Some(end) => end.clone(),
+                            None => contact_multipliers(
+                                batch,
+                                local,
+                                &contacts_of(&setup.ids, &setup.coefficients[local]),
+                                &modes[local],
+                                &setup.events,
+                            )
+                            .map(|(m, _)| m)
+                            .ok(),
+                        };
+                        if slot_rows[local].is_none() {
+                            slot_rows[local] = batch
+                                .instance_system(local)
+                                .ok()
+                                .map(|system| report_rows(batch, &system));
+                        }
+                        if let (Some(all), Some(rows)) = (all, &slot_rows[local]) {
+                            for (c, rows) in rows.iter().enumerate() {
+                                for (s, row) in rows.iter().enumerate() {
+                                    lambda[3 * c + s] =
+                                        row.and_then(|r| all.get(r).copied()).unwrap_or(0.0);
                                 }
                             }
                         }
@@ -272,6 +288,25 @@ pub fn rollout_every(
         }
     }
     Ok(out)
+}
+
+/// Per constraint of `system`'s template and report slot (at most three), the row of `system`
+/// the slot's multiplier is in: `None` where the slot reports nothing or the constraint is
+/// disabled (its multipliers are 0), as `ConstraintRows::multipliers_in` reads them.
+fn report_rows(batch: &Batch, system: &InstanceSystem) -> Vec<[Option<usize>; 3]> {
+    batch
+        .template()
+        .constraints()
+        .iter()
+        .zip(&system.constraints)
+        .map(|(slot, rows)| {
+            let mut out = [None; 3];
+            for (o, r) in out.iter_mut().zip(slot.constraint.report_slots()) {
+                *o = r.filter(|_| rows.enabled).map(|r| rows.offset + r);
+            }
+            out
+        })
+        .collect()
 }
 
 /// Records time `k` of every member of `batch` into `out` (`multipliers` fills one instance's

@@ -88,7 +88,7 @@ fn impact_at(
         record.impact_loss += loss;
     }
     let before = c.velocity.clone();
-    machine.spare = Some(c);
+    machine.recycle(c);
     Ok(before)
 }
 
@@ -112,7 +112,7 @@ fn project(
             .map(|&row| impulse[row] * c.velocity[row] / 2.0)
             .sum::<f64>();
     }
-    machine.spare = Some(c);
+    machine.recycle(c);
     Ok(())
 }
 
@@ -206,7 +206,7 @@ pub(super) fn settle(
             }
         }
     } else {
-        machine.spare = Some(c);
+        machine.recycle(c);
     }
     // Slip → stick: a sliding contact slowed to v_roll (or reversed) loses its slip. A contact
     // separating faster than v_tol (as an impact throws some off) has left its plane: it is
@@ -245,7 +245,7 @@ pub(super) fn settle(
             _ => false,
         })
         .collect();
-    machine.spare = Some(c);
+    machine.recycle(c);
     if slowed.iter().any(|s| *s) {
         let sets: Vec<RowSet> = held(modes)
             .into_iter()
@@ -278,7 +278,7 @@ pub(super) fn settle(
         impact_at(machine, y, c, &near, true, run, options)?;
         changed = true;
     } else {
-        machine.spare = Some(c);
+        machine.recycle(c);
     }
     // The modes, determined again.
     let c = machine.contacts_at(t, y)?;
@@ -308,7 +308,7 @@ pub(super) fn settle(
         })
         .collect();
     let determined = machine.modes_of(&c, &start, &touching)?;
-    machine.spare = Some(c);
+    machine.recycle(c);
     for (k, (old, new)) in modes.iter_mut().zip(determined).enumerate() {
         // The modes found at the start are where the run begins, not a change.
         if std::mem::discriminant(old) != std::mem::discriminant(&new) {

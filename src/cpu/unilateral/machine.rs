@@ -72,6 +72,9 @@ pub(super) struct Machine<'a> {
     /// builds in — or which it returns as it is, when it was built from the last assembly and
     /// that was of the state asked for.
     pub(super) spare: Option<InstanceContacts>,
+    /// Another contact space no longer used, for its buffers alone (`pool.rs`'s
+    /// [`recycle`](Self::recycle)).
+    pub(super) reserve: Option<InstanceContacts>,
     /// Assemblies so far (the last one's number), and the time and state (`y`'s bits) it was
     /// of: a call's start assembles one state in its setup, in each part of the settling and in
     /// its first step, and an unchanged state needs no second assembly.
@@ -126,7 +129,7 @@ impl Machine<'_> {
         self.assembled.clear();
         self.assembled.extend(y.iter().map(|v| v.to_bits()));
         let template = self.batch.template();
-        let mut contacts = match self.spare.take() {
+        let mut contacts = match self.spare.take().or_else(|| self.reserve.take()) {
             Some(spare) => spare.rebuild(&self.system, template, &self.ids),
             None => InstanceContacts::new(&self.system, template, &self.ids),
         }?;
@@ -151,7 +154,7 @@ impl Machine<'_> {
         let mut multipliers = std::mem::take(&mut self.stage_multipliers);
         self.parts_into(&contacts, y, modes, frozen, dy, &mut multipliers);
         self.stage_multipliers = multipliers;
-        self.spare = Some(contacts);
+        self.recycle(contacts);
         Ok(())
     }
 

@@ -30,6 +30,7 @@ mod impact;
 mod machine;
 mod modes;
 mod phase;
+mod pool;
 mod stepper;
 mod system;
 

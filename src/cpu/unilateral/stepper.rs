@@ -9,16 +9,15 @@
 //! A reference path for one instance, f64; the batch-wide and GPU versions build on it.
 
 use super::event::{Settling, settle};
-use super::machine::{Layout, Machine};
+use super::machine::Machine;
+use super::pool::machine_at;
 use super::{
-    ContactMode, ContactRecord, EventOptions, ModeContact, Tolerances, UnilateralContact,
+    ContactMode, ContactRecord, EventOptions, InstanceContacts, ModeContact, UnilateralContact,
     solve_modes,
 };
 use crate::batch::{Batch, status};
 use crate::contact::{MAX_BISECTIONS, MIN_STEP_FRACTION};
-use crate::cpu::evaluate::InstanceSystem;
 use crate::error::{Error, Result};
-use crate::math::vec3;
 use crate::step::{INITIAL_ADAPTIVE_STEP, MAX_ADAPTIVE_ATTEMPTS, min_step, step_factor};
 
 /// One located event.
@@ -46,6 +45,11 @@ pub struct EventRun {
     /// The penetration exceeds `p_tol` (the constraint tolerance): [`run_batch`] flags the
     /// instance `status::CONSTRAINT_VIOLATED`.
     pub violated: bool,
+    /// The multipliers at the end, per row of the instance's system (internal row order), with
+    /// the contacts' modes determined again there: what [`contact_multipliers`] gives for the
+    /// state and modes the run ends in, the same bits, without a second machine (a rollout
+    /// records them after every step). `None` where that determination failed.
+    pub multipliers: Option<Vec<f64>>,
 }
 
 /// Runs instance `i` of `batch` for `duration` with `contacts` as unilateral contacts (every
@@ -230,64 +234,8 @@ fn run_batch_from<'p>(
     Ok(runs)
 }
 
-/// The event machine of instance `i` at its stored state, and its `y` ([`Layout`]), the
-/// friction losses zero.
-fn machine_at<'a>(
-    batch: &'a Batch,
-    i: usize,
-    contacts: &[UnilateralContact],
-    options: &EventOptions,
-) -> Result<(Machine<'a>, Vec<f64>)> {
-    let state = batch.state_of(i);
-    let layout = Layout::new(state.q.len(), state.pose.len(), contacts.len());
-    let mut y: Vec<f64> = Vec::with_capacity(layout.len);
-    y.extend(state.q.iter().flatten());
-    y.extend(state.u.iter().flatten());
-    // Each contact's friction loss, integrated with the state.
-    y.extend(std::iter::repeat_n(0.0, contacts.len()));
-    y.extend(state.pose.iter().flatten());
-    y.extend(state.velocity.iter().flatten());
-    y.extend_from_slice(&state.work);
-    let gravity = vec3(&batch.gravity_column()[i]).norm();
-    let mut machine = Machine {
-        batch,
-        instance: i,
-        ids: contacts.iter().map(|c| c.constraint).collect(),
-        coefficients: contacts.iter().map(|c| c.coefficients).collect(),
-        tol: Tolerances::f64(options.constraint_tolerance, gravity, 1.0, 0.0, 0.0),
-        state,
-        system: InstanceSystem::empty(),
-        kinematics: Vec::new(),
-        layout,
-        armed: vec![false; contacts.len()],
-        follows: vec![true; contacts.len()],
-        spare: None,
-        assemblies: 0,
-        assembled_time: 0.0,
-        assembled: Vec::new(),
-        sets: Vec::new(),
-        stage_multipliers: nalgebra::DVector::zeros(0),
-        stages: Default::default(),
-    };
-    let t = machine.state.time;
-    machine.contacts_at(t, &y)?;
-    let mass = machine
-        .system
-        .mass_blocks
-        .iter()
-        .fold(0.0f64, |m, b| m.max(b[(5, 5)]));
-    machine.tol = Tolerances::f64(
-        options.constraint_tolerance,
-        gravity,
-        mass,
-        options.capture_speed,
-        options.roll_speed,
-    );
-    Ok((machine, y))
-}
-
 /// The multipliers of instance `i` at its stored state, per row of its system (internal row
-/// order, as [`InstanceSystem`]'s rows), and the modes they belong to, with its unilateral
+/// order, as [`InstanceSystem`](crate::cpu::evaluate::InstanceSystem)'s rows), and the modes they belong to, with its unilateral
 /// contacts starting from `modes` (as a run left them: [`ContactRecord::mode`]). A contact
 /// farther than `p_tol` from its plane is open whatever `modes` says; the modes of the others
 /// are determined again at this state, so the forces are those of the modes found — zero on an
@@ -315,6 +263,17 @@ pub fn contact_multipliers(
     }
     let (mut machine, y) = machine_at(batch, i, contacts, options)?;
     let at = machine.contacts_at(machine.state.time, &y)?;
+    let found = multipliers_at(&machine, &at, modes);
+    machine.recycle(at);
+    found
+}
+
+/// [`contact_multipliers`] with the contact space `at` of `machine`'s present state.
+fn multipliers_at(
+    machine: &Machine<'_>,
+    at: &InstanceContacts,
+    modes: &[ContactMode],
+) -> Result<(Vec<f64>, Vec<ContactMode>)> {
     let input: Vec<ModeContact> = at
         .space
         .contacts()
@@ -363,6 +322,7 @@ fn simulate(
         steps: 0,
         penetration: 0.0,
         violated: false,
+        multipliers: None,
     };
     let mut t = machine.state.time;
     let t_end = t + duration;
@@ -520,10 +480,10 @@ fn simulate(
             run.steps += 1;
             start = Some(b);
             // The step start's buffers serve the next contact space (no allocation per step).
-            machine.spare = Some(a);
+            machine.recycle(a);
             continue;
         }
-        machine.spare = Some(b);
+        machine.recycle(b);
         // Bisection on real steps from the step start: the event lies in (lo, hi].
         let (mut lo, mut hi, mut y_hi) = (0.0, h, y_b);
         for _ in 0..MAX_BISECTIONS {
@@ -533,7 +493,7 @@ fn simulate(
             let mid = 0.5 * (lo + hi);
             let (y_mid, _) = machine.trial(adaptive.is_some(), t, &y, &k1, mid, &modes, &frozen)?;
             let (event, at_mid) = machine.has_event(&a, t + mid, &y_mid, mid, &modes, &frozen)?;
-            machine.spare = Some(at_mid);
+            machine.recycle(at_mid);
             if event {
                 hi = mid;
                 y_hi = y_mid;
@@ -544,7 +504,7 @@ fn simulate(
         y = y_hi;
         t += hi;
         run.steps += 1;
-        machine.spare = Some(a);
+        machine.recycle(a);
         settle(
             &mut machine,
             &mut y,
@@ -575,9 +535,16 @@ fn simulate(
         record.armed = *armed;
     }
     // The deepest penetration at the end: beyond p_tol the instance broke its contacts.
-    let end = machine.contacts_at(t, &y)?;
+    // The last step's end, when no event followed it, is this state's contact space.
+    let end = match start.take() {
+        Some(b) => b,
+        None => machine.contacts_at(t, &y)?,
+    };
     run.penetration = end.separation.iter().fold(0.0f64, |m, s| m.max(-s));
     run.violated = run.penetration > machine.tol.p_tol;
+    run.multipliers = multipliers_at(&machine, &end, &modes).ok().map(|(m, _)| m);
+    // Left to the machine, whose buffers the next machine on this thread takes (`pool.rs`).
+    machine.recycle(end);
     // As `InstanceState::to_vec`: q, poses, u, prescribed velocities, work.
     let state: Vec<f64> = [
         0..layout.nq,

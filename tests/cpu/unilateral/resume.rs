@@ -7,8 +7,8 @@
 //! a brick spinning on its corners runs once and in 4 calls: the same motion.
 
 use simbatch::cpu::unilateral::{
-    Coefficients, ContactMode, ContactRecord, EventOptions, EventRun, UnilateralContact, run_batch,
-    run_batch_resuming,
+    Coefficients, ContactMode, ContactRecord, EventOptions, EventRun, UnilateralContact,
+    contact_multipliers, run_batch, run_batch_resuming,
 };
 use simbatch::prelude::*;
 
@@ -210,4 +210,92 @@ fn a_turning_brick_slides_on_across_calls() {
             std::mem::discriminant(&b.mode)
         );
     }
+}
+
+/// What a call ends with is what the next starts from, and a rollout records it after every
+/// step: the multipliers a run ends with (`EventRun::multipliers`, from the run's own last
+/// contact space) must be `contact_multipliers`' at the state and modes it ends in, bit for
+/// bit, through the balls' impacts, slides and rest (a resting ball's normal row carries m g,
+/// its slip rows nothing). And the event machine's buffers pass from one machine to the next
+/// on a thread (`cpu::unilateral` `pool.rs`): the same calls on a thread that has just run a
+/// brick on four corners (other sizes throughout) give the same bits as on a fresh one.
+#[test]
+fn a_run_ends_with_the_multipliers_of_its_end_and_no_machine_inherits_another() {
+    let n = 48;
+    let (batch, ball, contacts) = bouncing_balls(n);
+    let contacts_of = |i: usize| vec![contacts[i]];
+    let options = EventOptions {
+        step: 1e-3,
+        ..EventOptions::default()
+    };
+    let calls = 120;
+    let span = 0.01;
+    let run_calls = |after_brick: bool| {
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        threads.install(|| {
+            if after_brick {
+                let (mut bricks, _, _, corners) = super::neighbours::brick_and_ball(Ball::None);
+                run_batch(&mut bricks, &|_| corners.clone(), 0.05, &options).unwrap();
+            }
+            let mut cut = batch.clone();
+            let mut previous: Vec<Option<Vec<ContactRecord>>> = vec![None; n];
+            let mut ends: Vec<Vec<Option<Vec<f64>>>> = Vec::new();
+            let (mut checked, mut resting) = (0, 0);
+            for _ in 0..calls {
+                let runs =
+                    run_batch_resuming(&mut cut, &contacts_of, span, &options, &previous).unwrap();
+                let mut end = Vec::new();
+                for (i, run) in runs.into_iter().enumerate() {
+                    let run = run.unwrap();
+                    let modes: Vec<ContactMode> = run.contacts.iter().map(|r| r.mode).collect();
+                    let (found, _) =
+                        contact_multipliers(&cut, i, &contacts_of(i), &modes, &options).unwrap();
+                    let ended = run.multipliers.clone().expect("multipliers at the end");
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&ended),
+                        bits(&found),
+                        "instance {i}: {ended:?} vs {found:?}"
+                    );
+                    checked += 1;
+                    let at_rest = modes[0] == ContactMode::Stick
+                        && cut.u(ball).unwrap()[i].iter().all(|v| v.abs() < 1e-9);
+                    if at_rest {
+                        let mut sizes: Vec<f64> = ended.iter().map(|x| x.abs()).collect();
+                        sizes.sort_by(f64::total_cmp);
+                        let (rest, normal) = sizes.split_at(sizes.len() - 1);
+                        assert!((normal[0] - G).abs() < 1e-9, "instance {i}: {ended:?}");
+                        assert!(rest.iter().all(|x| *x < 1e-9), "instance {i}: {ended:?}");
+                        resting += 1;
+                    }
+                    end.push(run.multipliers);
+                    previous[i] = Some(run.contacts);
+                }
+                ends.push(end);
+            }
+            assert_eq!(checked, n * calls);
+            assert!(resting > n, "{resting} resting ends");
+            let q: Vec<u64> = cut
+                .q(ball)
+                .unwrap()
+                .iter()
+                .flatten()
+                .map(|x| x.to_bits())
+                .collect();
+            (q, ends)
+        })
+    };
+    let fresh = run_calls(false);
+    let after_brick = run_calls(true);
+    assert!(
+        fresh.0 == after_brick.0,
+        "states differ after another template's run"
+    );
+    assert!(
+        fresh.1 == after_brick.1,
+        "multipliers differ after another template's run"
+    );
 }
