@@ -23,7 +23,8 @@
 //! system at a time is bound by their latency; four at once hide it: `BrickPush-v0` (four
 //! corners, rank three, then the eigen route at every stage) ran 2.9× as fast on lanes as with
 //! the scalar Jacobi, and 3.1–3.2× as fast as with `SymmetricEigen`; reduced to rank three and
-//! solved by the certified Cholesky, one lane at a time, it runs 1.55× as fast again
+//! solved by the certified Cholesky, one lane at a time, it ran 1.55× as fast again, and
+//! reduced four lanes at once (`lanes::reduce`) 1.7× as fast as that
 //! (`docs/performance-log.md`).
 
 // Index loops mirror the WGSL twin's, line for line.

@@ -346,7 +346,7 @@ pub fn solve_min_norm_spd(a: &DMatrix<f64>, rhs: &DVector<f64>) -> (DVector<f64>
 
 /// Relative pivot under which [`solve_min_norm_reduced`]'s factor stops: the eigenvalues it
 /// leaves out are at most `n` times this times `λmax`, far below `RANK_TOLERANCE · λmax`.
-const REDUCTION_PIVOT: f64 = 1e-13;
+pub(crate) const REDUCTION_PIVOT: f64 = 1e-13;
 
 /// Most rows [`solve_min_norm_reduced`] takes (its buffers live on the stack): eight corners'.
 const MAX_REDUCED_ROWS: usize = 24;

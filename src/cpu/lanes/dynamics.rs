@@ -7,6 +7,7 @@
 
 use simba::simd::SimdValue;
 
+use super::reduce::reduced_lanes;
 use super::solve::solve_certified;
 use super::{ALL_LANES, Chunk, Fixed, MAX_FREE, MAX_M, Runtime, Scratch, Shape, all_finite};
 use crate::cpu::evaluate::BaumgarteMode;
@@ -303,7 +304,8 @@ impl Chunk<'_> {
     /// The multipliers of lanes `lanes`, whose certified solve failed, by the reference
     /// solver's minimum-norm route on their enabled rows, into `lambda` (0 on disabled rows);
     /// returns the lanes answered with finite values. Lanes with the same enabled rows, up to
-    /// six, are reduced to their rank lane by lane, else take the eigen route four at a time
+    /// six, are reduced to their rank four at a time (lane by lane where they part ways),
+    /// else take the eigen route four at a time
     /// ([`min_norm_lanes`](Self::min_norm_lanes)); others go lane by lane through
     /// `solve_min_norm_rows` (its Cholesky, its reduction, else the eigen route). `A = G M⁻¹ Gᵀ` is rebuilt from the masked blocks
     /// ([`gram_entry`](Self::gram_entry)).
@@ -388,9 +390,11 @@ impl Chunk<'_> {
 
     /// [`min_norm_multipliers`](Self::min_norm_multipliers) for lanes that all have the same
     /// enabled rows, at most `MAX_JACOBI_ROWS` of them: a lane whose system is of lower rank is
-    /// reduced to it as the reference does (`solve_min_norm_reduced`, one lane at a time, each
-    /// pivoting on its own rows: `BrickPush-v0`'s four corners, rank three, stepped 1.55× as
-    /// fast as on the eigen route); the lanes left take the eigen route on their systems at
+    /// reduced to it as the reference does (`solve_min_norm_reduced`): four lanes at once,
+    /// each pivoting on its own rows (`lanes::reduce`: `BrickPush-v0`'s four corners, rank
+    /// three, stepped 1.55× as fast as on the eigen route reduced one lane at a time, and 1.7×
+    /// as fast again four at once), else one lane at a time where the lanes' ranks or
+    /// certificates part ways; the lanes left take the eigen route on their systems at
     /// once (`cpu::jacobi::min_norm` on lane values, each lane masked once its sweeps
     /// converge), which hides the latency of a rotation's divisions and square roots. A lane's
     /// answer has the bits the scalar route gives its system (the Cholesky retry of
@@ -454,8 +458,12 @@ impl Chunk<'_> {
         }
         let active = finite & LaneMask::from(std::array::from_fn(|l| lanes & (1 << l) != 0));
         // Lanes of lower rank (redundant rows, why the certificate mostly fails) are reduced
-        // to it as the reference reduces them, one lane at a time (each pivots on its own
-        // rows); the rest take the eigen route four at a time.
+        // to it as the reference reduces them: all at once where they reduce alike (each
+        // pivoting on its own rows), else one lane at a time; the rest take the eigen route
+        // four at a time.
+        if let Some(x) = reduced_lanes(&a, &b, active) {
+            return self.put_multipliers(active, rows, &x, lambda);
+        }
         let (a_values, b_values) = (a.map(|row| row.map(values)), b.map(values));
         let mut reduced_x = [[0.0; N]; LANES];
         let mut reduced = [false; LANES];
@@ -484,7 +492,19 @@ impl Chunk<'_> {
         for (i, x) in x.iter_mut().enumerate() {
             *x = select(reduced, from_fn(|l| reduced_x[l][i]), *x);
         }
-        let answered = active & all_finite(&x);
+        self.put_multipliers(active, rows, &x, lambda)
+    }
+
+    /// Writes the multipliers `x` of the enabled `rows` into `lambda` for the lanes `active`
+    /// (0 on their other rows); returns the lanes whose `x` is finite.
+    fn put_multipliers<const N: usize>(
+        &self,
+        active: LaneMask,
+        rows: &[usize],
+        x: &[Lane; N],
+        lambda: &mut [Lane; MAX_M],
+    ) -> LaneMask {
+        let answered = active & all_finite(x);
         for r in 0..self.plan.m {
             lambda[r] = select(active, splat(0.0), lambda[r]);
         }

@@ -44,6 +44,7 @@ mod dynamics;
 pub(crate) mod evaluate;
 mod kinematics;
 mod load;
+mod reduce;
 mod single;
 mod solve;
 pub(crate) mod step;

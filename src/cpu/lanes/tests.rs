@@ -73,8 +73,9 @@ fn lane_derivative_answers_and_matches_the_reference() {
 /// rank six, or frictionless point-to-ground corners, four rows of rank three), one corner's
 /// contact disabled in some instances: the lane derivative answers every lane through the
 /// minimum-norm multipliers and agrees with the reference derivative to 1e-12 — the first four
-/// lanes with the same rows (four rows reduced lane by lane to rank three, twelve rows lane by
-/// lane through the reference's solve), the next four with different rows (lane by lane).
+/// lanes with the same rows (four rows reduced to rank three four lanes at once, twelve rows
+/// lane by lane through the reference's solve), the next four with different rows (lane by
+/// lane).
 #[test]
 fn lane_derivative_answers_redundant_rows_with_the_min_norm_multipliers() {
     let corners = [(0.2, 0.1), (-0.2, 0.1), (-0.2, -0.1), (0.2, -0.1)];
