@@ -256,17 +256,22 @@ pub fn rollout_every(
                         }
                     }
                     Some(setup) => {
+                        // Borrowed where the run left them: no copy per instance and step.
+                        let found;
                         let all = match &ended[local] {
-                            Some(end) => end.clone(),
-                            None => contact_multipliers(
-                                batch,
-                                local,
-                                &contacts_of(&setup.ids, &setup.coefficients[local]),
-                                &modes[local],
-                                &setup.events,
-                            )
-                            .map(|(m, _)| m)
-                            .ok(),
+                            Some(end) => end.as_deref(),
+                            None => {
+                                found = contact_multipliers(
+                                    batch,
+                                    local,
+                                    &contacts_of(&setup.ids, &setup.coefficients[local]),
+                                    &modes[local],
+                                    &setup.events,
+                                )
+                                .map(|(m, _)| m)
+                                .ok();
+                                found.as_deref()
+                            }
                         };
                         if slot_rows[local].is_none() {
                             slot_rows[local] = batch
