@@ -105,6 +105,16 @@ fn integrate_losses(start: Losses, h: real, k1: Losses, k2: Losses, k3: Losses, 
     return out;
 }
 
+// start + h (wa a + wb b + wc c) per contact: a Merson stage's or end's friction losses
+// (`combine_state`'s twin for the loss integrals).
+fn combine_losses(start: Losses, h: real, wa: real, a: Losses, wb: real, b: Losses, wc: real, c: Losses) -> Losses {
+    var out: Losses;
+    for (var k = 0u; k < LAW_CONTACTS; k++) { loop_count += 1u;
+        out[k] = start[k] + h * (wa * a[k] + wb * b[k] + wc * c[k]);
+    }
+    return out;
+}
+
 // Per contact the sliding direction frozen at a step's start, and a mask of the contacts whose
 // friction follows the slip at the step's stages (`simulate`'s `frozen` and `Machine::follows`).
 struct Frozen {

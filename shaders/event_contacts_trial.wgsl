@@ -3,9 +3,11 @@
 // (event.rs), over the pieces of event_contacts.wgsl.
 //
 // A trial is one loop of stages, each around one assembly of the contact space and at most one
-// call of one law: a step's stages 0–3 are the RK4 stages (the step's start first; a linear
-// step for the multipliers) and stage 4 the event test at its end (the modes determined again);
-// a settling's stages 5–9 are its parts (an impact, a projection, the modes determined again).
+// call of one law: a step's stages 0 to STEP_STAGES − 1 are the RK4 stages, or Merson's under
+// error control (the step's start first; a linear step for the multipliers), and stage
+// STEP_STAGES the event test at its end (the modes determined again); a settling's stages
+// SETTLE_STAGE to SETTLE_STAGE + 4 are its parts (an impact, a projection, the modes determined
+// again).
 // So the kernel holds one copy of the assembly, of `linear_step`, of `solve_modes` and of
 // `impact`: lavapipe's JIT compiles a copy per call site, and its compile time grows faster than
 // the code (a brick's kernel with a copy per use took some 400 s to build, 170 s like this). The
@@ -18,8 +20,9 @@ const LAW_LINEAR: u32 = 1u;
 const LAW_MODES: u32 = 2u;
 const LAW_IMPACT: u32 = 3u;
 
-// The first settling stage.
-const SETTLE_STAGE: u32 = 5u;
+// The first settling stage, after a step's stages and its event test; the settling's parts.
+const SETTLE_STAGE: u32 = STEP_STAGES + 1u;
+const SETTLE_PARTS: u32 = 5u;
 
 // A trial: the settling at the start (`EVENT_PHASE_START`, `EVENT_PHASE_RESUME`) or at an event
 // (`EVENT_PHASE_SETTLE`), a step (committed, or the start of a bracket), one bisection point, or
@@ -39,6 +42,9 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     var k1: EventDerivative;
     var k2: EventDerivative;
     var k3: EventDerivative;
+    // Under error control, Merson's fourth stage and third-order end ŷ.
+    var k4: EventDerivative;
+    var y5 = y;
     var h: real = 0.0;
     var closing = false;
     var y_b = y;
@@ -59,17 +65,20 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     var stage = select(0u, SETTLE_STAGE, settling);
     for (var round = 0u; round < SETTLE_STAGE; round++) { loop_count += 1u;
         var y_k = *s;
-        if stage == 1u {
-            y_k = at_time(advance_state(y, h / 2.0, k1.d), t + h / 2.0);
-        } else if stage == 2u {
-            y_k = at_time(advance_state(y, h / 2.0, k2.d), t + h / 2.0);
-        } else if stage == 3u {
-            y_k = at_time(advance_state(y, h, k3.d), t + h);
-        } else if stage == 4u {
+        if stage > 0u && stage < STEP_STAGES {
+            y_k = stage_state(y, t, h, stage, k1.d, k2.d, k3.d, k4.d);
+            if stage == 4u {
+                y5 = y_k;
+            }
+        } else if stage == STEP_STAGES {
             y_k = y_b;
         }
         let c = contact_space(i, y_k);
         if !c.ok {
+            // A stage of a step under error control that left the finite numbers: shorter.
+            if stage > 0u && stage < STEP_STAGES && shorter_after_failure(m, h, t) {
+                return true;
+            }
             (*m).status |= NONFINITE_STATE;
             return false;
         }
@@ -90,7 +99,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
         var start_directions = (*m).direction;
         var touching = 0u;
         let part = stage - SETTLE_STAGE;
-        if stage < 4u {
+        if stage < STEP_STAGES {
             if stage == 0u {
                 a = c;
                 frozen = step_start(m, c);
@@ -98,7 +107,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             law = LAW_LINEAR;
             goal = c.free;
             sets = derivative_sets(c, *m, frozen);
-        } else if stage == 4u {
+        } else if stage == STEP_STAGES {
             if event_before_modes(a, c, h, *m, frozen) == 1u {
                 event = true;
             } else {
@@ -225,27 +234,54 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             losses = o.losses;
         }
         // What the stage does with the answer.
-        if stage < 4u {
+        if stage < STEP_STAGES {
             let dk = derivative_from(i, y_k, c, values);
             if !dk.d.ok {
+                if stage > 0u && shorter_after_failure(m, h, t) {
+                    return true;
+                }
                 (*m).status |= NONFINITE_STATE;
                 return false;
             }
             if stage == 0u {
                 k1 = dk;
                 h = step_length(c, *m, frozen, dk.multipliers, t, left, &closing);
+                if ADAPTIVE && (*m).phase == EVENT_PHASE_STEP && !count_attempt(m) {
+                    return false;
+                }
             } else if stage == 1u {
                 k2 = dk;
             } else if stage == 2u {
                 k3 = dk;
+            } else if stage + 1u < STEP_STAGES {
+                k4 = dk;
             } else {
                 var next: State;
-                if !rk4_end(y, t, h, k1.d, k2.d, k3.d, dk.d, &next) {
+                var error: real = 0.0;
+                var finite: bool;
+                if ADAPTIVE {
+                    finite = rkm_end(y, t, h, k1.d, k4.d, dk.d, y5, &next, &error);
+                    loss_b = combine_losses((*m).friction_loss, h / 6.0, 1.0, k1.loss, 4.0, k4.loss, 1.0, dk.loss);
+                } else {
+                    finite = rk4_end(y, t, h, k1.d, k2.d, k3.d, dk.d, &next);
+                    loss_b = integrate_losses((*m).friction_loss, h, k1.loss, k2.loss, k3.loss, dk.loss);
+                }
+                if !finite {
+                    if shorter_after_failure(m, h, t) {
+                        return true;
+                    }
                     (*m).status |= NONFINITE_STATE;
                     return false;
                 }
                 y_b = next;
-                loss_b = integrate_losses((*m).friction_loss, h, k1.loss, k2.loss, k3.loss, dk.loss);
+                if ADAPTIVE && !closing && (*m).phase == EVENT_PHASE_STEP {
+                    let verdict = control_step(m, h, error, t);
+                    if verdict == TRIAL_REJECTED {
+                        return true;
+                    } else if verdict == TRIAL_FAILED {
+                        return false;
+                    }
+                }
                 if closing {
                     // The bracket is closed: commit its upper end; the next trial settles there.
                     *s = y_b;
@@ -259,7 +295,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             stage += 1u;
             continue;
         }
-        if stage == 4u {
+        if stage == STEP_STAGES {
             event = event || modes_differ(determined.modes, (*m).mode);
             break;
         }
@@ -285,7 +321,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
             }
         }
         stage += 1u;
-        if stage == 2u * SETTLE_STAGE {
+        if stage == SETTLE_STAGE + SETTLE_PARTS {
             break;
         }
     }

@@ -24,6 +24,10 @@ struct Machine {
     lo: real,
     hi: real,
     bisections: u32,
+    // Under error control (INTEGRATOR_RKM): the step the last accepted one proposed, and the
+    // call's trial steps so far (accepted and rejected, bounded by MAX_ADAPTIVE_ATTEMPTS).
+    proposed: real,
+    attempts: u32,
     restitution: real,
     mu_static: real,
     mu_dynamic: real,
@@ -61,6 +65,8 @@ fn load_machine(i: u32) -> Machine {
     m.lo = carry(EVENT_LO, i);
     m.hi = carry(EVENT_HI, i);
     m.bisections = u32(carry(EVENT_BISECTIONS, i));
+    m.proposed = carry(EVENT_PROPOSED, i);
+    m.attempts = u32(carry(EVENT_ATTEMPTS, i));
     m.restitution = carry(EVENT_COEFFICIENTS, i);
     m.mu_static = carry(EVENT_COEFFICIENTS + 1u, i);
     m.mu_dynamic = carry(EVENT_COEFFICIENTS + 2u, i);
@@ -92,5 +98,7 @@ fn store_machine(i: u32, m: Machine) {
     put_carry(EVENT_LO, i, m.lo);
     put_carry(EVENT_HI, i, m.hi);
     put_carry(EVENT_BISECTIONS, i, real(m.bisections));
+    put_carry(EVENT_PROPOSED, i, m.proposed);
+    put_carry(EVENT_ATTEMPTS, i, real(m.attempts));
     put_carry(EVENT_PENETRATION, i, m.penetration);
 }

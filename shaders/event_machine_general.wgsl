@@ -26,6 +26,10 @@ struct Machine {
     lo: real,
     hi: real,
     bisections: u32,
+    // Under error control (INTEGRATOR_RKM): the step the last accepted one proposed, and the
+    // call's trial steps so far (accepted and rejected, bounded by MAX_ADAPTIVE_ATTEMPTS).
+    proposed: real,
+    attempts: u32,
     k: ContactCoefficients,
     tol: ContactTolerances,
     t_tol: real,
@@ -69,6 +73,8 @@ fn load_machine(i: u32) -> Machine {
     m.lo = carry(EVENT_LO, i);
     m.hi = carry(EVENT_HI, i);
     m.bisections = u32(carry(EVENT_BISECTIONS, i));
+    m.proposed = carry(EVENT_PROPOSED, i);
+    m.attempts = u32(carry(EVENT_ATTEMPTS, i));
     let t = EVENT_TOLERANCES;
     m.tol = ContactTolerances(carry(t, i), carry(t + 1u, i), carry(t + 2u, i), carry(t + 3u, i), carry(t + 4u, i), carry(t + 5u, i));
     m.t_tol = carry(t + 6u, i);
@@ -100,5 +106,7 @@ fn store_machine(i: u32, m: Machine) {
     put_carry(EVENT_LO, i, m.lo);
     put_carry(EVENT_HI, i, m.hi);
     put_carry(EVENT_BISECTIONS, i, real(m.bisections));
+    put_carry(EVENT_PROPOSED, i, m.proposed);
+    put_carry(EVENT_ATTEMPTS, i, real(m.attempts));
     put_carry(EVENT_PENETRATION, i, m.penetration);
 }

@@ -88,6 +88,12 @@ fn integrate_losses(start: Losses, h: real, k1: Losses, k2: Losses, k3: Losses, 
     return start + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
 }
 
+// start + h (wa a + wb b + wc c): a Merson stage's or end's friction loss (`combine_state`'s
+// twin for the loss integral).
+fn combine_losses(start: Losses, h: real, wa: real, a: Losses, wb: real, b: Losses, wc: real, c: Losses) -> Losses {
+    return start + h * (wa * a + wb * b + wc * c);
+}
+
 // The sliding direction frozen at a step's start and whether the friction follows the slip at
 // the step's stages (`simulate`'s `frozen` and `Machine::follows`).
 struct Frozen {
@@ -362,31 +368,38 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
     var k1: EventDerivative;
     var k2: EventDerivative;
     var k3: EventDerivative;
+    // Under error control, Merson's fourth stage and third-order end ŷ.
+    var k4: EventDerivative;
+    var y5 = y;
     var h: real = 0.0;
     var closing = false;
     var y_b = y;
     var loss_b: Losses;
     var event = false;
-    for (var k = 0u; k < 5u; k++) { loop_count += 1u;
+    // A step's stages (STEP_STAGES), then the event test at its end (stage STEP_STAGES).
+    for (var k = 0u; k <= STEP_STAGES; k++) { loop_count += 1u;
         if starting {
             break;
         }
         var y_k = y;
-        if k == 1u {
-            y_k = at_time(advance_state(y, h / 2.0, k1.d), t + h / 2.0);
-        } else if k == 2u {
-            y_k = at_time(advance_state(y, h / 2.0, k2.d), t + h / 2.0);
-        } else if k == 3u {
-            y_k = at_time(advance_state(y, h, k3.d), t + h);
-        } else if k == 4u {
+        if k == STEP_STAGES {
             y_k = y_b;
+        } else if k > 0u {
+            y_k = stage_state(y, t, h, k, k1.d, k2.d, k3.d, k4.d);
+            if k == 4u {
+                y5 = y_k;
+            }
         }
         let c = contact_space(i, y_k);
         if !c.ok {
+            // A stage of a step under error control that left the finite numbers: shorter.
+            if k > 0u && k < STEP_STAGES && shorter_after_failure(m, h, t) {
+                return true;
+            }
             (*m).status |= NONFINITE_STATE;
             return false;
         }
-        if k == 4u {
+        if k == STEP_STAGES {
             event = has_event(a, c, h, *m, frozen);
             break;
         }
@@ -396,26 +409,53 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
         }
         let dk = event_derivative(i, y_k, c, *m, frozen);
         if !dk.d.ok {
+            if k > 0u && shorter_after_failure(m, h, t) {
+                return true;
+            }
             (*m).status |= NONFINITE_STATE;
             return false;
         }
         if k == 0u {
             k1 = dk;
             h = step_length(c, *m, frozen, dk.multipliers, t, left, &closing);
+            if ADAPTIVE && (*m).phase == EVENT_PHASE_STEP && !count_attempt(m) {
+                return false;
+            }
         } else if k == 1u {
             k2 = dk;
         } else if k == 2u {
             k3 = dk;
+        } else if k + 1u < STEP_STAGES {
+            k4 = dk;
         } else {
             var next: State;
-            if !rk4_end(y, t, h, k1.d, k2.d, k3.d, dk.d, &next) {
+            var error: real = 0.0;
+            var finite: bool;
+            if ADAPTIVE {
+                finite = rkm_end(y, t, h, k1.d, k4.d, dk.d, y5, &next, &error);
+                loss_b = combine_losses((*m).friction_loss, h / 6.0, 1.0, k1.loss, 4.0, k4.loss, 1.0, dk.loss);
+            } else {
+                finite = rk4_end(y, t, h, k1.d, k2.d, k3.d, dk.d, &next);
+                loss_b = integrate_losses((*m).friction_loss, h, k1.loss, k2.loss, k3.loss, dk.loss);
+            }
+            if !finite {
+                if shorter_after_failure(m, h, t) {
+                    return true;
+                }
                 (*m).status |= NONFINITE_STATE;
                 return false;
             }
             y_b = next;
-            loss_b = integrate_losses((*m).friction_loss, h, k1.loss, k2.loss, k3.loss, dk.loss);
             if closing {
                 break;
+            }
+            if ADAPTIVE && (*m).phase == EVENT_PHASE_STEP {
+                let verdict = control_step(m, h, error, t);
+                if verdict == TRIAL_REJECTED {
+                    return true;
+                } else if verdict == TRIAL_FAILED {
+                    return false;
+                }
             }
         }
     }

@@ -19,6 +19,8 @@ struct EventParams {
     duration: real,
     max_events: u32,
     newton: u32,
+    // Under error control (INTEGRATOR_RKM): the accuracy each accepted step reaches.
+    accuracy: real,
 }
 
 @group(0) @binding(4) var<storage, read> event_params: EventParams;
@@ -104,10 +106,110 @@ fn step_length(c: Space, m: Machine, frozen: Frozen, multipliers: Values, t: rea
     }
     let stable = stable_step(c, m, frozen, multipliers);
     var h = event_params.step;
+    // Under error control at least the minimum step (its trials are bounded by
+    // MAX_ADAPTIVE_ATTEMPTS), else at least MIN_STEP_FRACTION of the scenario's step.
+    var floor = event_params.step * MIN_STEP_FRACTION;
+    if ADAPTIVE {
+        floor = min_step_at(t);
+    }
     if stable >= 0.0 {
-        h = min(h, max(stable, event_params.step * MIN_STEP_FRACTION));
+        h = min(h, max(stable, floor));
+    }
+    if ADAPTIVE {
+        // The step the last accepted one proposed, within that limit.
+        h = min(m.proposed, h);
     }
     return min(h, left);
+}
+
+// Error control (`EventOptions::accuracy`): the kernel built with INTEGRATOR_RKM takes
+// Runge–Kutta–Merson steps, each accepted where its error estimate is within the accuracy, as
+// the CPU's `simulate` does under error control.
+const ADAPTIVE: bool = INTEGRATOR == INTEGRATOR_RKM;
+
+// The smallest step under error control at time t (`min_step`).
+fn min_step_at(t: real) -> real {
+    return EVENT_MIN_STEP * max(abs(t), 1.0);
+}
+
+// A step trial under error control (`simulate`): counted against MAX_ADAPTIVE_ATTEMPTS; false
+// (the instance fails) past it.
+fn count_attempt(m: ptr<function, Machine>) -> bool {
+    (*m).attempts += 1u;
+    if (*m).attempts > MAX_ADAPTIVE_ATTEMPTS {
+        (*m).status |= STEP_FAILED;
+        return false;
+    }
+    return true;
+}
+
+// A step trial under error control whose stages left the finite numbers: the next trial takes a
+// quarter of the step where that is not below the minimum (true), as the CPU retries.
+fn shorter_after_failure(m: ptr<function, Machine>, h: real, t: real) -> bool {
+    if ADAPTIVE && (*m).phase == EVENT_PHASE_STEP && h / 4.0 >= min_step_at(t) {
+        (*m).proposed = h / 4.0;
+        return true;
+    }
+    return false;
+}
+
+// What error control makes of a step trial's error (`simulate`): within the accuracy, the step
+// stands (TRIAL_ACCEPTED) and proposes the next, at most the scenario's step; beyond it, the
+// next trial takes it again shorter (TRIAL_REJECTED), or, shorter than the minimum step, the
+// instance fails (TRIAL_FAILED, flagged STEP_FAILED).
+const TRIAL_ACCEPTED: u32 = 0u;
+const TRIAL_REJECTED: u32 = 1u;
+const TRIAL_FAILED: u32 = 2u;
+
+fn control_step(m: ptr<function, Machine>, h: real, error: real, t: real) -> u32 {
+    let accuracy = event_params.accuracy;
+    if error > accuracy {
+        let shorter = h * step_factor(accuracy, error, 0.1, 0.9);
+        if shorter < min_step_at(t) {
+            (*m).status |= STEP_FAILED;
+            return TRIAL_FAILED;
+        }
+        (*m).proposed = shorter;
+        return TRIAL_REJECTED;
+    }
+    (*m).proposed = min(h * step_factor(accuracy, error, 1.0, 5.0), event_params.step);
+    return TRIAL_ACCEPTED;
+}
+
+// The state of stage `k` of a step of length h from y at time t, from the stages' derivatives
+// so far (`Machine::trial`): RK4's (1–3) or, under error control, Merson's (1–4; stage 4's
+// state is the third-order ŷ the error is measured against).
+fn stage_state(y: State, t: real, h: real, k: u32, k1: Derivative, k2: Derivative, k3: Derivative, k4: Derivative) -> State {
+    if ADAPTIVE {
+        if k == 1u {
+            return at_time(advance_state(y, h / 3.0, k1), t + h / 3.0);
+        } else if k == 2u {
+            return at_time(combine_state(y, h / 6.0, 1.0, k1, 1.0, k2, 0.0, k2), t + h / 3.0);
+        } else if k == 3u {
+            return at_time(combine_state(y, h / 8.0, 1.0, k1, 3.0, k3, 0.0, k3), t + h / 2.0);
+        }
+        return at_time(combine_state(y, h, 0.5, k1, -1.5, k3, 2.0, k4), t + h);
+    }
+    if k == 1u {
+        return at_time(advance_state(y, h / 2.0, k1), t + h / 2.0);
+    } else if k == 2u {
+        return at_time(advance_state(y, h / 2.0, k2), t + h / 2.0);
+    }
+    return at_time(advance_state(y, h, k3), t + h);
+}
+
+// The stages a step takes: RK4's four, Merson's five under error control.
+const STEP_STAGES: u32 = select(4u, 5u, ADAPTIVE);
+
+// The Merson step of length h from y at time t (`Machine::trial` under error control): y₁ =
+// y + h/6 (k1 + 4 k4 + k5) (quaternions renormalised) into `next`, and the error estimate
+// between y₁ and the third-order ŷ (`y5`, before the renormalisation, as the CPU's); false
+// when either is not finite.
+fn rkm_end(y: State, t: real, h: real, k1: Derivative, k4: Derivative, k5: Derivative, y5: State, next: ptr<function, State>, error: ptr<function, real>) -> bool {
+    *next = combine_state(y, h / 6.0, 1.0, k1, 4.0, k4, 1.0, k5);
+    *error = merson_error(*next, y5);
+    (*next).time = t + h;
+    return normalize_state(next) && is_finite_real(*error);
 }
 
 // The RK4 step of length h from y at time t with the stages' derivatives (quaternions

@@ -22,7 +22,7 @@ use crate::gpu::{GpuDevice, Precision};
 
 pub use evaluator::Evaluator;
 pub use stepper::{F32_RKM_ACCURACY, Stepper, f32_accuracy_note};
-pub use unilateral::{ACCURACY_ON_CPU, UnilateralCall, UnilateralRunner};
+pub use unilateral::{UnilateralCall, UnilateralRunner};
 
 /// Environment variable that overrides the backend chosen in code.
 pub const BACKEND_ENV: &str = "SIMBATCH_BACKEND";

@@ -16,11 +16,6 @@ use crate::gpu::events::{GpuEventOutcome, GpuEventStepper, OUTSIDE_STAGE_ONE};
 use crate::gpu::{GpuDevice, GpuOptions, Precision};
 use crate::model::ConstraintId;
 
-/// [`UnilateralRunner::note`] once a call with error control has moved a GPU runner to the CPU.
-pub const ACCURACY_ON_CPU: &str = "unilateral contacts run on the CPU: error control \
-     (EventOptions::accuracy, the scenario's rkm) is the CPU event path's; the GPU's event \
-     kernel takes fixed RK4 steps";
-
 /// One call's outcome: per instance its contacts' records (`None`: halted before the call or
 /// failed in it, kept at its state and flagged `status::STEP_FAILED`), and which instances ran
 /// on the CPU.
@@ -103,22 +98,6 @@ impl UnilateralRunner {
         }
     }
 
-    /// The runner for calls with `options`: with error control (`options.accuracy`), which
-    /// only the CPU's event path has, a GPU runner moves to the CPU, saying so in
-    /// [`note`](Self::note) (a [`run`](Self::run) with such options does the same).
-    pub fn for_options(mut self, options: &EventOptions) -> Self {
-        self.move_for(options);
-        self
-    }
-
-    /// Error control runs on the CPU's event path only (the kernel takes fixed RK4 steps): a
-    /// GPU runner given options with it moves to the CPU, with the note.
-    fn move_for(&mut self, options: &EventOptions) {
-        if options.accuracy.is_some() && self.gpu.take().is_some() {
-            self.note = Some(ACCURACY_ON_CPU.into());
-        }
-    }
-
     /// Whether calls run on the GPU's event kernel.
     pub fn on_gpu(&self) -> bool {
         self.gpu.is_some()
@@ -136,9 +115,8 @@ impl UnilateralRunner {
 
     /// Runs every instance of `batch` for `duration`, instance `i` with its contacts'
     /// coefficients `coefficients[i]` (one per contact), resuming from `previous[i]` (one record
-    /// per contact; `None`: afresh), as `cpu::unilateral::run_batch_resuming` does. Options
-    /// with error control (`EventOptions::accuracy`) move a GPU runner to the CPU for this and
-    /// every later call, as [`for_options`](Self::for_options) does.
+    /// per contact; `None`: afresh), as `cpu::unilateral::run_batch_resuming` does, with fixed
+    /// RK4 steps or under error control (`EventOptions::accuracy`) on either backend.
     pub fn run(
         &mut self,
         batch: &mut Batch,
@@ -164,7 +142,6 @@ impl UnilateralRunner {
                 n,
             ));
         }
-        self.move_for(options);
         let ids = &self.contacts;
         let contacts = |i: usize| -> Vec<UnilateralContact> {
             ids.iter()

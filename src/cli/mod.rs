@@ -466,7 +466,7 @@ pub fn run_study(
     let integrator_text = match options.integrator {
         crate::step::Integrator::RungeKuttaMerson { accuracy, max_step } if unilateral => format!(
             "event-driven Runge-Kutta-Merson between events, per-instance steps at accuracy \
-             {accuracy}, at most {max_step} (unilateral contacts, on the CPU's event path)"
+             {accuracy}, at most {max_step} (unilateral contacts)"
         ),
         _ if unilateral => format!(
             "event-driven RK4 between events, h = {} (shorter while a contact slides slowly; \

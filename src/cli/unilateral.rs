@@ -70,8 +70,7 @@ pub(super) fn run_group(
             GpuOptions::default(),
         )?,
         Runner::Cpu => UnilateralRunner::cpu(&ids),
-    }
-    .for_options(&events);
+    };
     if let Some(note) = events_runner.note() {
         log::warn!("simbatch: {note}");
     }

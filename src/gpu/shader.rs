@@ -204,6 +204,14 @@ pub fn kernel_source(
     assemble(precision, layout, workgroup_size, order, None)
 }
 
+/// `INTEGRATOR` of a stepping kernel (`shaders/step.wgsl`'s `INTEGRATOR_*`): semi-implicit
+/// Euler.
+pub(crate) const INTEGRATOR_EULER: u32 = 0;
+/// `INTEGRATOR` of a stepping kernel: classic RK4.
+pub(crate) const INTEGRATOR_RK4: u32 = 1;
+/// `INTEGRATOR` of a stepping kernel: Runge–Kutta–Merson under error control.
+pub(crate) const INTEGRATOR_RKM: u32 = 2;
+
 /// The constants that choose a stepping variant: `INTEGRATOR` (0 semi-implicit Euler, 1 RK4,
 /// 2 RKM) and `PROJECTION`. Plain constants rather than pipeline overrides: the compiler drops
 /// the variants not taken.

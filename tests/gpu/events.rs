@@ -84,14 +84,16 @@ fn options() -> EventOptions {
     }
 }
 
-/// The CPU's runs of `batch` for `duration`, resuming from `previous`.
+/// The CPU's runs of `batch` for `duration` with `options`, resuming from `previous`: each
+/// instance's contact record and steps.
 fn cpu_run(
     batch: &mut Batch,
     contact: ConstraintId,
     coefficients: &[Coefficients],
     duration: f64,
+    options: &EventOptions,
     previous: &[Option<ContactRecord>],
-) -> Vec<Option<ContactRecord>> {
+) -> Vec<Option<(ContactRecord, usize)>> {
     let contacts = |i: usize| {
         vec![UnilateralContact {
             constraint: contact,
@@ -100,10 +102,10 @@ fn cpu_run(
     };
     let previous: Vec<Option<Vec<ContactRecord>>> =
         previous.iter().map(|r| r.map(|r| vec![r])).collect();
-    run_batch_resuming(batch, &contacts, duration, &options(), &previous)
+    run_batch_resuming(batch, &contacts, duration, options, &previous)
         .unwrap()
         .into_iter()
-        .map(|run| run.map(|r| r.contacts[0]))
+        .map(|run| run.map(|r| (r.contacts[0], r.steps)))
         .collect()
 }
 
@@ -149,16 +151,60 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 #[test]
 fn f64_event_stepping_follows_the_cpus_event_path() {
-    let Some(device) = device() else { return };
+    let steps = f64_follows_the_cpu(&options(), 1e-8);
+    // Fixed steps: every instance takes its two calls' 750 steps of 1 ms, and the steps its
+    // events' brackets close with.
+    assert!(steps.iter().all(|s| *s >= 750), "{steps:?}");
+}
+
+/// Error control (`EventOptions::accuracy`) on the kernel built for it (Runge–Kutta–Merson,
+/// each step accepted within the accuracy): every instance has the CPU's records, state and
+/// step count under error control, and takes steps of its own length — far fewer than fixed
+/// steps at the same accuracy would take. Through `backend::UnilateralRunner`, which runs such
+/// calls on the GPU too: the same answers as the stepper, none on the CPU.
+#[test]
+fn f64_event_stepping_under_error_control_follows_the_cpus_event_path() {
+    let controlled = EventOptions {
+        step: 0.05,
+        accuracy: Some(1e-7),
+        ..options()
+    };
+    // Merson's step factor takes its fourth root as two square roots on the GPU (Vulkan has no
+    // f64 `pow`) and as `powf` on the CPU: steps a rounding apart locate an event within a
+    // bracket (`t_tol`) of each other, which moves a ball by its speed times that.
+    let steps = f64_follows_the_cpu(&controlled, 1e-7);
+    let (least, most) = (steps.iter().min().unwrap(), steps.iter().max().unwrap());
+    let total: usize = steps.iter().sum();
+    eprintln!("steps per instance under error control: {least}..{most}, {total} in all");
+    // Fixed RK4 steps of 1 ms take 750 per instance; error control, steps of its own length
+    // (no more than 0.05 s), which differ with each instance's motion.
+    assert!(total < 256 * 750 / 2, "{total} steps");
+    assert!(most > least, "{least}..{most}");
+}
+
+/// Runs random balls for two calls (the second resuming from the first's records) on the f64
+/// one-contact kernel and on the CPU's event path with `options`, and asserts that every
+/// instance has the CPU's status, records, step count, time, state and work (to `tol`; the
+/// step count exactly on a software adapter, which rounds as the CPU does, and within one step
+/// elsewhere, where a step's acceptance may turn on a rounding); then
+/// runs the same calls through `backend::UnilateralRunner` on the GPU and asserts it answers
+/// every instance on the GPU with the stepper's bits. Returns each instance's steps over both
+/// calls.
+fn f64_follows_the_cpu(options: &EventOptions, tol: f64) -> Vec<usize> {
+    use simbatch::backend::UnilateralRunner;
+    let Some(device) = device() else {
+        return vec![750];
+    };
     if !device.supports_f64 {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "CI's lavapipe offers SHADER_F64"
         );
-        return;
+        return vec![750];
     }
     let n = 256;
     let (mut cpu, contact, coefficients) = balls(n, 3);
+    let start = cpu.clone();
     let mut gpu = cpu.clone();
     let mut stepper = GpuEventStepper::new(
         device.clone(),
@@ -171,26 +217,48 @@ fn f64_event_stepping_follows_the_cpus_event_path() {
     let ball = BodyId::new(1);
     let (mut cpu_records, mut gpu_records) = (vec![None; n], vec![None; n]);
     let (mut impacts, mut rolling, mut sliding) = (0, 0, 0);
+    let mut steps = vec![0; n];
     // Two calls: the second resumes from the records of the first.
     for (call, duration) in [0.35, 0.4].into_iter().enumerate() {
         let started = std::time::Instant::now();
         let runs = stepper
-            .run(&mut gpu, &coefficients, duration, &options(), &gpu_records)
+            .run(&mut gpu, &coefficients, duration, options, &gpu_records)
             .unwrap();
         eprintln!("GPU event call {call}: {:.2?}", started.elapsed());
-        let cpu_runs = cpu_run(&mut cpu, contact, &coefficients, duration, &cpu_records);
+        let previous: Vec<_> = cpu_records
+            .iter()
+            .map(|r: &Option<(ContactRecord, usize)>| r.map(|r| r.0))
+            .collect();
+        let cpu_runs = cpu_run(
+            &mut cpu,
+            contact,
+            &coefficients,
+            duration,
+            options,
+            &previous,
+        );
         let mut worst = 0.0f64;
         for i in 0..n {
-            let (c, g) = (cpu_runs[i], runs[i].map(|r| r.contact));
+            let (c, g) = (cpu_runs[i], runs[i]);
             assert_eq!(
                 cpu.status()[i] & !status::CONSTRAINT_VIOLATED,
                 gpu.status()[i] & !status::CONSTRAINT_VIOLATED,
                 "instance {i}: status"
             );
-            let (Some(c), Some(g)) = (c, g) else {
+            let (Some((c, cpu_steps)), Some(run)) = (c, g) else {
                 assert!(c.is_none() && g.is_none(), "instance {i}: {c:?} vs {g:?}");
                 continue;
             };
+            let g = run.contact;
+            if device.info.device_type == wgpu::DeviceType::Cpu {
+                assert_eq!(run.steps, cpu_steps, "instance {i} (call {call}): steps");
+            } else {
+                assert!(
+                    run.steps.abs_diff(cpu_steps) <= 1,
+                    "instance {i} (call {call}): steps"
+                );
+            }
+            steps[i] += run.steps;
             assert_eq!(
                 std::mem::discriminant(&c.mode),
                 std::mem::discriminant(&g.mode),
@@ -204,7 +272,7 @@ fn f64_event_stepping_follows_the_cpus_event_path() {
             ] {
                 match (a, b) {
                     (Some(a), Some(b)) => {
-                        assert!(close(a, b, 1e-8), "instance {i}: {what} {a} vs {b}")
+                        assert!(close(a, b, tol), "instance {i}: {what} {a} vs {b}")
                     }
                     (a, b) => assert_eq!(a.is_some(), b.is_some(), "instance {i}: {what}"),
                 }
@@ -223,7 +291,7 @@ fn f64_event_stepping_follows_the_cpus_event_path() {
                 let d = (a - b).abs() / b.abs().max(1.0);
                 worst = worst.max(d);
                 assert!(
-                    d <= 1e-8,
+                    d <= tol,
                     "instance {i} (call {call}): {a} vs {b}\n gpu {g:?}\n cpu {c:?}"
                 );
             }
@@ -241,6 +309,33 @@ fn f64_event_stepping_follows_the_cpus_event_path() {
     // The draws exercise every law: impacts, rolling and sliding at the ends.
     eprintln!("{impacts} impacts, {rolling} rolling, {sliding} sliding at call ends");
     assert!(impacts > 100 && rolling > 20 && sliding > 20);
+
+    // The backend's runner: the same calls on the GPU, the stepper's bits.
+    let mut through = start;
+    let mut runner = UnilateralRunner::gpu(
+        device.clone(),
+        &through,
+        &[contact],
+        Precision::F64,
+        GpuOptions::default(),
+    )
+    .unwrap();
+    let per_instance: Vec<Vec<Coefficients>> = coefficients.iter().map(|k| vec![*k]).collect();
+    let mut previous: Vec<Option<Vec<ContactRecord>>> = vec![None; n];
+    for duration in [0.35, 0.4] {
+        let out = runner
+            .run(&mut through, &per_instance, duration, options, &previous)
+            .unwrap();
+        assert!(runner.on_gpu(), "{:?}", runner.note());
+        assert_eq!(out.handed_to_cpu(), 0);
+        previous = out.records;
+    }
+    let last: Vec<Option<Vec<ContactRecord>>> =
+        gpu_records.iter().map(|r| r.map(|r| vec![r])).collect();
+    assert_eq!(previous, last);
+    assert_eq!(through.q(ball).unwrap(), gpu.q(ball).unwrap());
+    assert_eq!(through.u(ball).unwrap(), gpu.u(ball).unwrap());
+    steps
 }
 
 /// One ball of mass 1 and radius 0.1 on Ground's plane, its lowest point at `height`, moving
@@ -307,6 +402,47 @@ fn f32_a_dropped_ball_bounces_at_the_closed_form_times_and_comes_to_rest() {
         assert!(u.iter().all(|v| v.abs() < 1e-3), "at rest: {u:?}");
         assert_eq!(batch.status()[i], 0);
         assert!((batch.time()[i] - 4.3).abs() < 1e-12);
+    }
+}
+
+/// The dropped ball of §9 (a) in f32 under error control (the kernel built for it: Merson
+/// steps within the accuracy, at most 0.1 s): the impact times and losses of the closed form
+/// as with fixed steps, in a small fraction of fixed RK4's 2 300 steps of 1 ms — free flight
+/// is a parabola, which Merson integrates exactly, so its steps grow to the longest allowed
+/// between the events.
+#[test]
+fn f32_a_dropped_ball_under_error_control_bounces_at_the_closed_form_times() {
+    let Some(device) = device() else { return };
+    let (mut batch, contact) = one_ball(4, 1.0, [0.0; 6]);
+    let coefficients = vec![Coefficients::with_friction(0.8, 0.5).unwrap(); 4];
+    let controlled = EventOptions {
+        step: 0.1,
+        accuracy: Some(1e-5),
+        ..options()
+    };
+    let mut stepper = f32_stepper(device, &batch, contact);
+    let fresh = vec![None; 4];
+    let runs = stepper
+        .run(&mut batch, &coefficients, 2.3, &controlled, &fresh)
+        .unwrap();
+    let t0 = (2.0f64 / 9.81).sqrt();
+    let arrivals = [t0, t0 * 2.6, t0 * 3.88, t0 * 4.904];
+    for (i, run) in runs.iter().enumerate() {
+        let run = run.unwrap();
+        let r = run.contact;
+        assert_eq!(r.impacts, 4, "{r:?}");
+        let first = r.first_impact.unwrap();
+        assert!((first - t0).abs() < 2e-5, "first impact {first} vs {t0}");
+        let losses = 3.5316 + 2.260224 + 1.44654336 + 0.92578775;
+        assert!((r.impact_loss - losses).abs() < 1e-3 * losses, "{r:?}");
+        assert_eq!(r.mode, ContactMode::Open);
+        // Each impact is an event: its bracket's bisection steps, then a flight of few steps.
+        assert!(run.steps < 400, "{} steps", run.steps);
+        assert!((batch.time()[i] - 2.3).abs() < 1e-6, "{}", batch.time()[i]);
+        // After the fourth impact at t₀ (1 + 2e + 2e² + 2e³) it rises at e⁴ √(2 g h).
+        let v = 0.8f64.powi(4) * (2.0f64 * 9.81).sqrt() - 9.81 * (2.3 - arrivals[3]);
+        let w = batch.u(BodyId::new(1)).unwrap()[i][5];
+        assert!((w - v).abs() < 1e-3, "vertical speed {w} vs {v}");
     }
 }
 
@@ -480,76 +616,6 @@ fn invalid_coefficients_are_refused_before_the_kernel_runs() {
     assert_eq!(batch.time(), time0.as_slice());
 }
 
-/// Error control (`EventOptions::accuracy`) is the CPU event path's: the kernel, which takes
-/// fixed RK4 steps, refuses it with a typed error before anything runs, and
-/// `backend::UnilateralRunner` moves such calls to the CPU, saying so, with the CPU's results
-/// bit for bit — whether told up front (`for_options`) or at the call.
-#[test]
-fn error_control_is_refused_by_the_kernel_and_runs_on_the_cpu() {
-    use simbatch::backend::{ACCURACY_ON_CPU, UnilateralRunner};
-    let Some(device) = device() else { return };
-    let controlled = EventOptions {
-        step: 0.2,
-        accuracy: Some(1e-6),
-        ..options()
-    };
-    let (mut batch, contact, coefficients) = balls(8, 9);
-    let per_instance: Vec<Vec<Coefficients>> = coefficients.iter().map(|k| vec![*k]).collect();
-    let fresh = vec![None; 8];
-    let time0 = batch.time().to_vec();
-    let mut stepper = f32_stepper(device.clone(), &batch, contact);
-    let err = stepper
-        .run(&mut batch, &coefficients, 0.1, &controlled, &fresh)
-        .expect_err("error control on the kernel");
-    assert!(err.to_string().contains("EventOptions::accuracy"), "{err}");
-    assert_eq!(batch.time(), time0.as_slice(), "nothing stepped");
-
-    let mut cpu = batch.clone();
-    let contacts = |i: usize| {
-        vec![UnilateralContact {
-            constraint: contact,
-            coefficients: coefficients[i],
-        }]
-    };
-    let previous: Vec<Option<Vec<ContactRecord>>> = vec![None; 8];
-    let want: Vec<_> = run_batch_resuming(&mut cpu, &contacts, 0.3, &controlled, &previous)
-        .unwrap()
-        .into_iter()
-        .map(|r| r.map(|r| r.contacts))
-        .collect();
-    for up_front in [true, false] {
-        let mut gpu = batch.clone();
-        let mut runner = UnilateralRunner::gpu(
-            device.clone(),
-            &gpu,
-            &[contact],
-            Precision::F32,
-            GpuOptions::default(),
-        )
-        .unwrap();
-        assert!(runner.on_gpu(), "{:?}", runner.note());
-        if up_front {
-            runner = runner.for_options(&controlled);
-            assert!(!runner.on_gpu());
-        }
-        let out = runner
-            .run(&mut gpu, &per_instance, 0.3, &controlled, &previous)
-            .unwrap();
-        assert!(!runner.on_gpu());
-        assert_eq!(runner.note(), Some(ACCURACY_ON_CPU));
-        assert!(out.on_cpu.iter().all(|c| *c));
-        assert_eq!(out.records, want, "up front: {up_front}");
-        assert_eq!(
-            gpu.q(BodyId::new(1)).unwrap(),
-            cpu.q(BodyId::new(1)).unwrap()
-        );
-        assert_eq!(
-            gpu.u(BodyId::new(1)).unwrap(),
-            cpu.u(BodyId::new(1)).unwrap()
-        );
-    }
-}
-
 /// What a one-contact f64 kernel run cut into calls reports, instance by instance.
 struct CallsRun {
     /// The last call's contact record.
@@ -633,10 +699,17 @@ fn f64_a_run_cut_into_calls_has_the_impacts_and_rest_times_of_the_run_uncut() {
     let mut gpu = cpu.clone();
     // At rest by §5's t₀ (1 + e) / (1 − e) ≤ 1.15 s.
     let duration = 1.5;
-    let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
+    let once = cpu_run(
+        &mut cpu,
+        contact,
+        &coefficients,
+        duration,
+        &options(),
+        &vec![None; n],
+    );
     let calls = f64_run_in_calls(device, &mut gpu, contact, &coefficients, duration, 60);
     for (i, (want, got)) in once.iter().zip(&calls.last).enumerate() {
-        let want = want.unwrap();
+        let want = want.unwrap().0;
         assert_eq!(want.impacts, calls.impacts[i], "instance {i}: {want:?}");
         assert_eq!(want.mode, got.mode, "instance {i}: {want:?} vs {got:?}");
         assert_eq!(want.mode, ContactMode::Stick, "instance {i}: at rest");
@@ -678,10 +751,17 @@ fn f64_balls_sliding_across_a_slope_slide_on_across_calls() {
     let coefficients = vec![Coefficients::with_friction(0.0, 0.1).unwrap(); n];
     let mut gpu = cpu.clone();
     let duration = 1.0;
-    let once = cpu_run(&mut cpu, contact, &coefficients, duration, &vec![None; n]);
+    let once = cpu_run(
+        &mut cpu,
+        contact,
+        &coefficients,
+        duration,
+        &options(),
+        &vec![None; n],
+    );
     let calls = f64_run_in_calls(device, &mut gpu, contact, &coefficients, duration, 20);
     for (i, (want, got)) in once.iter().zip(&calls.last).enumerate() {
-        let want = want.unwrap();
+        let want = want.unwrap().0;
         assert_eq!(
             want.mode.code().0,
             got.mode.code().0,

@@ -215,6 +215,24 @@ pub(crate) fn state_difference(a: &Batch, b: &Batch, i: usize) -> f64 {
 /// friction losses `μ_d m g cos θ` times the distance.
 #[test]
 fn f64_bricks_follow_the_cpus_event_path() {
+    f64_bricks_follow_the_cpu(24, &options());
+}
+
+/// [`f64_bricks_follow_the_cpus_event_path`] under error control (`EventOptions::accuracy`:
+/// the kernel built for it takes Merson steps, each accepted within the accuracy, at most
+/// 10 ms): the CPU's records and states under error control, and the slope's closed forms.
+#[test]
+fn f64_bricks_under_error_control_follow_the_cpus_event_path() {
+    let controlled = EventOptions {
+        step: 0.01,
+        accuracy: Some(1e-6),
+        ..options()
+    };
+    f64_bricks_follow_the_cpu(6, &controlled);
+}
+
+/// The body of the f64 bricks' tests: `n` random bricks and the slope's two, with `options`.
+fn f64_bricks_follow_the_cpu(n: usize, options: &EventOptions) {
     let Some(device) = device() else { return };
     if !device.supports_f64 {
         assert!(
@@ -223,7 +241,6 @@ fn f64_bricks_follow_the_cpus_event_path() {
         );
         return;
     }
-    let n = 24;
     let (mut cpu, ids, coefficients) = bricks(n, 7);
     let mut gpu = cpu.clone();
     let mut runner = UnilateralRunner::gpu(
@@ -253,7 +270,7 @@ fn f64_bricks_follow_the_cpus_event_path() {
     for (call, duration) in [0.3, 0.3].into_iter().enumerate() {
         let started = std::time::Instant::now();
         let out = runner
-            .run(&mut gpu, &coefficients, duration, &options(), &gpu_records)
+            .run(&mut gpu, &coefficients, duration, options, &gpu_records)
             .unwrap();
         eprintln!(
             "GPU bricks, call {call}: {:.2?}, {} of {} on the CPU",
@@ -261,7 +278,14 @@ fn f64_bricks_follow_the_cpus_event_path() {
             out.handed_to_cpu(),
             n + 2
         );
-        cpu_records = cpu_run(&mut cpu, &ids, &coefficients, duration, &cpu_records);
+        cpu_records = cpu_run_with(
+            &mut cpu,
+            &ids,
+            &coefficients,
+            duration,
+            options,
+            &cpu_records,
+        );
         for i in 0..n + 2 {
             let (g, c) = (out.records[i].as_ref(), cpu_records[i].as_ref());
             let (Some(g), Some(c)) = (g, c) else {

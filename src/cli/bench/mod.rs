@@ -53,7 +53,8 @@ pub struct BenchArgs {
     /// simulating `substeps` ms of event-driven RK4 (h = 1 ms) from the same start, on the
     /// CPU's event path and the GPU's event kernels (`backend::UnilateralRunner`; instances a
     /// software adapter's kernel withholds run on the CPU in the call, and the row says how
-    /// many). Rows count instance-steps of 1 ms, as the stepping rows do.
+    /// many). Rows count instance-steps of 1 ms, as the stepping rows do; the `events-rkm` rows
+    /// simulate the same time under error control (Merson steps within 1e-6, at most 20 ms).
     #[arg(long)]
     pub unilateral: bool,
     /// Seconds of repeated calls per measurement.

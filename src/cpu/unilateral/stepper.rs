@@ -38,7 +38,8 @@ pub struct EventRun {
     pub contacts: Vec<ContactRecord>,
     /// Every event, in time order.
     pub events: Vec<Event>,
-    /// RK4 steps committed.
+    /// Steps committed (RK4, or Merson under error control; rejected trials and bisection
+    /// points not counted).
     pub steps: usize,
     /// Deepest penetration of a contact into its plane at the end (m, ≥ 0).
     pub penetration: f64,

@@ -8,10 +8,11 @@ use crate::contact::{
     STABLE_STEP_FACTOR, Tolerances,
 };
 use crate::gpu::Precision;
+use crate::step::{INITIAL_ADAPTIVE_STEP, MAX_ADAPTIVE_ATTEMPTS, MIN_STEP};
 
 /// The carry columns of one instance's machine with one contact, in order, with their widths
 /// (the one-contact kernel's `EVENT_*` offsets; [`CarryLayout`] gives them for any count).
-pub const EVENT_CARRY: [(&str, usize); 23] = [
+pub const EVENT_CARRY: [(&str, usize); 25] = [
     ("STATUS", 1),
     ("PHASE", 1),
     ("START", 1),
@@ -31,6 +32,8 @@ pub const EVENT_CARRY: [(&str, usize); 23] = [
     ("LO", 1),
     ("HI", 1),
     ("BISECTIONS", 1),
+    ("PROPOSED", 1),
+    ("ATTEMPTS", 1),
     ("COEFFICIENTS", 3),
     ("TOLERANCES", 7),
     ("PENETRATION", 1),
@@ -117,6 +120,11 @@ impl CarryLayout {
         ));
         w.push_str(&format!(
             "const STABLE_STEP_FACTOR: real = {STABLE_STEP_FACTOR:e};\n"
+        ));
+        w.push_str(&format!("const EVENT_MIN_STEP: real = {MIN_STEP:e};\n"));
+        w.push_str(&format!(
+            "const MAX_ADAPTIVE_ATTEMPTS: u32 = {}u;\n",
+            u32::try_from(MAX_ADAPTIVE_ATTEMPTS).unwrap_or(u32::MAX)
         ));
         w
     }
@@ -205,7 +213,9 @@ pub(super) fn tolerances(
 /// One instance's machine at a call's start into `values` (`carry.width()` of them): a halted
 /// instance stays halted, one with a disabled contact fails (as on the CPU), each contact's mode
 /// and slip → stick readiness come from `records` (the last call's; `None`: afresh, in phase
-/// `START`; given: phase `RESUME`), the rest starts at zero.
+/// `START`; given: phase `RESUME`), error control's first step is the scenario's `step` or
+/// `INITIAL_ADAPTIVE_STEP`, the shorter (as the CPU's `simulate` starts each call), the rest
+/// starts at zero.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn initial_values(
     carry: &CarryLayout,
@@ -213,6 +223,7 @@ pub(super) fn initial_values(
     status_bits: u32,
     enabled: bool,
     time: f64,
+    step: f64,
     coefficients: &[Coefficients],
     tol: &Tolerances,
     records: Option<&[ContactRecord]>,
@@ -226,6 +237,7 @@ pub(super) fn initial_values(
         set("STATUS", 0, status::STEP_FAILED as f64);
     }
     set("START", 0, time);
+    set("PROPOSED", 0, step.min(INITIAL_ADAPTIVE_STEP));
     let resumes = records.is_some();
     set(
         "PHASE",

@@ -15,12 +15,13 @@ use crate::gpu::step::readback::{Rounds, read_state, run_rounds, state_len};
 use crate::math::vec3;
 
 impl GpuEventStepper {
-    /// The evaluator's buffers for `batch` uploaded, and the pipeline built on first use (and
-    /// again when the chunks were remade).
-    pub(super) fn prepare(&mut self, batch: &Batch) -> Result<()> {
+    /// The evaluator's buffers for `batch` uploaded, and the pipeline (with fixed RK4 steps, or
+    /// under error control: `adaptive`) built on first use (and again when the chunks were
+    /// remade).
+    pub(super) fn prepare(&mut self, batch: &Batch, adaptive: bool) -> Result<()> {
         let gpu = &mut self.evaluator;
         if gpu.rebuild_for(batch)? {
-            self.pipeline = None;
+            self.pipelines = [None, None];
         }
         gpu.prepare(batch)?;
         gpu.last_upload_bytes = gpu.upload(batch)?;
@@ -40,8 +41,9 @@ impl GpuEventStepper {
                 });
             }
         }
-        if self.pipeline.is_none() {
-            let source = self.kernel_source();
+        let slot = usize::from(adaptive);
+        if self.pipelines[slot].is_none() {
+            let source = self.kernel_source(adaptive);
             source.check()?;
             let gpu = &self.evaluator;
             let pipeline = gpu
@@ -55,7 +57,7 @@ impl GpuEventStepper {
                     "event_main",
                 )
                 .map_err(|e| Error::Gpu(format!("event kernel build failed: {e}")))?;
-            self.pipeline = Some(pipeline);
+            self.pipelines[slot] = Some(pipeline);
         }
         Ok(())
     }
@@ -73,6 +75,12 @@ impl GpuEventStepper {
         let max_events = options.max_events.min(u32::MAX as usize - 1) as u32;
         params.extend(max_events.to_ne_bytes());
         params.extend(newton.to_ne_bytes());
+        // `EventParams::accuracy` (read by the kernel built for error control only).
+        let accuracy = options.accuracy.unwrap_or(0.0);
+        match self.evaluator.precision {
+            Precision::F32 => params.extend((accuracy as f32).to_ne_bytes()),
+            Precision::F64 => params.extend(accuracy.to_ne_bytes()),
+        }
         self.evaluator
             .device
             .queue
@@ -189,6 +197,7 @@ impl GpuEventStepper {
                     batch.status()[i],
                     enabled,
                     batch.time()[i],
+                    options.step,
                     &coefficients[i],
                     &tol,
                     previous[i].as_deref(),
@@ -216,10 +225,10 @@ impl GpuEventStepper {
         columns: &[(Column, usize)],
         trials: f64,
         most_trials: f64,
+        adaptive: bool,
     ) -> Result<()> {
         let gpu = &self.evaluator;
-        let pipeline = self
-            .pipeline
+        let pipeline = self.pipelines[usize::from(adaptive)]
             .as_ref()
             .ok_or_else(|| Error::Gpu("event pipeline missing".into()))?;
         let staging = self
@@ -230,9 +239,11 @@ impl GpuEventStepper {
         let done = f64::from(phase("DONE"));
         let per_dispatch = self.trials as usize;
         // Every trial makes progress: it commits a step (at least MIN_STEP_FRACTION of the
-        // scenario's step, so at most `most_steps` of them), or is one of an event's bisection
-        // points and settling (at most MAX_BISECTIONS + 2 per event, max_events + 1 events), or
-        // the settling at the start. That bounds an instance's trials, and so the rounds.
+        // scenario's step, so at most `most_steps` of them; under error control it is one of
+        // at most MAX_ADAPTIVE_ATTEMPTS step trials, accepted or rejected), or is one of an
+        // event's bisection points and settling (at most MAX_BISECTIONS + 2 per event,
+        // max_events + 1 events), or the settling at the start. That bounds an instance's
+        // trials, and so the rounds.
         let most_trials = most_trials.max(1.0);
         let per_round = (per_dispatch * MAX_DISPATCHES_PER_SUBMIT) as f64;
         let rounds = Rounds {

@@ -10,9 +10,11 @@
 //! on their corners, several balls, a ball beside a rail — with the laws of
 //! `gpu::contact_laws::general`. Planes are Ground, constant-law or driven bodies.
 //!
-//! Each instance runs the CPU's event machine — RK4 steps with the mode fixed, the event test
-//! at each step's end, bisection on real steps to `t_tol`, and at the event the impact law, the
-//! slip → stick projection and the mode determined again (`shaders/contact_laws.wgsl`) — inside
+//! Each instance runs the CPU's event machine — RK4 steps with the mode fixed (or, for calls
+//! under error control, `EventOptions::accuracy`, Runge–Kutta–Merson steps each accepted within
+//! the accuracy, in a second build of the kernel), the event test at each step's end, bisection
+//! on real steps to `t_tol`, and at the event the impact law, the slip → stick projection and
+//! the mode determined again (`shaders/contact_laws.wgsl`) — inside
 //! the kernel, with no host round trip per event: an instance is a state machine whose progress
 //! (phase, mode, bracket, records) lives in carry columns, a dispatch runs a bounded number of
 //! trials of it, and the host submits rounds of dispatches until every instance is done,
@@ -48,6 +50,7 @@ use crate::gpu::shader::KernelSource;
 use crate::gpu::step::readback::state_columns;
 use crate::gpu::{GpuOptions, Precision};
 use crate::model::ConstraintId;
+use crate::step::MAX_ADAPTIVE_ATTEMPTS;
 
 /// The `option` of the error [`GpuEventStepper::new`] and [`GpuEventStepper::with_contacts`]
 /// refuse a template outside the kernels' reach with (a caller that has the CPU's event path to
@@ -70,7 +73,8 @@ pub struct GpuEventRun {
     pub contact: ContactRecord,
     /// Events located (impacts, mode changes).
     pub events: usize,
-    /// RK4 steps committed.
+    /// Steps committed (RK4, or Merson under error control; rejected trials and bisection
+    /// points not counted).
     pub steps: usize,
     /// Penetration at the end (m, ≥ 0).
     pub penetration: f64,
@@ -86,7 +90,8 @@ pub struct GpuEventRuns {
     pub contacts: Vec<ContactRecord>,
     /// Events located (impacts, mode changes).
     pub events: usize,
-    /// RK4 steps committed.
+    /// Steps committed (RK4, or Merson under error control; rejected trials and bisection
+    /// points not counted).
     pub steps: usize,
     /// Deepest penetration of a contact at the end (m, ≥ 0).
     pub penetration: f64,
@@ -146,7 +151,9 @@ pub struct GpuEventStepper {
     trials: u32,
     loop_budget: u32,
     kernel_layout: KernelLayout,
-    pipeline: Option<wgpu::ComputePipeline>,
+    /// The kernel with fixed RK4 steps (`[0]`) and the one under error control (`[1]`), each
+    /// built on first use.
+    pipelines: [Option<wgpu::ComputePipeline>; 2],
     params: wgpu::Buffer,
     chunks: Vec<EventChunk>,
     bound_to: u64,
@@ -326,7 +333,7 @@ impl GpuEventStepper {
             trials,
             loop_budget,
             kernel_layout,
-            pipeline: None,
+            pipelines: [None, None],
             params,
             chunks: Vec::new(),
             bound_to: 0,
@@ -340,12 +347,13 @@ impl GpuEventStepper {
         matches!(self.kernel, Kernel::General { .. })
     }
 
-    /// The kernel's whole source.
-    pub fn kernel_source(&self) -> KernelSource {
+    /// The kernel's whole source: with fixed RK4 steps, or under error control (`adaptive`,
+    /// calls whose `EventOptions::accuracy` is set).
+    pub fn kernel_source(&self, adaptive: bool) -> KernelSource {
         let gpu = &self.evaluator;
         match &self.kernel {
             Kernel::One { rows } => {
-                event_kernel_source(gpu.precision, &gpu.layout, self.workgroup, *rows)
+                event_kernel_source(gpu.precision, &gpu.layout, self.workgroup, *rows, adaptive)
             }
             Kernel::General { shape, space_rows } => general_event_kernel_source(
                 gpu.precision,
@@ -354,6 +362,7 @@ impl GpuEventStepper {
                 *shape,
                 space_rows,
                 self.loop_budget,
+                adaptive,
             ),
         }
     }
@@ -464,18 +473,8 @@ impl GpuEventStepper {
             }
         }
         options.check(duration)?;
-        if let Some(accuracy) = options.accuracy {
-            // The kernel takes fixed RK4 steps: error control would be dropped unseen.
-            return Err(Error::InvalidOption {
-                option: "EventOptions::accuracy",
-                value: format!("Some({accuracy})"),
-                accepted: "None on the GPU's event kernel (fixed RK4 steps); error control \
-                           runs on the CPU's event path (backend::UnilateralRunner takes it \
-                           there)"
-                    .into(),
-            });
-        }
-        self.prepare(batch)?;
+        let adaptive = options.accuracy.is_some();
+        self.prepare(batch, adaptive)?;
         self.write_params(duration, options);
         let columns = state_columns(batch);
         let state_width: usize = columns.iter().map(|(_, w)| w).sum();
@@ -483,8 +482,13 @@ impl GpuEventStepper {
         self.write_carry(batch, coefficients, options, previous)?;
         let steps = duration / options.step;
         let events = options.max_events as f64 + 1.0;
-        let most_trials = steps / MIN_STEP_FRACTION + 2.0 + events * (MAX_BISECTIONS as f64 + 3.0);
-        self.dispatch_until_done(&columns, steps + 16.0, most_trials)?;
+        let most_trials = if adaptive {
+            // Every step trial, accepted or rejected, is one of MAX_ADAPTIVE_ATTEMPTS.
+            MAX_ADAPTIVE_ATTEMPTS as f64 + 2.0 + events * (MAX_BISECTIONS as f64 + 3.0)
+        } else {
+            steps / MIN_STEP_FRACTION + 2.0 + events * (MAX_BISECTIONS as f64 + 3.0)
+        };
+        self.dispatch_until_done(&columns, steps + 16.0, most_trials, adaptive)?;
         self.store(batch, state_width, duration)
     }
 }
@@ -544,8 +548,11 @@ mod tests {
             .unwrap();
         let layout = Layout::new(&t).unwrap();
         for precision in [Precision::F32, Precision::F64] {
-            if let Err(e) = event_kernel_source(precision, &layout, 64, [0, 1, 2]).check() {
-                panic!("{precision:?}: {e}");
+            for adaptive in [false, true] {
+                let source = event_kernel_source(precision, &layout, 64, [0, 1, 2], adaptive);
+                if let Err(e) = source.check() {
+                    panic!("{precision:?}, adaptive {adaptive}: {e}");
+                }
             }
         }
     }
@@ -570,10 +577,13 @@ mod tests {
             let shape = SpaceShape::new(contacts, 0).unwrap();
             let rows: Vec<usize> = (0..3 * contacts).collect();
             for precision in [Precision::F32, Precision::F64] {
-                let source =
-                    general_event_kernel_source(precision, &layout, 1, shape, &rows, 60_000);
-                if let Err(e) = source.check() {
-                    panic!("{contacts} contacts, {precision:?}: {e}");
+                for adaptive in [false, true] {
+                    let source = general_event_kernel_source(
+                        precision, &layout, 1, shape, &rows, 60_000, adaptive,
+                    );
+                    if let Err(e) = source.check() {
+                        panic!("{contacts} contacts, {precision:?}, adaptive {adaptive}: {e}");
+                    }
                 }
             }
             assert!(assembly_loops(&layout) > 0);

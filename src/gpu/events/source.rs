@@ -1,6 +1,7 @@
-//! The event kernels' sources: the RK4 stepping kernel with the event constants, the laws and
-//! the machine of the one-contact kernel (stage 1) or of the several-contact one (stage 2), and
-//! the loop bound the several-contact kernel counts for the stepping kernel's code.
+//! The event kernels' sources: the stepping kernel (RK4, or RKM for a kernel under error
+//! control) with the event constants, the laws and the machine of the one-contact kernel
+//! (stage 1) or of the several-contact one (stage 2), and the loop bound the several-contact
+//! kernel counts for the stepping kernel's code.
 
 use super::carry::{event_constants, general_event_constants};
 use crate::gpu::Precision;
@@ -8,7 +9,25 @@ use crate::gpu::contact_laws::general::{
     CONTACT_IMPACT_GENERAL, CONTACT_LAWS_GENERAL, CONTACT_PHASES_GENERAL, SpaceShape,
 };
 use crate::gpu::layout::Layout;
+use crate::gpu::shader::{INTEGRATOR_RK4, INTEGRATOR_RKM};
 use crate::gpu::shader::{KernelSource, stepping_source};
+
+/// The stepping kernel an event kernel is built on: its `INTEGRATOR` is RKM where the kernel
+/// runs under error control (`adaptive`: Merson steps, each accepted within
+/// `EventOptions::accuracy`), else RK4 (fixed steps).
+fn stepping_base(
+    precision: Precision,
+    layout: &Layout,
+    workgroup_size: u32,
+    adaptive: bool,
+) -> KernelSource {
+    let integrator = if adaptive {
+        INTEGRATOR_RKM
+    } else {
+        INTEGRATOR_RK4
+    };
+    stepping_source(precision, layout, workgroup_size, integrator, false)
+}
 
 /// `shaders/event_step.wgsl`.
 pub const EVENT_STEP: &str = include_str!("../../../shaders/event_step.wgsl");
@@ -25,14 +44,16 @@ pub const EVENT_CONTACTS_TRIAL: &str = include_str!("../../../shaders/event_cont
 pub const EVENT_MACHINE_GENERAL: &str = include_str!("../../../shaders/event_machine_general.wgsl");
 
 /// The event kernel for a template's layout whose contact has the rows `rows` (x, y, z): the
-/// RK4 stepping kernel, the event constants, the contact laws and `event_step.wgsl`.
+/// stepping kernel (RK4, or RKM under error control: `adaptive`), the event constants, the
+/// contact laws and `event_step.wgsl`.
 pub fn event_kernel_source(
     precision: Precision,
     layout: &Layout,
     workgroup_size: u32,
     rows: [usize; 3],
+    adaptive: bool,
 ) -> KernelSource {
-    let mut source = stepping_source(precision, layout, workgroup_size, 1, false);
+    let mut source = stepping_base(precision, layout, workgroup_size, adaptive);
     source.append("the event constants", &event_constants(rows));
     source.append(
         "contact_common.wgsl",
@@ -85,8 +106,8 @@ pub fn assembly_loops(layout: &Layout) -> u32 {
 }
 
 /// The several-contact event kernel for a template's layout whose contact space is `shape`,
-/// with the template row of each of its rows in canonical order `space_rows`: the RK4 stepping
-/// kernel, the event constants, the several-contact laws, `event_machine_general.wgsl`,
+/// with the template row of each of its rows in canonical order `space_rows`: the stepping
+/// kernel (RK4, or RKM under error control: `adaptive`), the event constants, the several-contact laws, `event_machine_general.wgsl`,
 /// `event_contacts.wgsl`, `event_contacts_trial.wgsl` and `event_trial.wgsl`. `loop_budget`: `SOFTWARE_LOOP_BUDGET` on a
 /// software adapter, else `u32::MAX`.
 pub fn general_event_kernel_source(
@@ -96,8 +117,9 @@ pub fn general_event_kernel_source(
     shape: SpaceShape,
     space_rows: &[usize],
     loop_budget: u32,
+    adaptive: bool,
 ) -> KernelSource {
-    let mut source = stepping_source(precision, layout, workgroup_size, 1, false);
+    let mut source = stepping_base(precision, layout, workgroup_size, adaptive);
     source.append(
         "the event constants",
         &general_event_constants(

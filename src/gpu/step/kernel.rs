@@ -9,6 +9,7 @@ use crate::gpu::device::GpuDevice;
 use crate::gpu::evaluate::Chunk;
 use crate::gpu::layout::Layout;
 use crate::gpu::layout::carry::CARRY_COLUMNS;
+use crate::gpu::shader::{INTEGRATOR_EULER, INTEGRATOR_RK4, INTEGRATOR_RKM};
 use crate::step::{Integrator, Stabilization, StepOptions};
 
 /// Largest number of trial steps in one dispatch; longer runs are several dispatches (the state
@@ -30,7 +31,7 @@ pub(super) const MAX_DISPATCHES_PER_SUBMIT: usize = 1024;
 pub(super) const MAX_STEPS_PER_CALL: usize = 1 << 23;
 
 /// The integrator code of the kernel for RKM (`INTEGRATOR` in `shaders/step.wgsl`).
-pub(super) const RKM: u32 = 2;
+pub(super) const RKM: u32 = INTEGRATOR_RKM;
 
 /// The options as the kernel reads them.
 #[derive(Debug, Clone, Copy)]
@@ -50,8 +51,8 @@ pub(super) struct KernelSettings {
 impl KernelSettings {
     pub(super) fn new(options: &StepOptions) -> Self {
         let (integrator, fixed_step, accuracy, max_step) = match options.integrator {
-            Integrator::SemiImplicitEuler { step } => (0u32, step, 0.0, step),
-            Integrator::Rk4 { step } => (1u32, step, 0.0, step),
+            Integrator::SemiImplicitEuler { step } => (INTEGRATOR_EULER, step, 0.0, step),
+            Integrator::Rk4 { step } => (INTEGRATOR_RK4, step, 0.0, step),
             Integrator::RungeKuttaMerson { accuracy, max_step } => (RKM, 0.0, accuracy, max_step),
         };
         let (baumgarte, projection, tolerance) = match options.stabilization {
