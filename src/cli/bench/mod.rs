@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// simulate the same time under error control (Merson steps within 1e-6, at most 20 ms).
     #[arg(long)]
     pub unilateral: bool,
+    /// With `--unilateral`: which event-driven rows, comma-separated: `fixed` (RK4 at 1 ms, the
+    /// `events` rows), `rkm` (under error control, the `events-rkm` rows).
+    #[arg(long, value_delimiter = ',', default_value = "fixed,rkm", value_parser = ["fixed", "rkm"])]
+    pub events: Vec<String>,
     /// Seconds of repeated calls per measurement.
     #[arg(long, default_value_t = 1.0)]
     pub seconds: f64,

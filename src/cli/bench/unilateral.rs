@@ -60,10 +60,17 @@ pub(super) fn rows(
         accuracy: Some(1e-6),
         ..fixed
     };
-    let variants = [("events", fixed), ("events-rkm", controlled)];
-    for ((system, build), (integrator, options)) in systems
+    let variants: Vec<(&str, EventOptions)> = [
+        ("fixed", "events", fixed),
+        ("rkm", "events-rkm", controlled),
+    ]
+    .into_iter()
+    .filter(|(name, _, _)| args.events.iter().any(|e| e == name))
+    .map(|(_, integrator, options)| (integrator, options))
+    .collect();
+    for ((system, build), &(integrator, options)) in systems
         .into_iter()
-        .flat_map(|s| variants.map(move |v| (s, v)))
+        .flat_map(|s| variants.iter().map(move |v| (s, v)))
     {
         let (start, contacts, coefficients) = build(n)?;
         let states: Vec<Vec<f64>> = (0..n).map(|i| start.state_of(i).to_vec()).collect();

@@ -43,19 +43,25 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
     };
     assert_eq!(doc["cpu_lane_code"], expected);
     let rows = doc["rows"].as_array().unwrap();
-    // `--unilateral`: the bouncing balls and the bricks on the CPU's event path: the batch's
-    // columns and the records the call returns (one per contact).
+    // `--unilateral`: the bouncing balls and the bricks on the CPU's event path, with fixed
+    // steps and under error control: the batch's columns and the records the call returns (one
+    // per contact).
     let (bouncing_batch, _, _) = simbatch::scenarios::bouncing_balls(64).unwrap();
     let (brick_batch, corners, _) = simbatch::scenarios::sliding_bricks(64).unwrap();
-    for (system, batch, contacts) in [
+    let systems = [
         ("bouncing ball (unilateral)", &bouncing_batch, 1),
         ("brick 4 corners (unilateral)", &brick_batch, corners.len()),
-    ] {
+    ];
+    for ((system, batch, contacts), integrator) in systems
+        .into_iter()
+        .flat_map(|s| ["events", "events-rkm"].map(|i| (s, i)))
+    {
         let row = rows
             .iter()
-            .find(|r| r["system"] == system && r["backend"] == "cpu")
-            .unwrap_or_else(|| panic!("no {system} row in {rows:?}"));
-        assert_eq!(row["integrator"], "events");
+            .find(|r| {
+                r["system"] == system && r["backend"] == "cpu" && r["integrator"] == integrator
+            })
+            .unwrap_or_else(|| panic!("no {system} {integrator} row in {rows:?}"));
         assert!(row["per_second"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["handed_to_cpu"].is_null(), "{row}");
         let bytes = row["bytes_per_instance"].as_u64().unwrap() as usize;
@@ -104,6 +110,7 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
     for (flag, value, accepted) in [
         ("--integrators", "rk5", "rk4, rk4-projection, euler"),
         ("--threads", "100000", "0 (every core)"),
+        ("--events", "rk5", "fixed, rkm"),
     ] {
         let o = bin()
             .args([
