@@ -430,15 +430,7 @@ fn trial(i: u32, s: ptr<function, State>, m: ptr<function, Machine>) -> bool {
         } else {
             var next: State;
             var error: real = 0.0;
-            var finite: bool;
-            if ADAPTIVE {
-                finite = rkm_end(y, t, h, k1.d, k4.d, dk.d, y5, &next, &error);
-                loss_b = combine_losses((*m).friction_loss, h / 6.0, 1.0, k1.loss, 4.0, k4.loss, 1.0, dk.loss);
-            } else {
-                finite = rk4_end(y, t, h, k1.d, k2.d, k3.d, dk.d, &next);
-                loss_b = integrate_losses((*m).friction_loss, h, k1.loss, k2.loss, k3.loss, dk.loss);
-            }
-            if !finite {
+            if !step_end(y, t, h, (*m).friction_loss, k1, k2, k3, k4, dk, y5, &next, &loss_b, &error) {
                 if shorter_after_failure(m, h, t) {
                     return true;
                 }

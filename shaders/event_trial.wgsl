@@ -230,6 +230,19 @@ fn rk4_end(y: State, t: real, h: real, k1: Derivative, k2: Derivative, k3: Deriv
     return normalize_state(next);
 }
 
+// The end of a step of length h from y at time t, after its last stage's derivative `last`:
+// RK4's from k1–k3, or under error control Merson's from k1, k4 and the third-order ŷ (`y5`),
+// with its error estimate into `error`; the end state into `y_b` and its friction losses into
+// `loss_b`. False when the end is not finite (then `y_b` is not to be used).
+fn step_end(y: State, t: real, h: real, friction_loss: Losses, k1: EventDerivative, k2: EventDerivative, k3: EventDerivative, k4: EventDerivative, last: EventDerivative, y5: State, y_b: ptr<function, State>, loss_b: ptr<function, Losses>, error: ptr<function, real>) -> bool {
+    if ADAPTIVE {
+        *loss_b = combine_losses(friction_loss, h / 6.0, 1.0, k1.loss, 4.0, k4.loss, 1.0, last.loss);
+        return rkm_end(y, t, h, k1.d, k4.d, last.d, y5, y_b, error);
+    }
+    *loss_b = integrate_losses(friction_loss, h, k1.loss, k2.loss, k3.loss, last.loss);
+    return rk4_end(y, t, h, k1.d, k2.d, k3.d, last.d, y_b);
+}
+
 // The end of a trial that neither settled nor closed a bracket: a bisection point narrows the
 // bracket (`event`: the event lies before h); a step without an event is committed (its end
 // y_b, the friction losses there); a step with one starts a bracket in (0, h].
