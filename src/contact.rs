@@ -208,9 +208,8 @@ pub struct EventOptions {
     /// (the default): RK4 steps of [`step`](Self::step). `Some(accuracy)`, in (0, 1): each
     /// instance steps by Runge–Kutta–Merson, its own step adapted so that Simbody's error
     /// estimate — `|y₁ − ŷ| / 5` relative to `max(1, |y|)` over the free bodies' q and u, as
-    /// the bilateral RKM — stays within `accuracy`; `step` is the longest step. Only the CPU's
-    /// event path controls the error: the GPU's event kernel refuses it
-    /// (`backend::UnilateralRunner` then runs the call on the CPU).
+    /// the bilateral RKM — stays within `accuracy`; `step` is the longest step. The CPU's event
+    /// path and the GPU's event kernels (built a second time for it) both control the error.
     pub accuracy: Option<f64>,
     /// Impact law.
     pub law: ImpactLaw,
