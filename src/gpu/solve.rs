@@ -4,7 +4,7 @@
 //! minimum-norm Jacobi route of `shaders/solver.wgsl` only where the certificate fails
 //! (redundant rows, a near-singular `A`).
 //!
-//! Every route has the reference solver's tests (`src/cpu/solver.rs`): positive pivots (for the
+//! Every route has the reference solver's tests (`src/cpu/solver/tests.rs`): positive pivots (for the
 //! closed form, positive leading minors, whose ratios the pivots are) and the certificate
 //! `tr A · ‖L⁻¹‖²_F · RANK_TOLERANCE < 1` over the rows in use (which proves every eigenvalue
 //! above the Jacobi route's rank threshold, so both routes would return `A⁻¹ rhs`; the closed

@@ -15,6 +15,7 @@ mod evaluation;
 mod event_studies;
 mod events;
 mod events_bilateral;
+mod events_closed_form;
 mod events_general;
 mod events_pairs;
 mod host_copies;

@@ -16,6 +16,7 @@ mod neighbours;
 mod resume;
 mod stepping;
 mod study;
+mod study_kinds;
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use simbatch::cpu::unilateral::{
