@@ -10,13 +10,13 @@
 //! Projection runs the reference projection on the lane that needs it, as for the fixed-step
 //! integrators.
 
-use simba::simd::{SimdComplexField, SimdPartialOrd, SimdValue};
+use simba::simd::{SimdPartialOrd, SimdValue};
 
 use super::step::{Buffers, Outcome, Stages, States, derivative_or_reference, finish_step};
 use super::{Chunk, MAX_Y};
 use crate::batch::status;
 use crate::cpu::integrate::project;
-use crate::math::lanes::{LANES, Lane, LaneMask, lanes, splat, values};
+use crate::math::lanes::{LANES, Lane, LaneMask, abs, lanes, splat, values};
 use crate::step::{
     Goal, Integrator, MAX_ADAPTIVE_ATTEMPTS, Stabilization, StepOptions, StepReport,
     duration_left_negligible, min_step, step_factor,
@@ -82,8 +82,7 @@ fn try_step(
     }
     // Over the state proper, not the work integrals; `fold(0, f64::max)` skips a NaN, as here.
     for j in 0..ny - 2 {
-        let e = ((next[j] - third_order[j]) / five).simd_abs()
-            / next[j].simd_abs().simd_max(splat(1.0));
+        let e = abs((next[j] - third_order[j]) / five) / abs(next[j]).simd_max(splat(1.0));
         error = e.select(e.simd_gt(error), error);
     }
     (good & finish_step(chunk, next), error)

@@ -77,6 +77,9 @@ pub(super) fn put(column: &mut [f64], width: usize, offset: usize, place: Place,
             }
         }
     }
+    if width == 0 {
+        return; // Nothing to write (a constraint that reports no slot), and no rows to split.
+    }
     let block = &mut column[at * width..(at + count) * width];
     for (l, row) in block.chunks_exact_mut(width).enumerate() {
         for (value, x) in row[offset..offset + x.len()].iter_mut().zip(x) {

@@ -3,13 +3,13 @@
 //! (the constant law from the state and the acceleration column, a driven body from its law at
 //! each lane's time), each constraint's rows from its lane kernel.
 
-use simba::simd::{SimdComplexField, SimdPartialOrd, SimdValue};
+use simba::simd::{SimdPartialOrd, SimdValue};
 
 use super::{Chunk, ConstraintPlan, MAX_BODIES, MAX_M, Scratch, all_finite};
 use crate::constraints::{BodyKinematics, BodyLanes, ParamLanes, RowLanes, RowLevel};
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, is_finite, lanes, rotation_from_quaternion, select,
-    splat, values,
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, abs, is_finite, lanes, rotation_from_quaternion,
+    select, splat, values,
 };
 
 /// A driven body's kinematics as its law gave them at `time` (bits, lane by lane) for the
@@ -220,8 +220,8 @@ impl Chunk<'_> {
         let (mut perr, mut verr) = (splat(0.0), splat(0.0));
         for (row, on) in rows[..self.plan.m].iter().zip(&self.enabled) {
             // `fold(0, f64::max)`: a NaN error leaves the maximum as it was.
-            let p = select(*on, row.position_error.simd_abs(), splat(0.0));
-            let v = select(*on, row.velocity_error.simd_abs(), splat(0.0));
+            let p = select(*on, abs(row.position_error), splat(0.0));
+            let v = select(*on, abs(row.velocity_error), splat(0.0));
             perr = select(p.simd_gt(perr), p, perr);
             verr = select(v.simd_gt(verr), v, verr);
         }

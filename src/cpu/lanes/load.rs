@@ -9,7 +9,7 @@ use super::solve::inverse_inertia;
 use super::{ALL_LANES, Chunk};
 use crate::constraints::ParamLanes;
 use crate::math::lanes::{
-    LANES, Lane, LaneInstances, LaneMask, LaneMat3, LaneVec3, bits, is_finite, splat,
+    LANES, Lane, LaneInstances, LaneMask, LaneMat3, LaneVec3, bits, is_finite, lane_array, splat,
 };
 use crate::model::Broadcast;
 
@@ -44,7 +44,86 @@ fn gather_vec3(column: &Broadcast<[f64; 3]>, instances: &LaneInstances) -> LaneV
     LaneVec3::new(x, y, z)
 }
 
+/// How many instances ahead of the chunk it evaluates the one-constraint evaluation kernel
+/// (`single.rs`) asks the caches for the inputs it will load ([`Chunk::prefetch_single`]), in
+/// a build of eight lanes. There the kernel's compute per chunk is long enough that a chunk's
+/// loads, issued as the kernel reaches them, no longer overlap the arithmetic before them:
+/// without this, the eight-lane build evaluated a large batch (10⁵–10⁶ rolling spheres, every
+/// parameter drawn, one thread) at 0.9× the four-lane one, with it at 1.25× (every output) and
+/// 1.4× (u̇ and λ); 16, 32, 64 and 128 ahead measured alike, 16 best (`docs/performance-log.md`,
+/// 2026-11-28 16:00). The four-lane build gained 3–6 %, within the VM's spread, so it does not
+/// prefetch (`None`).
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+pub(super) const PREFETCH_AHEAD: Option<usize> = Some(16);
+/// See the eight-lane build's doc: the four-lane build does not prefetch.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+pub(super) const PREFETCH_AHEAD: Option<usize> = None;
+
+/// Asks the caches for the 64-byte lines that hold entries `from..from + count` of a column of
+/// `width` values an entry (nothing past the column's end). A hint: it never faults, and it
+/// changes no value.
+#[inline(always)]
+fn prefetch_entries<T>(column: &[T], from: usize, count: usize, width: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let len = column.len();
+        let (Some(start), Some(end)) = (from.checked_mul(width), from.checked_add(count)) else {
+            return;
+        };
+        if start >= len {
+            return;
+        }
+        let end = end.saturating_mul(width).min(len);
+        let mut line = column[start..].as_ptr() as usize & !63;
+        let stop = column[..end].as_ptr_range().end as usize;
+        while line < stop {
+            // SAFETY: a prefetch is a hint about an address inside `column`'s allocation
+            // (rounded down to its line); it reads nothing into the program and never faults.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+            line += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (column, from, count, width);
+}
+
+/// [`prefetch_entries`] of a broadcast column's entries, where it holds one per instance.
+#[inline(always)]
+fn prefetch_column<T: bytemuck::Pod>(column: &Broadcast<T>, from: usize, width: usize) {
+    if !column.is_shared() {
+        prefetch_entries(column.stored(), from, LANES, width);
+    }
+}
+
 impl Chunk<'_> {
+    /// Asks the caches for what [`load_single`](Self::load_single) and the one-constraint
+    /// kernel will read of instances `from..from + LANES` ([`PREFETCH_AHEAD`]): q, u and time,
+    /// the free body's mass properties and loads, gravity, and the constraint's enabled flag,
+    /// Baumgarte time constant and parameters, each where it varies per instance.
+    #[inline(always)]
+    pub(super) fn prefetch_single(&self, from: usize) {
+        let batch = self.batch;
+        if let Some(cols) = batch.free_columns().first() {
+            prefetch_entries(&cols.q, from, LANES, 1);
+            prefetch_entries(&cols.u, from, LANES, 1);
+            prefetch_column(&cols.mass, from, 1);
+            prefetch_column(&cols.com, from, 1);
+            prefetch_column(&cols.inertia, from, 1);
+            prefetch_column(&cols.applied_force, from, 1);
+            prefetch_column(&cols.applied_torque, from, 1);
+        }
+        prefetch_entries(batch.time(), from, LANES, 1);
+        prefetch_column(batch.gravity_column(), from, 1);
+        if let Some(c) = batch.all_constraint_columns().first() {
+            prefetch_column(&c.enabled, from, 1);
+            prefetch_column(&c.baumgarte_time_constant, from, 1);
+            for (params, width) in c.params.iter().zip(&c.widths) {
+                prefetch_column(params, from, *width);
+            }
+        }
+    }
+
     /// Gathers instances `instances` of the batch: everything that stays fixed over a call.
     /// What every instance shares is gathered (and prepared) on the first load only: the
     /// values are the same bits for every instance.
@@ -140,8 +219,8 @@ impl Chunk<'_> {
         let on = if cols.enabled.is_shared() {
             LaneMask::splat(enabled[0] != 0)
         } else {
-            let [a, b, c, d] = instances.lanes();
-            LaneMask::from([enabled[a], enabled[b], enabled[c], enabled[d]].map(|e| e != 0))
+            let lanes = instances.lanes();
+            LaneMask::from(lane_array!(|l| enabled[lanes[l]] != 0))
         };
         let inv_t = splat(1.0) / gather_one(&cols.baumgarte_time_constant, &instances);
         for r in c.offset..c.offset + c.rows {

@@ -35,6 +35,7 @@
 use super::dynamics::dot6;
 use super::evaluate::{Place, put, put_reported};
 use super::kinematics::apply_row_levels;
+use super::load::PREFETCH_AHEAD;
 use super::solve::solve_sized;
 use super::{ALL_LANES, BodyLanes, Chunk, MAX_BODIES, MAX_M, Scratch, all_finite};
 use crate::batch::status;
@@ -216,6 +217,9 @@ impl Chunk<'_> {
         // Full chunks, with the lane count a constant in this copy of the kernel (its writes
         // take the transposes only), then the last, partial chunk.
         while at + LANES <= block.len {
+            if let Some(ahead) = PREFETCH_AHEAD {
+                self.prefetch_single(block.start + at + ahead);
+            }
             self.load_single(std::array::from_fn(|l| block.start + at + l));
             let answered = self.evaluate_rows::<M>(j, scratch, block, at, LANES);
             self.answer_on_reference(answered, block, at, LANES);

@@ -188,7 +188,7 @@ fn plans_refuse_what_the_lane_path_does_not_take() {
     let state = tilting.instance_state(2).unwrap();
     let chunk = {
         let mut c = Chunk::new(&tilting, &plan);
-        c.load([0, 1, 2, 3]);
+        c.load(std::array::from_fn(|l| l.min(3)));
         c
     };
     let (y, time) = chunk.gather_state();

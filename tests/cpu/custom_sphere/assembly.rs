@@ -269,7 +269,9 @@ fn gpu_limits_on_a_constraint_are_typed_errors() {
             values,
         })
         .unwrap();
-        let batch = Batch::new(t, 4).unwrap();
+        // Five instances: a full chunk of lanes and a partial one (or one partial chunk of
+        // eight lanes), whose writes of the empty report columns must not split rows of none.
+        let batch = Batch::new(t, 5).unwrap();
         assert_eq!(batch.evaluate().flagged(), 0, "runs on the CPU");
         match simbatch::gpu::layout::Layout::new(batch.template()) {
             Err(e @ simbatch::Error::Gpu(_)) => {

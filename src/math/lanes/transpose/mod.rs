@@ -28,11 +28,25 @@ use super::{LANES, Lane, splat, values};
 /// row's end.
 #[inline(always)]
 pub fn transpose_rows<const N: usize>(rows: [&[f64]; LANES]) -> [Lane; N] {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+    return avx8::transpose(rows);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+    transpose_four(rows)
+}
+
+/// [`transpose_rows`] of four lanes.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+#[inline(always)]
+fn transpose_four<const N: usize>(rows: [&[f64]; LANES]) -> [Lane; N] {
     let [a, b, c, d] = rows;
     let (a, b, c, d): (&[f64; N], &[f64; N], &[f64; N], &[f64; N]) =
         (first(a), first(b), first(c), first(d));
     let mut out = [splat(0.0); N];
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    ))]
     {
         let mut j = 0;
         while j + 2 <= N {
@@ -43,7 +57,11 @@ pub fn transpose_rows<const N: usize>(rows: [&[f64]; LANES]) -> [Lane; N] {
             out[j] = avx::single(&a[j], &b[j], &c[j], &d[j]);
         }
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    )))]
     for j in 0..N {
         out[j] = lanes([a[j], b[j], c[j], d[j]]);
     }
@@ -51,6 +69,7 @@ pub fn transpose_rows<const N: usize>(rows: [&[f64]; LANES]) -> [Lane; N] {
 }
 
 /// The first `N` values of `row` (panics, as indexing does, when it is shorter).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
 #[inline(always)]
 fn first<const N: usize>(row: &[f64]) -> &[f64; N] {
     match row.first_chunk() {
@@ -62,20 +81,34 @@ fn first<const N: usize>(row: &[f64]) -> &[f64; N] {
 /// Entry `i` of `column` for each instance `i` of `instances`, one per lane.
 #[inline(always)]
 pub fn gather_values(column: &[f64], instances: &[usize; LANES]) -> Lane {
-    let [a, b, c, d] = *instances;
-    four(&column[a], &column[b], &column[c], &column[d])
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+    return avx8::gather(lane_array!(|l| &column[instances[l]]));
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+    {
+        let [a, b, c, d] = *instances;
+        four(&column[a], &column[b], &column[c], &column[d])
+    }
 }
 
 /// The lane value of four `f64` held in memory. With AVX it is built in registers (two
 /// 128-bit halves), not by four 8-byte stores that a 32-byte load then reads back, which
 /// stalls store-to-load forwarding on x86 cores.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
 #[inline(always)]
 pub fn four(a: &f64, b: &f64, c: &f64, d: &f64) -> Lane {
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    ))]
     {
         avx::single(a, b, c, d)
     }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    )))]
     {
         lanes([*a, *b, *c, *d])
     }
@@ -110,8 +143,18 @@ pub(crate) fn scatter_rows_with(
     );
     let (a, rest) = block.split_at_mut(width);
     let (b, rest) = rest.split_at_mut(width);
-    let (c, d) = rest.split_at_mut(width);
-    scatter_into([a, b, c, d], offset, x, streaming);
+    let (c, rest) = rest.split_at_mut(width);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+    let rows = [a, b, c, rest];
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+    let rows = {
+        let (d, rest) = rest.split_at_mut(width);
+        let (e, rest) = rest.split_at_mut(width);
+        let (f, rest) = rest.split_at_mut(width);
+        let (g, h) = rest.split_at_mut(width);
+        [a, b, c, d, e, f, g, h]
+    };
+    scatter_into(rows, offset, x, streaming);
 }
 
 /// [`scatter_rows`] into rows `at..at + LANES` of a column of `W`-value rows held as `&mut
@@ -148,7 +191,11 @@ pub(crate) fn scatter_fixed_with<const W: usize>(
             rows.len()
         );
     };
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    ))]
     if offset == 0 && n == W && tiles(W) {
         // Whole rows: the four rows are one run of `4 W` values, written by `W` full-width
         // stores (`avx::tile`).
@@ -161,12 +208,24 @@ pub(crate) fn scatter_fixed_with<const W: usize>(
             return avx::tile_streaming(run, x);
         }
     }
-    let [a, b, c, d] = tile;
-    scatter_into([a, b, c, d], offset, x, streaming);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+    {
+        let [a, b, c, d] = tile;
+        scatter_into([a, b, c, d], offset, x, streaming);
+    }
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+    {
+        let [a, b, c, d, e, f, g, h] = tile;
+        scatter_into([a, b, c, d, e, f, g, h], offset, x, streaming);
+    }
 }
 
 /// Whether the whole-row scatter (`avx::tile`) takes rows of `n` values: one or three.
-#[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "avx",
+    not(target_feature = "avx512f")
+))]
 #[inline(always)]
 const fn tiles(n: usize) -> bool {
     n == 1 || n == 3
@@ -187,6 +246,16 @@ pub(crate) fn streaming_fence() {
 /// streaming stores when `streaming` says so and the target has them.
 #[inline(always)]
 fn scatter_into(rows: [&mut [f64]; LANES], offset: usize, x: &[Lane], streaming: bool) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+    avx8::scatter(rows, offset, x, streaming);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+    scatter_four(rows, offset, x, streaming);
+}
+
+/// [`scatter_into`] for four lanes.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+#[inline(always)]
+fn scatter_four(rows: [&mut [f64]; LANES], offset: usize, x: &[Lane], streaming: bool) {
     let n = x.len();
     #[allow(unused_mut)]
     let mut rows = rows.map(|row| &mut row[offset..offset + n]);
@@ -206,9 +275,17 @@ fn scatter_into(rows: [&mut [f64]; LANES], offset: usize, x: &[Lane], streaming:
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = streaming;
-    #[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    ))]
     avx::scatter(rows, x);
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx")))]
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        target_feature = "avx",
+        not(target_feature = "avx512f")
+    )))]
     for (j, value) in x.iter().enumerate() {
         for (row, v) in rows.iter_mut().zip(values(*value)) {
             row[j] = v;
@@ -245,202 +322,12 @@ mod stream {
 
 /// Moving values into and out of lanes with AVX loads, shuffles and stores: bit moves only, so a value has the
 /// same bits whichever route built it.
-#[cfg(all(target_arch = "x86_64", target_feature = "avx"))]
-mod avx {
-    use std::arch::x86_64::{
-        __m128d, __m256d, _mm_load_sd, _mm_loadh_pd, _mm_loadu_pd, _mm_storeu_pd, _mm_stream_pd,
-        _mm256_blend_pd, _mm256_castpd128_pd256, _mm256_castpd256_pd128, _mm256_extractf128_pd,
-        _mm256_insertf128_pd, _mm256_permute2f128_pd, _mm256_setzero_pd, _mm256_shuffle_pd,
-        _mm256_storeu_pd, _mm256_unpackhi_pd, _mm256_unpacklo_pd,
-    };
-
-    use super::{Lane, tiles, values};
-
-    /// An AVX value as a lane value (the same 32 bytes).
-    #[inline(always)]
-    fn lane(x: __m256d) -> Lane {
-        Lane::from(bytemuck::cast::<__m256d, [f64; 4]>(x))
-    }
-
-    /// Values `j` and `j + 1` of four rows: a 128-bit load per row, two inserts and two
-    /// unpacks.
-    #[inline(always)]
-    pub(super) fn pair<const N: usize>(
-        a: &[f64; N],
-        b: &[f64; N],
-        c: &[f64; N],
-        d: &[f64; N],
-        j: usize,
-    ) -> (Lane, Lane) {
-        assert!(j + 2 <= N, "values {j} and {} of rows of {N}", j + 1);
-        // SAFETY: `j + 2 <= N` (asserted; a constant check once inlined), so each 16-byte
-        // load reads values `j` and `j + 1` of its row, in bounds; unaligned loads accept any
-        // address. AVX is enabled at compile time (the module's cfg).
-        unsafe {
-            let ac = _mm256_insertf128_pd::<1>(
-                _mm256_castpd128_pd256(_mm_loadu_pd(a.as_ptr().add(j))),
-                _mm_loadu_pd(c.as_ptr().add(j)),
-            );
-            let bd = _mm256_insertf128_pd::<1>(
-                _mm256_castpd128_pd256(_mm_loadu_pd(b.as_ptr().add(j))),
-                _mm_loadu_pd(d.as_ptr().add(j)),
-            );
-            (
-                lane(_mm256_unpacklo_pd(ac, bd)),
-                lane(_mm256_unpackhi_pd(ac, bd)),
-            )
-        }
-    }
-
-    /// `[a, b, c, d]` as a lane value, built in registers.
-    #[inline(always)]
-    pub(super) fn single(a: &f64, b: &f64, c: &f64, d: &f64) -> Lane {
-        // SAFETY: each pointer comes from a reference to one f64 and each load reads that one
-        // f64. AVX is enabled at compile time (the module's cfg).
-        unsafe {
-            let ab = _mm_loadh_pd(_mm_load_sd(a), b);
-            let cd = _mm_loadh_pd(_mm_load_sd(c), d);
-            lane(_mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(ab), cd))
-        }
-    }
-
-    /// `x` (one or three lane values) as the `x.len()` 32-byte pieces (the first `x.len()` of
-    /// three) of the four rows of `x.len()` values held one after another (lane `l` into row
-    /// `l`), in the rows' order:
-    /// for one value a row, the value itself; for three (`[x0 y0 z0 x1] [y1 z1 x2 y2] [z2 x3 y3
-    /// z3]`), two unpacks, a shuffle, two permutes and a blend. [`tile`] and
-    /// [`tile_streaming`] store them.
-    #[inline(always)]
-    fn tile_pieces(x: &[Lane]) -> [__m256d; 3] {
-        let raw = |v: &Lane| bytemuck::cast::<[f64; 4], __m256d>(values(*v));
-        // SAFETY: register shuffles only. AVX is enabled at compile time (the module's cfg).
-        unsafe {
-            match *x {
-                [x0] => [raw(&x0); 3],
-                [x0, y0, z0] => {
-                    let (x, y, z) = (raw(&x0), raw(&y0), raw(&z0));
-                    let xy = _mm256_unpacklo_pd(x, y); // [x0 y0 | x2 y2]
-                    let zx = _mm256_shuffle_pd::<0b1010>(z, x); // [z0 x1 | z2 x3]
-                    let yz = _mm256_unpackhi_pd(y, z); // [y1 z1 | y3 z3]
-                    [
-                        _mm256_permute2f128_pd::<0x20>(xy, zx),
-                        _mm256_blend_pd::<0b1100>(yz, xy),
-                        _mm256_permute2f128_pd::<0x31>(zx, yz),
-                    ]
-                }
-                _ => [_mm256_setzero_pd(); 3], // Not reached: callers assert `tiles`.
-            }
-        }
-    }
-
-    /// `x` (one or three lane values) into the four rows of `x.len()` values held one after
-    /// another in `run` (lane `l` into row `l`), by `x.len()` 32-byte stores of
-    /// [`tile_pieces`]. (The pairwise [`scatter`] spends as many instructions as a whole-row
-    /// tile on each pair of values; its odd value is what costs, a trip through memory and four
-    /// 8-byte stores.)
-    #[inline(always)]
-    pub(super) fn tile(run: &mut [f64], x: &[Lane]) {
-        let n = x.len();
-        assert!(tiles(n) && run.len() == 4 * n);
-        let pieces = tile_pieces(x);
-        let p = run.as_mut_ptr();
-        for (k, piece) in pieces.iter().take(n).enumerate() {
-            // SAFETY: `run` holds `4 n` values (asserted) and `k < n`, so the 32-byte store at
-            // value `4 k` writes values `4 k..4 k + 4` of it, in bounds; unaligned stores
-            // accept any address. AVX is enabled at compile time (the module's cfg).
-            unsafe { _mm256_storeu_pd(p.add(4 * k), *piece) };
-        }
-    }
-
-    /// [`tile`] with streaming stores, for a `run` that starts 16-byte aligned (panics
-    /// otherwise): the same pieces, each written by two 16-byte `movntpd`, half as many stores
-    /// as one `movnti` per value.
-    #[inline(always)]
-    pub(super) fn tile_streaming(run: &mut [f64], x: &[Lane]) {
-        let n = x.len();
-        assert!(tiles(n) && run.len() == 4 * n);
-        assert!(run.as_ptr().cast::<u8>().align_offset(16) == 0);
-        let pieces = tile_pieces(x);
-        let p = run.as_mut_ptr();
-        for (k, piece) in pieces.iter().take(n).enumerate() {
-            // SAFETY: `run` holds `4 n` values (asserted) and `k < n`, so the stores write
-            // values `4 k..4 k + 4` of it, in bounds; `run` starts 16-byte aligned (asserted)
-            // and each store starts an even number of values on, so each is 16-byte aligned,
-            // as `movntpd` needs. AVX is enabled at compile time (the module's cfg).
-            unsafe {
-                _mm_stream_pd(p.add(4 * k), _mm256_castpd256_pd128(*piece));
-                _mm_stream_pd(p.add(4 * k + 2), _mm256_extractf128_pd::<1>(*piece));
-            }
-        }
-    }
-
-    /// Values `j` and `j + 1` of the four rows from the lane values `xj`, `xk`: the rows'
-    /// 16-byte pieces `[a, b, c, d]`, by two unpacks. [`scatter`] and [`scatter_streaming`]
-    /// store them.
-    #[inline(always)]
-    fn pair_pieces(xj: &Lane, xk: &Lane) -> [__m128d; 4] {
-        let raw = |v: &Lane| bytemuck::cast::<[f64; 4], __m256d>(values(*v));
-        // SAFETY: register shuffles only. AVX is enabled at compile time (the module's cfg).
-        unsafe {
-            let ac = _mm256_unpacklo_pd(raw(xj), raw(xk));
-            let bd = _mm256_unpackhi_pd(raw(xj), raw(xk));
-            [
-                _mm256_castpd256_pd128(ac),
-                _mm256_castpd256_pd128(bd),
-                _mm256_extractf128_pd::<1>(ac),
-                _mm256_extractf128_pd::<1>(bd),
-            ]
-        }
-    }
-
-    /// `x` into four rows of an even number of values with streaming stores, for rows that
-    /// start 16-byte aligned (panics otherwise): [`pair_pieces`], each by one 16-byte
-    /// `movntpd`.
-    #[inline(always)]
-    pub(super) fn scatter_streaming(mut rows: [&mut [f64]; 4], x: &[Lane]) {
-        let n = x.len();
-        assert!(n.is_multiple_of(2));
-        assert!(
-            rows.iter()
-                .all(|row| row.len() == n && row.as_ptr().cast::<u8>().align_offset(16) == 0)
-        );
-        for j in (0..n).step_by(2) {
-            for (row, piece) in rows.iter_mut().zip(pair_pieces(&x[j], &x[j + 1])) {
-                // SAFETY: every row holds `n` values (asserted) and `j + 2 <= n` (`n` even), so
-                // the store writes values `j` and `j + 1` of its row, in bounds; the row starts
-                // 16-byte aligned (asserted) and `j` is even, so the store is 16-byte aligned,
-                // as `movntpd` needs. AVX is enabled at compile time (the module's cfg).
-                unsafe { _mm_stream_pd(row.as_mut_ptr().add(j), piece) };
-            }
-        }
-    }
-
-    /// `x` into four rows of `x.len()` values, lane `l` into row `l`: [`pair_pieces`] and four
-    /// 128-bit stores per pair of values, the last odd value by 64-bit stores.
-    #[inline(always)]
-    pub(super) fn scatter(rows: [&mut [f64]; 4], x: &[Lane]) {
-        let [a, b, c, d] = rows;
-        let n = x.len();
-        assert!(a.len() == n && b.len() == n && c.len() == n && d.len() == n);
-        let mut j = 0;
-        while j + 2 <= n {
-            for (row, piece) in [&mut *a, &mut *b, &mut *c, &mut *d]
-                .into_iter()
-                .zip(pair_pieces(&x[j], &x[j + 1]))
-            {
-                // SAFETY: every row holds `n` values (asserted) and `j + 2 <= n`, so the
-                // 16-byte store writes values `j` and `j + 1` of its row, in bounds; unaligned
-                // stores accept any address. AVX is enabled at compile time (the module's cfg).
-                unsafe { _mm_storeu_pd(row.as_mut_ptr().add(j), piece) };
-            }
-            j += 2;
-        }
-        if j < n {
-            let [va, vb, vc, vd] = values(x[j]);
-            (a[j], b[j], c[j], d[j]) = (va, vb, vc, vd);
-        }
-    }
-}
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "avx",
+    not(target_feature = "avx512f")
+))]
+mod avx;
 
 /// The instances a chunk's lanes hold — lane `l` holds instance `lanes()[l]` (`self[l]`) —
 /// and whether they are consecutive, `first + l`, as every full chunk of a block is. The
@@ -458,8 +345,13 @@ impl LaneInstances {
     /// Lane `l` holding instance `lanes[l]` (a lane may repeat another's instance).
     #[inline(always)]
     pub fn new(lanes: [usize; LANES]) -> Self {
-        let [a, b, c, d] = lanes;
-        let run = b == a.wrapping_add(1) && c == a.wrapping_add(2) && d == a.wrapping_add(3);
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+        let run = {
+            let [a, b, c, d] = lanes;
+            b == a.wrapping_add(1) && c == a.wrapping_add(2) && d == a.wrapping_add(3)
+        };
+        #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+        let run = (1..LANES).all(|l| lanes[l] == lanes[0].wrapping_add(l));
         Self { lanes, run }
     }
 
@@ -481,11 +373,11 @@ impl LaneInstances {
     #[inline(always)]
     pub fn rows<const N: usize>(&self, column: &[[f64; N]]) -> [Lane; N] {
         if self.run
-            && let Some([a, b, c, d]) = column
+            && let Some(rows) = column
                 .get(self.lanes[0]..)
                 .and_then(|rows| rows.first_chunk::<LANES>())
         {
-            return transpose_rows([a, b, c, d]);
+            return transpose_rows(lane_array!(|l| &rows[l][..]));
         }
         gather_rows(column, &self.lanes)
     }
@@ -516,18 +408,9 @@ impl LaneInstances {
                 .checked_mul(width)
                 .and_then(|start| stored.get(start..)?.get(..LANES * width))
         {
-            let (a, rest) = block.split_at(width);
-            let (b, rest) = rest.split_at(width);
-            let (c, d) = rest.split_at(width);
-            return transpose_rows([a, b, c, d]);
+            return transpose_rows(lane_array!(|l| &block[l * width..(l + 1) * width]));
         }
-        let [a, b, c, d] = self.lanes;
-        transpose_rows([
-            &stored[a * width..],
-            &stored[b * width..],
-            &stored[c * width..],
-            &stored[d * width..],
-        ])
+        transpose_rows(lane_array!(|l| &stored[self.lanes[l] * width..]))
     }
 
     /// Value `j` of the lanes' rows of a column of `width`-value rows held as one `&[f64]`.
@@ -539,8 +422,13 @@ impl LaneInstances {
         if width == 1 {
             return self.values(stored);
         }
-        let [a, b, c, d] = self.lanes.map(|i| i * width + j);
-        four(&stored[a], &stored[b], &stored[c], &stored[d])
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "avx512f")))]
+        {
+            let [a, b, c, d] = self.lanes.map(|i| i * width + j);
+            four(&stored[a], &stored[b], &stored[c], &stored[d])
+        }
+        #[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+        avx8::gather(lane_array!(|l| &stored[self.lanes[l] * width + j]))
     }
 }
 
@@ -557,6 +445,12 @@ impl std::ops::Index<usize> for LaneInstances {
 /// Rows `instances` of a column of `N`-value rows, as `N` lane values.
 #[inline(always)]
 pub fn gather_rows<const N: usize>(column: &[[f64; N]], instances: &[usize; LANES]) -> [Lane; N] {
-    let [a, b, c, d] = *instances;
-    transpose_rows([&column[a], &column[b], &column[c], &column[d]])
+    transpose_rows(lane_array!(|l| &column[instances[l]][..]))
 }
+
+/// Moving values into and out of eight lanes, in a build for AVX-512: each half of the lanes
+/// as the four-lane `avx` module moves them (128-bit loads, inserts and unpacks), joined into
+/// one 512-bit value; out, 512-bit unpacks give each row its pairs of values. Bit moves only,
+/// as there.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx512f"))]
+mod avx8;
