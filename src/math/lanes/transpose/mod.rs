@@ -1,7 +1,7 @@
 //! Moving values between per-instance columns and lanes: the transposes that gather a chunk's
-//! inputs (`N` values of four rows as `N` lane values) and scatter its outputs back, with AVX
-//! shuffles in registers where the build has AVX. Bit moves only: a value has the same bits
-//! whichever route moved it.
+//! inputs (`N` values of [`LANES`] rows as `N` lane values) and scatter its outputs back, with
+//! AVX shuffles in registers where the build has AVX (four lanes: `avx.rs`; eight, in a build
+//! for AVX-512: `avx8.rs`). Bit moves only: a value has the same bits whichever route moved it.
 //!
 //! **Streaming stores.** The scatters can write with non-temporal stores instead
 //! (`streaming: true`, x86-64 only; elsewhere the same stores as without). An ordinary store
@@ -22,7 +22,7 @@
 use super::lanes;
 use super::{LANES, Lane, splat, values};
 
-/// Values `0..N` of four rows, one row per lane, as `N` lane values: the transpose that gathers
+/// Values `0..N` of [`LANES`] rows, one row per lane, as `N` lane values: the transpose that gathers
 /// a chunk's per-instance columns. One bounds check per row; with AVX the values move by
 /// shuffles in registers (`avx::pair`), two values of each row at a time, never read past a
 /// row's end.
