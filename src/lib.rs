@@ -73,7 +73,7 @@ pub mod prelude {
     };
     pub use crate::cpu::evaluate::InstanceSystem;
     pub use crate::error::{Error, Result};
-    pub use crate::evaluation::{ConstraintEvaluation, Evaluation, Outputs};
+    pub use crate::evaluation::{ConstraintEvaluation, Evaluation, OutputStores, Outputs};
     pub use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, GpuStepper, Precision};
     pub use crate::model::{Baumgarte, BodyId, BodyKind, ConstraintId, GROUND, SystemTemplate};
     pub use crate::step::{Integrator, Stabilization, StepOptions, StepReport};

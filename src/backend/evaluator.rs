@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Backend, choose, resolve};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::evaluation::{Evaluation, Outputs};
+use crate::evaluation::{Evaluation, OutputStores, Outputs};
 use crate::gpu::{GpuDevice, GpuEvaluator, GpuOptions, GpuStepper, Precision};
 
 enum Resolved {
@@ -27,6 +27,8 @@ pub struct Evaluator {
     note: Option<String>,
     /// What [`evaluate`](Self::evaluate) computes and stores.
     outputs: Outputs,
+    /// How the CPU backend writes them.
+    stores: OutputStores,
 }
 
 impl std::fmt::Debug for Evaluator {
@@ -35,6 +37,7 @@ impl std::fmt::Debug for Evaluator {
             .field("backend", &self.backend())
             .field("note", &self.note)
             .field("outputs", &self.outputs)
+            .field("stores", &self.stores)
             .finish()
     }
 }
@@ -46,6 +49,7 @@ impl Evaluator {
             resolved: Resolved::Cpu,
             note: None,
             outputs: Outputs::ALL,
+            stores: OutputStores::Auto,
         }
     }
 
@@ -76,6 +80,7 @@ impl Evaluator {
             resolved,
             note: resolution.note,
             outputs: Outputs::ALL,
+            stores: OutputStores::Auto,
         })
     }
 
@@ -100,6 +105,7 @@ impl Evaluator {
             },
             note: None,
             outputs: Outputs::ALL,
+            stores: OutputStores::Auto,
         })
     }
 
@@ -123,6 +129,19 @@ impl Evaluator {
     /// The outputs evaluations compute and store ([`Outputs::ALL`] unless set).
     pub fn outputs(&self) -> Outputs {
         self.outputs
+    }
+
+    /// This evaluator, its CPU backend writing outputs with `stores` instead of
+    /// [`OutputStores::Auto`]'s choice (the same bits, the speed this CPU gives them; the GPU
+    /// backend ignores it).
+    pub fn with_output_stores(mut self, stores: OutputStores) -> Self {
+        self.stores = stores;
+        self
+    }
+
+    /// How the CPU backend writes outputs ([`OutputStores::Auto`] unless set).
+    pub fn output_stores(&self) -> OutputStores {
+        self.stores
     }
 
     /// The backend in use (`Cpu` or `Gpu`, never `Auto`).
@@ -182,7 +201,7 @@ impl Evaluator {
     pub fn evaluate_into(&mut self, batch: &Batch, out: &mut Evaluation) -> Result<()> {
         match &mut self.resolved {
             Resolved::Cpu => {
-                batch.evaluate_outputs_into(self.outputs, out);
+                batch.evaluate_stored_into(self.outputs, self.stores, out);
                 Ok(())
             }
             Resolved::Gpu { .. } => {

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use crate::batch::Batch;
 use crate::cpu::lanes::{self, LanePlan};
-use crate::evaluation::{Evaluation, EvaluationBlock, Outputs};
+use crate::evaluation::{Evaluation, EvaluationBlock, OutputStores, Outputs};
 use crate::math::lanes::LANES;
 
 /// Instances per rayon job (a multiple of [`LANES`], so chunks never straddle two jobs).
@@ -50,6 +50,20 @@ impl Batch {
         self.evaluate_with(out, outputs, Path::Lanes, true);
     }
 
+    /// As [`evaluate_outputs_into`](Self::evaluate_outputs_into), writing the outputs with
+    /// `stores` instead of [`OutputStores::Auto`]'s choice: the same bits, at the speed this
+    /// CPU gives the stores.
+    pub fn evaluate_stored_into(
+        &self,
+        outputs: Outputs,
+        stores: OutputStores,
+        out: &mut Evaluation,
+    ) {
+        out.fill_for(self.template(), self.len(), outputs);
+        let streaming = out.streams(stores);
+        self.evaluate_filled(out, Path::Lanes, true, streaming);
+    }
+
     /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
     /// single-core benchmarks).
     pub fn evaluate_sequential(&self) -> Evaluation {
@@ -76,7 +90,7 @@ impl Batch {
     }
 
     /// The lane path's evaluation with `outputs`, its stores streaming or not as `streaming`
-    /// says whatever the size (`Evaluation::streams` decides otherwise).
+    /// says whatever the size and the CPU (`Evaluation::streams` decides otherwise).
     #[cfg(test)]
     pub(crate) fn evaluate_lanes_streaming(&self, outputs: Outputs, streaming: bool) -> Evaluation {
         let mut out = Evaluation::default();
@@ -87,7 +101,7 @@ impl Batch {
 
     fn evaluate_with(&self, out: &mut Evaluation, outputs: Outputs, path: Path, parallel: bool) {
         out.fill_for(self.template(), self.len(), outputs);
-        let streaming = out.streams();
+        let streaming = out.streams(OutputStores::Auto);
         self.evaluate_filled(out, path, parallel, streaming);
     }
 

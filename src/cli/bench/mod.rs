@@ -11,7 +11,7 @@ use super::CliError;
 use crate::backend::Evaluator;
 use crate::backend::Stepper;
 use crate::batch::Batch;
-use crate::evaluation::{Evaluation, Outputs};
+use crate::evaluation::{Evaluation, OUTPUT_STORES, OutputStores, Outputs};
 use crate::gpu::layout::{OUTPUT_ORDERS, OutputOrder};
 use crate::gpu::{GpuEvaluator, GpuOptions, Precision};
 use crate::scenarios::{
@@ -80,6 +80,11 @@ pub struct BenchArgs {
     /// on CPU drivers). Set, the evaluation rows' backend names it (`gpu-f32/value-major`).
     #[arg(long)]
     pub gpu_output_order: Option<String>,
+    /// How the CPU evaluation rows write their outputs: auto (streaming stores for large
+    /// outputs on CPUs where they pay), cached (ordinary stores) or streamed
+    /// (`OutputStores`); set, the CPU evaluation rows' backend names it (`cpu/cached`).
+    #[arg(long, default_value = "auto")]
+    pub cpu_stores: String,
     /// Build the GPU kernels reading the batch's shared parameters from the buffer instead of
     /// holding them as constants (`GpuOptions::fold_shared`), to time what folding gains; the
     /// GPU rows' backend reads e.g. `gpu-f32/unfolded`.
@@ -246,8 +251,9 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             accepted: "a number in (0, 3600]",
         }));
     }
-    // Refused before anything is measured (`measure` reads it again).
+    // Refused before anything is measured (`measure` reads them again).
     gpu_output_order(args)?;
+    cpu_stores(args)?;
     let probe = match &args.gpu_probe {
         Some(name) => Some(name.parse::<crate::gpu::probe::Probe>()?),
         None => None,
@@ -294,6 +300,18 @@ fn gpu_output_order(args: &BenchArgs) -> Result<Option<OutputOrder>, CliError> {
             accepted: OUTPUT_ORDERS,
         })?;
     Ok(Some(order))
+}
+
+/// `--cpu-stores`, read.
+fn cpu_stores(args: &BenchArgs) -> Result<OutputStores, CliError> {
+    Ok(args
+        .cpu_stores
+        .parse::<OutputStores>()
+        .map_err(|_| crate::Error::BadChoice {
+            what: "--cpu-stores",
+            value: args.cpu_stores.clone(),
+            accepted: OUTPUT_STORES,
+        })?)
 }
 
 /// The measurements, on the current rayon pool.
@@ -424,6 +442,11 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
         None => gpu_name.clone(),
     };
     let cpu = args.backends.iter().any(|b| b == "cpu");
+    let stores = cpu_stores(args)?;
+    let cpu_name = match stores {
+        OutputStores::Auto => "cpu".to_string(),
+        other => format!("cpu/{}", other.name()),
+    };
     for &n in &args.n {
         for (system, build) in evaluated {
             let batch = build(n)?;
@@ -445,10 +468,12 @@ fn measure(args: &BenchArgs, precision: Precision) -> Result<(), CliError> {
                     (Outputs::ALL, "evaluations"),
                     (Outputs::DYNAMICS, "evaluations (udot, lambda)"),
                 ] {
-                    let mut e = Evaluator::cpu().with_outputs(outputs);
+                    let mut e = Evaluator::cpu()
+                        .with_outputs(outputs)
+                        .with_output_stores(stores);
                     let s = time(|| Ok(e.evaluate_into(&batch, &mut out)?), args.seconds)?;
                     let bytes = host_bytes_per_instance(&batch, out.bytes() / n);
-                    report(row("cpu", what, bytes, None), n as f64, s);
+                    report(row(&cpu_name, what, bytes, None), n as f64, s);
                 }
             }
             for (d, workgroup) in device

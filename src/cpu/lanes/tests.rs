@@ -3,7 +3,7 @@
 use super::*;
 use crate::cpu::evaluate::BaumgarteMode;
 use crate::cpu::integrate::{Workspace, derivative};
-use crate::evaluation::{Evaluation, Outputs};
+use crate::evaluation::{Evaluation, OutputStores, Outputs};
 use crate::scenarios::point_to_ground_batch;
 use crate::scenarios::{ContactKind, PlaneBody, contact_batch};
 use crate::step::{Integrator, Stabilization, StepOptions};
@@ -415,8 +415,9 @@ fn stepping_with_the_one_constraint_kernel_gives_the_general_lane_paths_bits() {
 /// Streaming stores (`EvaluationBlock::streaming`) write the same bits as ordinary ones, on the
 /// one-constraint kernel's templates and on the general lane path's (planes that are bodies of
 /// their own), for every output and for u̇ and λ alone, partial last chunks and the reference
-/// path's lanes included; and an evaluation streams exactly when its outputs pass
-/// `STREAMING_BYTES`.
+/// path's lanes included (and so through `Batch::evaluate_stored_into` with each
+/// `OutputStores`); and an evaluation streams exactly when `OutputStores` says: `Auto` when
+/// its outputs pass `STREAMING_BYTES` on a CPU where streaming pays.
 #[test]
 fn streaming_stores_write_the_same_bits() {
     let mut batches = one_constraint_batches([203, 45, 37]);
@@ -453,6 +454,15 @@ fn streaming_stores_write_the_same_bits() {
             let mut ordinary = Evaluation::default();
             batch.evaluate_outputs_into(outputs, &mut ordinary);
             assert_eq!(evaluation_bits(&ordinary), b, "{what}, {outputs:?}");
+            for stores in [OutputStores::Cached, OutputStores::Streamed] {
+                let mut stored = Evaluation::default();
+                batch.evaluate_stored_into(outputs, stores, &mut stored);
+                assert_eq!(
+                    evaluation_bits(&stored),
+                    b,
+                    "{what}, {outputs:?}, {stores:?}"
+                );
+            }
             if what.contains("flagged") {
                 assert_eq!(streamed.flagged(), 2, "{what}, {outputs:?}");
             }
@@ -466,9 +476,16 @@ fn streaming_stores_write_the_same_bits() {
     e.fill_for(template, 1000, Outputs::ALL);
     assert_eq!(e.output_bytes(), 352_000);
     let limit = crate::evaluation::STREAMING_BYTES / 352;
-    for (n, streams) in [(limit - 1, false), (limit + 1, true)] {
+    let pays = crate::math::lanes::streaming_pays();
+    for (n, large) in [(limit - 1, false), (limit + 1, true)] {
         e.fill_for(template, n, Outputs::ALL);
-        assert_eq!(e.streams(), streams, "{n} instances");
+        assert_eq!(
+            e.streams(OutputStores::Auto),
+            large && pays,
+            "{n} instances"
+        );
+        assert!(!e.streams(OutputStores::Cached), "{n} instances");
+        assert!(e.streams(OutputStores::Streamed), "{n} instances");
     }
 }
 

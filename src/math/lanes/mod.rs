@@ -88,7 +88,9 @@ pub use transpose::four;
 pub use transpose::{
     LaneInstances, gather_rows, gather_values, scatter_fixed, scatter_rows, transpose_rows,
 };
-pub(crate) use transpose::{scatter_fixed_with, scatter_rows_with, streaming_fence};
+pub(crate) use transpose::{
+    scatter_fixed_with, scatter_rows_with, streaming_fence, streaming_pays,
+};
 
 /// Every lane `x`.
 #[inline(always)]

@@ -111,6 +111,7 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
         ("--integrators", "rk5", "rk4, rk4-projection, euler"),
         ("--threads", "100000", "0 (every core)"),
         ("--events", "rk5", "fixed, rkm"),
+        ("--cpu-stores", "uncached", "auto, cached, streamed"),
     ] {
         let o = bin()
             .args([
@@ -161,6 +162,42 @@ fn bench_says_which_lane_code_ran() {
     let out = String::from_utf8_lossy(&o.stdout);
     let header = out.lines().find(|l| l.starts_with("CPU: ")).unwrap();
     assert!(header.ends_with("lane code: avx2+fma") || header.ends_with("lane code: baseline"));
+}
+
+/// `--cpu-stores`: the CPU evaluation rows name the stores they were measured with (the
+/// stepping rows, which write no evaluation, do not), and every choice gives a rate.
+#[test]
+fn bench_rows_name_the_cpu_stores() {
+    for (stores, backend) in [
+        ("auto", "cpu"),
+        ("cached", "cpu/cached"),
+        ("streamed", "cpu/streamed"),
+    ] {
+        let dir = scratch(&format!("bench-stores-{stores}"));
+        let json = dir.join("bench.json");
+        let o = tiny_bench()
+            .args(["--cpu-stores", stores, "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let rows = doc["rows"].as_array().unwrap();
+        let evaluations: Vec<_> = rows.iter().filter(|r| r["integrator"] == "-").collect();
+        assert_eq!(
+            evaluations.len(),
+            8,
+            "{stores}: four systems, two output sets"
+        );
+        for row in evaluations {
+            assert_eq!(row["backend"], backend, "{row}");
+            assert!(row["per_second"].as_f64().unwrap() > 0.0, "{row}");
+        }
+        for row in rows.iter().filter(|r| r["integrator"] != "-") {
+            assert_eq!(row["backend"], "cpu", "{row}");
+        }
+    }
 }
 
 /// Output into a closed pipe (`simbatch bench | head`) ends the command quietly, by SIGPIPE as

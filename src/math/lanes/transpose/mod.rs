@@ -9,7 +9,8 @@
 //! outputs that do not fit the caches moves each byte twice; a non-temporal store writes
 //! around the caches and skips the read. On the Zen 5 VM an every-output evaluation of 10⁵
 //! rolling spheres (35 MB of outputs) ran 1.5× as fast with them, but 10⁴ (3.5 MB, which the
-//! caches hold) 0.97×: the caller chooses by the size of what it writes. Rows that start
+//! caches hold) 0.97×: the caller chooses by the size of what it writes, and by the CPU
+//! ([`streaming_pays`]: on a Xeon VM they ran 0.33× at any size). Rows that start
 //! 16-byte aligned (whole rows of one or three values, or an even count at an even place, in
 //! a column the allocator aligned: the usual case) take 16-byte `movntpd`, two values a store,
 //! the rest one 8-byte `movnti` a value; halving the stores ran 10⁵ and 10⁶ rolling spheres,
@@ -229,6 +230,35 @@ pub(crate) fn scatter_fixed_with<const W: usize>(
 #[inline(always)]
 const fn tiles(n: usize) -> bool {
     n == 1 || n == 3
+}
+
+/// Whether streaming stores (module doc) pay on this CPU, as far as measured: on x86-64 CPUs
+/// of AMD (and Hygon, the same cores), yes; elsewhere no. An every-output evaluation of 10⁵
+/// rolling spheres, one thread, ran 1.5× as fast streamed on a Zen 5 VM but 0.33× on a Xeon
+/// VM (2026-11-28, 260 MB of last-level cache): there the core's dozen write-combining
+/// buffers, which gather a line's streaming stores, are evicted half written when a chunk
+/// writes a few values into each of a dozen columns, and a partial line goes out as slow
+/// partial writes (whole lines streamed 22 GB/s in a test, 32-byte pieces into 16 columns
+/// 0.4 GB/s, ordinary stores 8–12 GB/s). Staging a block and streaming whole lines did not
+/// pay there either (0.90–0.93× ordinary stores, at 10⁵ to 3·10⁶ instances). Read once (CPUID).
+pub(crate) fn streaming_pays() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *PAYS.get_or_init(|| {
+            // Leaf 0: the vendor string in EBX, EDX, ECX.
+            #[allow(unused_unsafe)]
+            // SAFETY: CPUID leaf 0 exists on every x86-64 CPU and only reads identification.
+            let id = unsafe { std::arch::x86_64::__cpuid(0) };
+            let mut vendor = [0u8; 12];
+            vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
+            vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
+            vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
+            &vendor == b"AuthenticAMD" || &vendor == b"HygonGenuine"
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Makes this thread's streaming stores (module doc) ordered before whatever it does next;
