@@ -39,7 +39,7 @@ impl Batch {
 
     /// As [`evaluate`](Self::evaluate), into `out`, whose allocations are reused.
     pub fn evaluate_into(&self, out: &mut Evaluation) {
-        self.evaluate_with(out, Outputs::ALL, Path::Lanes, true);
+        self.evaluate_with(out, Outputs::ALL, OutputStores::Auto, Path::Lanes, true);
     }
 
     /// As [`evaluate_into`](Self::evaluate_into), computing and storing only the outputs
@@ -47,7 +47,7 @@ impl Batch {
     /// ([`Outputs::DYNAMICS`]) skip most of the per-instance writes. The selected columns are
     /// the same bits as with every output selected.
     pub fn evaluate_outputs_into(&self, outputs: Outputs, out: &mut Evaluation) {
-        self.evaluate_with(out, outputs, Path::Lanes, true);
+        self.evaluate_with(out, outputs, OutputStores::Auto, Path::Lanes, true);
     }
 
     /// As [`evaluate_outputs_into`](Self::evaluate_outputs_into), writing the outputs with
@@ -59,16 +59,20 @@ impl Batch {
         stores: OutputStores,
         out: &mut Evaluation,
     ) {
-        out.fill_for(self.template(), self.len(), outputs);
-        let streaming = out.streams(stores);
-        self.evaluate_filled(out, Path::Lanes, true, streaming);
+        self.evaluate_with(out, outputs, stores, Path::Lanes, true);
     }
 
     /// As [`evaluate`](Self::evaluate), on one thread (the reference for determinism tests and
     /// single-core benchmarks).
     pub fn evaluate_sequential(&self) -> Evaluation {
         let mut out = Evaluation::default();
-        self.evaluate_with(&mut out, Outputs::ALL, Path::Lanes, false);
+        self.evaluate_with(
+            &mut out,
+            Outputs::ALL,
+            OutputStores::Auto,
+            Path::Lanes,
+            false,
+        );
         out
     }
 
@@ -77,7 +81,13 @@ impl Batch {
     /// It agrees with [`evaluate`](Self::evaluate) to rounding (1e-12 relative).
     pub fn evaluate_reference(&self) -> Evaluation {
         let mut out = Evaluation::default();
-        self.evaluate_with(&mut out, Outputs::ALL, Path::Reference, true);
+        self.evaluate_with(
+            &mut out,
+            Outputs::ALL,
+            OutputStores::Auto,
+            Path::Reference,
+            true,
+        );
         out
     }
 
@@ -85,7 +95,13 @@ impl Batch {
     #[cfg(test)]
     pub(crate) fn evaluate_general_lanes(&self, outputs: Outputs) -> Evaluation {
         let mut out = Evaluation::default();
-        self.evaluate_with(&mut out, outputs, Path::GeneralLanes, true);
+        self.evaluate_with(
+            &mut out,
+            outputs,
+            OutputStores::Auto,
+            Path::GeneralLanes,
+            true,
+        );
         out
     }
 
@@ -99,9 +115,16 @@ impl Batch {
         out
     }
 
-    fn evaluate_with(&self, out: &mut Evaluation, outputs: Outputs, path: Path, parallel: bool) {
+    fn evaluate_with(
+        &self,
+        out: &mut Evaluation,
+        outputs: Outputs,
+        stores: OutputStores,
+        path: Path,
+        parallel: bool,
+    ) {
         out.fill_for(self.template(), self.len(), outputs);
-        let streaming = out.streams(OutputStores::Auto);
+        let streaming = out.streams(stores);
         self.evaluate_filled(out, path, parallel, streaming);
     }
 

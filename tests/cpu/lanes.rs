@@ -316,10 +316,17 @@ fn a_failing_instance_is_flagged_alone_and_then_left_alone() {
                 alone.instance_state(i).unwrap()
             );
         }
-        // Halted: a second call leaves it as it is and steps the others.
-        let mut again = lanes.clone();
-        let report = Stepper::new(opts).unwrap().step(&mut again, 3).unwrap();
-        assert_eq!(report.steps, 9 * 3);
+        // Halted: a second call leaves it as it is and steps the others — whose chunks are
+        // then no longer runs of four consecutive instances (4, 6, 7, 8), stored lane by lane,
+        // beside whole runs (0–3) stored by transposes — as the reference path does.
+        let what = format!("{what}, second call");
+        let ((again, a), (again_reference, b)) =
+            both(&lanes, opts, |s, b| run(s, b, integrator, 3));
+        assert_same_reports(&a, &b, &what);
+        assert_same_states(&again, &again_reference, integrator, &what);
+        if !matches!(integrator, Integrator::RungeKuttaMerson { .. }) {
+            assert_eq!(a.steps, 9 * 3);
+        }
         assert_eq!(
             again.instance_state(5).unwrap(),
             lanes.instance_state(5).unwrap()
@@ -348,5 +355,51 @@ fn lanes_are_bit_identical_across_thread_counts() {
         let one = run(1);
         assert_eq!(one, run(2), "{integrator:?}");
         assert_eq!(one, run(7), "{integrator:?}");
+    }
+}
+
+/// Several blocks of a parallel call (two and three threads: blocks of 2 048 and 3 072
+/// instances, each cut into pieces per thread), one-step calls and a halted instance, whose
+/// chunk is then no run of four consecutive instances: the same bits and flags as one thread.
+#[test]
+fn parallel_blocks_and_pieces_are_bit_identical_to_one_thread() {
+    let (mut batch, body, _) =
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, 5_001, 8).unwrap();
+    // Finite, but the velocity products overflow: halted at its first step.
+    batch
+        .set_u(body, 2_050, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
+        .unwrap();
+    for integrator in [EULER, RK4] {
+        let opts = options(integrator, Stabilization::None);
+        let run = |threads: usize| {
+            let mut b = batch.clone();
+            let reports: Vec<StepReport> = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    let mut stepper = Stepper::new(opts).unwrap();
+                    (0..3).map(|_| stepper.step(&mut b, 1).unwrap()).collect()
+                });
+            let bits: Vec<u64> = (0..b.len())
+                .flat_map(|i| b.instance_state(i).unwrap().to_vec())
+                .map(f64::to_bits)
+                .collect();
+            (bits, b.status().to_vec(), reports)
+        };
+        let (bits, status, reports) = run(1);
+        assert_ne!(status[2_050] & status::NONFINITE_STATE, 0);
+        assert_eq!(
+            reports[2].steps, 5_000,
+            "{integrator:?}: the halted instance is left"
+        );
+        for threads in [2, 3] {
+            let (b, s, r) = run(threads);
+            assert!(b == bits, "{integrator:?}, {threads} threads: states");
+            assert_eq!(s, status, "{integrator:?}, {threads} threads: status");
+            for (a, b) in r.iter().zip(&reports) {
+                assert_same_reports(a, b, &format!("{integrator:?}, {threads} threads"));
+            }
+        }
     }
 }

@@ -15,11 +15,12 @@ use rayon::prelude::*;
 use simba::simd::{SimdPartialOrd, SimdValue};
 
 use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, adaptive, all_finite};
-use crate::batch::{Batch, status};
+use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
 use crate::cpu::integrate::{Workspace, baumgarte_mode, derivative, project};
 use crate::error::Result;
 use crate::math::lanes::{
-    LANES, Lane, LaneVec3, bits, normalize_quaternion, quaternion_rate, splat,
+    LANES, Lane, LaneVec3, bits, normalize_quaternion, quaternion_rate, scatter_fixed, splat,
+    values,
 };
 use crate::step::{
     Goal, Integrator, Stabilization, StepOptions, StepReport, duration_left_negligible,
@@ -40,14 +41,60 @@ pub(super) struct Outcome {
     pub(super) step_size: [f64; LANES],
 }
 
-/// Chunks per thread in a block of a stepping call.
-const CHUNKS_PER_THREAD: usize = 64;
+impl Outcome {
+    /// A placeholder for a chunk's outcome, overwritten by the chunk's call.
+    fn empty() -> Self {
+        Self {
+            time: splat(0.0),
+            flags: [0; LANES],
+            report: std::array::from_fn(|_| StepReport::default()),
+            step_size: [0.0; LANES],
+        }
+    }
+}
 
-/// Instances per block of a stepping call: 64 chunks of four per rayon thread. A call runs the
-/// blocks one after the other (each in parallel over its chunks) and stores a block's states
-/// before the next starts, so its outcome buffer grows with the thread count, not the batch.
+/// Chunks in a block of a stepping call on one thread.
+const CHUNKS_ALONE: usize = 64;
+
+/// Chunks per thread in a block of a stepping call on several threads: larger than alone,
+/// since each block costs a fork and a join, and the threads wait while its states are stored
+/// (two threads, one step of Euler a call on 10⁵ instances: 64 chunks a thread 9.5e6
+/// instance-steps/s, 256 1.0e7; 16 steps a call 2.9e7 → 3.2e7).
+const CHUNKS_PER_THREAD: usize = 256;
+
+/// Pieces per thread a block of a parallel stepping call is cut into: each builds a chunk
+/// once; more than one so that a thread that finishes early takes over work.
+const PIECES_PER_THREAD: usize = 4;
+
+/// Buffers a parallel stepping call's pieces take and give back, so that each thread builds
+/// about one set per call rather than one per piece.
+#[derive(Default)]
+struct Spares(std::sync::Mutex<Vec<Buffers>>);
+
+impl Spares {
+    /// A set given back earlier in the call, or a new one.
+    fn take(&self) -> Buffers {
+        let kept = self.0.lock().ok().and_then(|mut kept| kept.pop());
+        kept.unwrap_or_else(Buffers::new)
+    }
+
+    /// Keeps `buffers` for a later piece.
+    fn give(&self, buffers: Buffers) {
+        if let Ok(mut kept) = self.0.lock() {
+            kept.push(buffers);
+        }
+    }
+}
+
+/// Instances per block of a stepping call: [`CHUNKS_ALONE`] chunks of four on one thread,
+/// [`CHUNKS_PER_THREAD`] per rayon thread on several. A call runs the blocks one after the
+/// other (each in parallel over its chunks) and stores a block's states before the next
+/// starts, so its outcome buffer grows with the thread count, not the batch.
 fn block_size() -> usize {
-    CHUNKS_PER_THREAD * LANES * rayon::current_num_threads().max(1)
+    match rayon::current_num_threads() {
+        0 | 1 => CHUNKS_ALONE * LANES,
+        threads => CHUNKS_PER_THREAD * LANES * threads,
+    }
 }
 
 /// Bytes a lane stepping call of a batch of `len` instances of `ny` state values allocates
@@ -89,6 +136,8 @@ pub(crate) fn run_goal(
     // heap address against the stages', presumably).
     let mut own_states = States::new();
     let mut own = sequential.then(Buffers::new);
+    let threads = rayon::current_num_threads().max(1);
+    let spares = Spares::default();
     for start in (0..batch.len()).step_by(block) {
         let end = (start + block).min(batch.len());
         active.clear();
@@ -122,24 +171,46 @@ pub(crate) fn run_goal(
             outcomes.clear();
             outcomes.extend(groups.map(|(group, y)| run(&mut chunk, buffers, states, group, y)));
         } else {
-            // Buffers and chunk per rayon job, not per group of instances: a group's call
-            // only reads what it wrote or loaded.
+            // A few pieces of consecutive chunks per thread, each with one chunk and buffers
+            // from the call's spares: a group's call only reads what it wrote or loaded. Not
+            // rayon's own splitting with a chunk and buffers built for each piece it splits
+            // off: with one step a call, building them (some 60 KiB zeroed and copied) took
+            // most of the time, and two threads stepped half as fast as one.
+            let count = active.len().div_ceil(LANES);
+            let per = count.div_ceil(PIECES_PER_THREAD * threads).max(1);
+            let width = ny.max(1);
+            outcomes.clear();
+            outcomes.resize_with(count, Outcome::empty);
             active
-                .par_chunks(LANES)
-                .zip(states.par_chunks_mut(ny.max(1)))
-                .map_init(
-                    || (Chunk::new(b, plan), (Buffers::new(), States::new())),
-                    |(chunk, (buffers, states)), (group, y)| run(chunk, buffers, states, group, y),
-                )
-                .collect_into_vec(&mut outcomes);
+                .par_chunks(LANES * per)
+                .zip(states.par_chunks_mut(width * per))
+                .zip(outcomes.par_chunks_mut(per))
+                .for_each(|((ids, ys), outs)| {
+                    let mut chunk = Chunk::new(b, plan);
+                    let mut piece_states = States::new();
+                    let mut buffers = spares.take();
+                    let groups = ids.chunks(LANES).zip(ys.chunks_mut(width));
+                    for ((group, y), out) in groups.zip(outs) {
+                        *out = run(&mut chunk, &mut buffers, &mut piece_states, group, y);
+                    }
+                    spares.give(buffers);
+                });
         }
         let chunks = active.chunks(LANES).zip(states.chunks(ny.max(1)));
         for ((chunk, y), outcome) in chunks.zip(&outcomes) {
+            // The usual chunk, four consecutive instances, by transposes; any other lane by lane.
+            let consecutive = chunk.len() == LANES && chunk[LANES - 1] == chunk[0] + LANES - 1;
+            if consecutive {
+                store_chunk(batch, chunk[0], y, outcome);
+            }
             for (l, &i) in chunk.iter().enumerate() {
-                for (v, x) in values[..ny].iter_mut().zip(y) {
-                    *v = x.extract(l);
+                if !consecutive {
+                    for (v, x) in values[..ny].iter_mut().zip(y) {
+                        *v = x.extract(l);
+                    }
+                    let (time, flags) = (outcome.time.extract(l), outcome.flags[l]);
+                    batch.store_values(i, time, &values[..ny], flags);
                 }
-                batch.store_values(i, outcome.time.extract(l), &values[..ny], outcome.flags[l]);
                 report.add(&outcome.report[l]);
                 if outcome.flags[l] != 0 {
                     report.flagged += 1;
@@ -156,6 +227,59 @@ pub(crate) fn run_goal(
     }
     batch.touch_state_columns();
     Ok(report)
+}
+
+/// Stores a chunk's states `y` (its lanes the consecutive instances `at..at + LANES`), times
+/// and flags into `batch`: what [`Batch::store_values`] stores lane by lane, each state column
+/// by one transpose ([`scatter_fixed`], the width a constant) instead of a lane's values
+/// extracted one at a time. The same values; the caller calls
+/// [`Batch::touch_state_columns`] once after the last.
+fn store_chunk(batch: &mut Batch, at: usize, y: &[Lane], outcome: &Outcome) {
+    let layout = batch.state_layout();
+    for slot in 0..layout.free {
+        let q = Column::Free {
+            slot,
+            field: FreeField::Q,
+        };
+        store_column::<7>(batch, q, at, &y[layout.q_at(slot)..]);
+        let u = Column::Free {
+            slot,
+            field: FreeField::U,
+        };
+        store_column::<6>(batch, u, at, &y[layout.u_at(slot)..]);
+    }
+    for slot in 0..layout.prescribed {
+        let pose = Column::Prescribed {
+            slot,
+            field: PrescribedField::Pose,
+        };
+        store_column::<7>(batch, pose, at, &y[layout.pose_at(slot)..]);
+        let velocity = Column::Prescribed {
+            slot,
+            field: PrescribedField::Velocity,
+        };
+        store_column::<6>(batch, velocity, at, &y[layout.velocity_at(slot)..]);
+    }
+    store_column::<2>(batch, Column::Work, at, &y[layout.work_at()..]);
+    let (time, status) = batch.clock_columns_mut();
+    time[at..at + LANES].copy_from_slice(&values(outcome.time));
+    for (s, flags) in status[at..at + LANES].iter_mut().zip(outcome.flags) {
+        *s |= flags;
+    }
+    if batch.has_driven_bodies() {
+        for i in at..at + LANES {
+            batch.refresh_driven(i);
+        }
+    }
+}
+
+/// The first `W` lane values of `y` into rows `at..at + LANES` of `batch`'s state column
+/// `column` (`W` values a row).
+#[inline(always)]
+fn store_column<const W: usize>(batch: &mut Batch, column: Column, at: usize, y: &[Lane]) {
+    if let Some(rows) = batch.state_column_mut(column) {
+        scatter_fixed::<W>(rows, 0, at, &y[..W]);
+    }
 }
 
 /// `ẏ` at `y` for the lanes in `active`, the reference derivative where the lane formulas
