@@ -358,8 +358,8 @@ fn lanes_are_bit_identical_across_thread_counts() {
     }
 }
 
-/// Several blocks of a parallel call (two and three threads: blocks of 2 048 and 3 072
-/// instances, each cut into pieces per thread), one-step calls and a halted instance, whose
+/// Several blocks of a parallel call (two and three threads: five blocks of 1 248 instances
+/// or fewer, each cut into pieces per thread), one-step calls and a halted instance, whose
 /// chunk is then no run of four consecutive instances: the same bits and flags as one thread.
 #[test]
 fn parallel_blocks_and_pieces_are_bit_identical_to_one_thread() {

@@ -56,10 +56,11 @@ impl Outcome {
 /// Chunks in a block of a stepping call on one thread.
 const CHUNKS_ALONE: usize = 64;
 
-/// Chunks per thread in a block of a stepping call on several threads: larger than alone,
+/// Most chunks per thread in a block of a stepping call on several threads: more than alone,
 /// since each block costs a fork and a join, and the threads wait while its states are stored
 /// (two threads, one step of Euler a call on 10⁵ instances: 64 chunks a thread 9.5e6
-/// instance-steps/s, 256 1.0e7; 16 steps a call 2.9e7 → 3.2e7).
+/// instance-steps/s, 256 1.0e7; 16 steps a call 2.9e7 → 3.2e7). A smaller batch's blocks
+/// stay smaller ([`block_size`]).
 const CHUNKS_PER_THREAD: usize = 256;
 
 /// Pieces per thread a block of a parallel stepping call is cut into: each builds a chunk
@@ -86,14 +87,22 @@ impl Spares {
     }
 }
 
-/// Instances per block of a stepping call: [`CHUNKS_ALONE`] chunks of four on one thread,
-/// [`CHUNKS_PER_THREAD`] per rayon thread on several. A call runs the blocks one after the
-/// other (each in parallel over its chunks) and stores a block's states before the next
-/// starts, so its outcome buffer grows with the thread count, not the batch.
-fn block_size() -> usize {
+/// Instances per block of a stepping call on a batch of `len`: [`CHUNKS_ALONE`] chunks of
+/// four on one thread; on several a quarter of the batch, but at least [`CHUNKS_ALONE`] and
+/// at most [`CHUNKS_PER_THREAD`] chunks per rayon thread, so that a call's buffers stay a
+/// small part of what the batch holds. A call runs the blocks one after the other (each in
+/// parallel over its chunks) and stores a block's states before the next starts, so its
+/// outcome buffer grows with the thread count, not the batch.
+fn block_size(len: usize) -> usize {
     match rayon::current_num_threads() {
         0 | 1 => CHUNKS_ALONE * LANES,
-        threads => CHUNKS_PER_THREAD * LANES * threads,
+        threads => {
+            let quarter = len / 4 / LANES * LANES;
+            quarter.clamp(
+                CHUNKS_ALONE * LANES * threads,
+                CHUNKS_PER_THREAD * LANES * threads,
+            )
+        }
     }
 }
 
@@ -101,7 +110,7 @@ fn block_size() -> usize {
 /// besides the batch: one block's outcomes, states and instance list (per-thread scratch is
 /// not counted).
 pub(crate) fn call_bytes(len: usize, ny: usize) -> usize {
-    let block = len.min(block_size());
+    let block = len.min(block_size(len));
     let chunk = std::mem::size_of::<Outcome>() + ny * std::mem::size_of::<Lane>();
     block.div_ceil(LANES) * chunk + block * std::mem::size_of::<usize>()
 }
@@ -125,7 +134,7 @@ pub(crate) fn run_goal(
     let ny = plan.ny();
     let mut report = StepReport::default();
     let mut values = [0.0; MAX_Y];
-    let block = block_size();
+    let block = block_size(batch.len());
     let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(block));
     let mut outcomes: Vec<Outcome> = Vec::new();
     // Each chunk's states, `ny` lane values a chunk: written in place, not returned in its
