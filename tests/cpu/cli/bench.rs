@@ -30,8 +30,7 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc = json_of(&json);
     assert_eq!(doc["cpu_threads"], 1);
     // Which copy of the lane code ran: the AVX-512 one wherever this process would take it.
     let expected = if simbatch::math::lanes::avx512::enabled() {
@@ -135,6 +134,11 @@ fn bench_rows_carry_integrators_threads_and_bytes() {
     }
 }
 
+/// The JSON document `bench --json` wrote at `path`.
+fn json_of(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 /// `bench` at its smallest: the CPU, eight instances, one Euler step a call, on one thread.
 fn tiny_bench() -> Command {
     let mut c = bin();
@@ -181,8 +185,7 @@ fn bench_rows_name_the_cpu_stores() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let doc = json_of(&json);
         let rows = doc["rows"].as_array().unwrap();
         let evaluations: Vec<_> = rows.iter().filter(|r| r["integrator"] == "-").collect();
         assert_eq!(
