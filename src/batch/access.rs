@@ -2,7 +2,8 @@
 //! setters of body, instance and constraint columns.
 
 use super::checks::{
-    finite, finite_scalar, invalid, pose, positive_mass, valid_inertia, well_conditioned,
+    conditioned, finite, finite_scalar, invalid, pose, positive_mass, valid_inertia,
+    valid_inertia_moments,
 };
 use super::*;
 use crate::model::InstanceColumn;
@@ -27,7 +28,7 @@ macro_rules! free_body_field {
                     acc,
                 )
             })?;
-            let what = format!("body[{}].{}", body.index(), stringify!($field));
+            let what = || format!("body[{}].{}", body.index(), stringify!($field));
             let old = self.free[slot].$field.get(instance);
             self.free[slot].$field.put(instance, v, &what)?;
             if matches!(FreeField::$variant, FreeField::Mass | FreeField::Inertia) {
@@ -124,7 +125,7 @@ macro_rules! instance_field {
             let v = $validate(value).map_err(|acc| {
                 invalid(stringify!($field).to_string(), instance, format!("{value:?}"), acc)
             })?;
-            self.$field.put(instance, v, stringify!($field))?;
+            self.$field.put(instance, v, &|| stringify!($field).to_string())?;
             self.touch(Column::$variant);
             if matches!(Column::$variant, Column::Time) {
                 self.refresh_motion_of(instance);
@@ -314,9 +315,9 @@ impl Batch {
             .map_err(|a| invalid(field("mass"), instance, format!("{mass:?}"), a))?;
         let com =
             finite(com).map_err(|a| invalid(field("com"), instance, format!("{com:?}"), a))?;
-        let inertia = valid_inertia(inertia)
+        let (inertia, moments) = valid_inertia_moments(inertia)
             .map_err(|a| invalid(field("inertia"), instance, format!("{inertia:?}"), a))?;
-        well_conditioned(mass, &inertia).map_err(|(kappa, a)| {
+        conditioned(mass, &moments).map_err(|(kappa, a)| {
             invalid(
                 field("inertia"),
                 instance,
@@ -325,9 +326,9 @@ impl Batch {
             )
         })?;
         let cols = &mut self.free[slot];
-        cols.mass.put(instance, mass, &field("mass"))?;
-        cols.com.put(instance, com, &field("com"))?;
-        cols.inertia.put(instance, inertia, &field("inertia"))?;
+        cols.mass.put(instance, mass, &|| field("mass"))?;
+        cols.com.put(instance, com, &|| field("com"))?;
+        cols.inertia.put(instance, inertia, &|| field("inertia"))?;
         for field in [FreeField::Mass, FreeField::Com, FreeField::Inertia] {
             self.touch(Column::Free { slot, field });
         }
@@ -343,7 +344,7 @@ impl Batch {
     pub fn set_enabled(&mut self, c: ConstraintId, instance: usize, enabled: bool) -> Result<()> {
         self.constraint_columns(c)?;
         self.check_instance(instance)?;
-        let what = format!("constraint[{}].enabled", c.0);
+        let what = || format!("constraint[{}].enabled", c.0);
         self.constraints[c.0]
             .enabled
             .put(instance, u32::from(enabled), &what)?;
@@ -387,7 +388,7 @@ impl Batch {
                 "a finite number > 0 (seconds)",
             ));
         }
-        let what = format!("constraint[{}].baumgarte_time_constant", c.0);
+        let what = || format!("constraint[{}].baumgarte_time_constant", c.0);
         self.constraints[c.0]
             .baumgarte_time_constant
             .put(instance, t, &what)?;
@@ -442,8 +443,8 @@ impl Batch {
         self.check_instance(instance)?;
         let cols = &self.constraints[c.0];
         let w = cols.widths[k];
-        let field = format!("constraint[{}].{name}", c.0);
-        let v = checked_param(&cols.specs[k], w, field.clone(), instance, value)?;
+        let field = || format!("constraint[{}].{name}", c.0);
+        let v = checked_param(&cols.specs[k], w, &field, instance, value)?;
         self.constraints[c.0].params[k].set_row(instance, &v, &field)?;
         self.touch(Column::Param(c.0, k));
         Ok(())

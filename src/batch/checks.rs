@@ -1,11 +1,11 @@
 //! Checks on values written to a batch: each returns the accepted range on failure, so the
 //! typed error can name it.
 
-use nalgebra::SymmetricEigen;
+use nalgebra::{SymmetricEigen, Vector3};
 
 use crate::error::{Error, Result};
 use crate::math::{inertia_matrix, normalize_quaternion};
-use crate::model::{Broadcast, ParamSpec};
+use crate::model::{Broadcast, ParamSpec, What};
 
 pub(super) type Accepted = &'static str;
 
@@ -37,12 +37,18 @@ pub(super) fn positive_mass(m: f64) -> Result<f64, Accepted> {
 /// triangle inequality (each ≤ the sum of the other two, within 1e-10 relative), as Simbody's
 /// `Inertia` requires of a physical body.
 pub(super) fn valid_inertia(i: [f64; 6]) -> Result<[f64; 6], Accepted> {
+    valid_inertia_moments(i).map(|(i, _)| i)
+}
+
+/// [`valid_inertia`], also giving the principal moments it computed, for
+/// [`conditioned`] to take without a second eigen solve.
+pub(super) fn valid_inertia_moments(i: [f64; 6]) -> Result<([f64; 6], Vector3<f64>), Accepted> {
     const ACCEPTED: &str = "[Ixx, Iyy, Izz, Ixy, Ixz, Iyz] finite, positive definite, principal \
                             moments satisfying the triangle inequality (each ≤ sum of the others)";
     if !i.iter().all(|x| x.is_finite()) {
         return Err(ACCEPTED);
     }
-    let moments = SymmetricEigen::new(inertia_matrix(&i)).eigenvalues;
+    let moments = principal_moments(&i);
     let largest = moments.iter().fold(0.0f64, |a, b| a.max(b.abs()));
     let slop = 1e-10 * largest;
     if moments.iter().any(|m| *m <= 0.0) {
@@ -52,7 +58,12 @@ pub(super) fn valid_inertia(i: [f64; 6]) -> Result<[f64; 6], Accepted> {
     if moments.iter().any(|m| *m > sum - *m + slop) {
         return Err(ACCEPTED);
     }
-    Ok(i)
+    Ok((i, moments))
+}
+
+/// The principal moments of an inertia `[Ixx, Iyy, Izz, Ixy, Ixz, Iyz]` (its eigenvalues).
+fn principal_moments(i: &[f64; 6]) -> Vector3<f64> {
+    SymmetricEigen::new(inertia_matrix(i)).eigenvalues
 }
 
 /// The largest condition number `max(m, I₁)/min(m, I₃)` of a free body's central mass matrix
@@ -66,7 +77,11 @@ pub const MAX_MASS_CONDITION: f64 = 1e12;
 /// Checks the conditioning of a free body's central mass matrix `diag(I_c, m 1)`; on failure
 /// gives the condition number and what is accepted.
 pub(super) fn well_conditioned(mass: f64, inertia: &[f64; 6]) -> Result<(), (f64, String)> {
-    let moments = SymmetricEigen::new(inertia_matrix(inertia)).eigenvalues;
+    conditioned(mass, &principal_moments(inertia))
+}
+
+/// [`well_conditioned`] from the inertia's principal moments.
+pub(super) fn conditioned(mass: f64, moments: &Vector3<f64>) -> Result<(), (f64, String)> {
     let largest = moments.iter().fold(mass, |a, b| a.max(*b));
     let smallest = moments.iter().fold(mass, |a, b| a.min(*b));
     let kappa = largest / smallest;
@@ -123,13 +138,13 @@ pub(crate) fn default_columns(
 pub(crate) fn checked_param(
     spec: &ParamSpec,
     width: usize,
-    field: String,
+    field: What<'_>,
     instance: usize,
     value: &[f64],
 ) -> Result<Vec<f64>> {
     if value.len() != width {
         return Err(Error::ColumnLength {
-            field,
+            field: field(),
             got: value.len(),
             expected: width,
         });
@@ -137,7 +152,7 @@ pub(crate) fn checked_param(
     let mut v = value.to_vec();
     if !spec.check.accept(&mut v) {
         return Err(invalid(
-            field,
+            field(),
             instance,
             format!("{value:?}"),
             spec.check.accepted(),

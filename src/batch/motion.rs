@@ -136,7 +136,7 @@ impl Batch {
         self.check_instance(instance)?;
         let v = self.checked_motion_value(slot, k, instance, value)?;
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
-            m.params[k].set_row(instance, &v, name)?;
+            m.params[k].set_row(instance, &v, &|| name.to_string())?;
         }
         self.touch(Column::Motion { slot, param: k });
         self.refresh_motion_of(instance);
@@ -234,7 +234,7 @@ impl Batch {
             let mut at = 0;
             for k in 0..m.params.len() {
                 let (w, name) = (m.widths[k], m.specs[k].name);
-                m.params[k].set_row(instance, &checked[at..at + w], name)?;
+                m.params[k].set_row(instance, &checked[at..at + w], &|| name.to_string())?;
                 at += w;
             }
             params = m.params.len();
@@ -259,8 +259,8 @@ impl Batch {
             .ok_or_else(|| self.no_law(slot))?;
         let (spec, w) = (&m.specs[k], m.widths[k]);
         let body = self.template.prescribed_bodies()[slot];
-        let field = format!("body[{}].motion.{}", body.index(), spec.name);
-        checked_param(spec, w, field, instance, value)
+        let field = || format!("body[{}].motion.{}", body.index(), spec.name);
+        checked_param(spec, w, &field, instance, value)
     }
 
     /// Writes the law's motion at instance `i`'s time into every driven body's pose, velocity

@@ -56,6 +56,11 @@ pub struct Sampled {
     pub vars: Vec<f64>,
 }
 
+/// How a draw is asked for: `take(scalar, path)`, where `path` gives the field's path (the key
+/// of its random stream, `sample::stream`) only when it is needed, for a random scalar — not
+/// formatted for each fixed one (that took most of a study's sampling).
+pub type Take<'t> = dyn FnMut(&Scalar, &dyn Fn() -> String) -> f64 + 't;
+
 /// Draws instance `index`; `names` collects the recorded input names when given, each with
 /// whether it is drawn log-uniformly.
 pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, bool)>>) -> Sampled {
@@ -64,7 +69,10 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
     let vars: Vec<f64> = sc
         .vars
         .iter()
-        .map(|(name, s)| draw(s, seed, &format!("vars.{name}"), index, &[]))
+        .map(|(name, s)| match s {
+            Scalar::Fixed(v) => *v,
+            _ => draw(s, seed, &format!("vars.{name}"), index, &[]),
+        })
         .collect();
     for ((name, s), v) in sc.vars.iter().zip(&vars) {
         if s.is_random() {
@@ -77,9 +85,8 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
             }
         }
     }
-    let mut take = |s: &Scalar, path: String| -> f64 {
-        let v = draw(s, seed, &path, index, &vars);
-        if matches!(
+    let mut take = |s: &Scalar, path: &dyn Fn() -> String| -> f64 {
+        let random = matches!(
             s,
             Scalar::Uniform(..)
                 | Scalar::Normal(..)
@@ -87,49 +94,53 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
                 | Scalar::LogNormal(..)
                 | Scalar::LogUniform(..)
                 | Scalar::Choice(_)
-        ) {
-            inputs.push(v);
-            if let Some(n) = names.as_deref_mut() {
-                n.push((
-                    path,
-                    matches!(s, Scalar::LogUniform(..) | Scalar::LogNormal(..)),
-                ));
-            }
+        );
+        if !random {
+            // A fixed value or a `[vars]` entry: no stream, so no path.
+            return draw(s, seed, "", index, &vars);
+        }
+        let path = path();
+        let v = draw(s, seed, &path, index, &vars);
+        inputs.push(v);
+        if let Some(n) = names.as_deref_mut() {
+            n.push((
+                path,
+                matches!(s, Scalar::LogUniform(..) | Scalar::LogNormal(..)),
+            ));
         }
         v
     };
-    let take3 =
-        |take: &mut dyn FnMut(&Scalar, String) -> f64, s: &[Scalar; 3], path: &str| -> [f64; 3] {
-            [0, 1, 2].map(|k| take(&s[k], format!("{path}.{}", ["x", "y", "z"][k])))
-        };
-    let gravity = take3(&mut take, &sc.gravity, "gravity");
+    let take3 = |take: &mut Take, s: &[Scalar; 3], path: &dyn Fn() -> String| -> [f64; 3] {
+        [0, 1, 2].map(|k| take(&s[k], &|| format!("{}.{}", path(), ["x", "y", "z"][k])))
+    };
+    let gravity = take3(&mut take, &sc.gravity, &|| "gravity".into());
     let bodies = sc
         .bodies
         .iter()
         .map(|b: &BodySpec| {
             let p = |f: &str| format!("{}.{f}", b.name);
-            let mass = take(&b.mass, p("mass"));
-            let com = take3(&mut take, &b.com, &p("com"));
+            let mass = take(&b.mass, &|| p("mass"));
+            let com = take3(&mut take, &b.com, &|| p("com"));
             let inertia = match &b.inertia {
                 InertiaSpec::Full(i) => {
                     let names = ["ixx", "iyy", "izz", "ixy", "ixz", "iyz"];
-                    [0, 1, 2, 3, 4, 5].map(|k| take(&i[k], p(&format!("inertia.{}", names[k]))))
+                    [0, 1, 2, 3, 4, 5].map(|k| take(&i[k], &|| p(&format!("inertia.{}", names[k]))))
                 }
                 InertiaSpec::Gyration(k) => {
-                    let k = take(k, p("inertia.gyration"));
+                    let k = take(k, &|| p("inertia.gyration"));
                     let m = mass * k * k;
                     [m, m, m, 0.0, 0.0, 0.0]
                 }
                 InertiaSpec::SolidSphere(r) => {
-                    let r = take(r, p("inertia.solid_sphere"));
+                    let r = take(r, &|| p("inertia.solid_sphere"));
                     let m = 0.4 * mass * r * r;
                     [m, m, m, 0.0, 0.0, 0.0]
                 }
             };
-            let position = take3(&mut take, &b.position, &p("position"));
-            let rotation = take3(&mut take, &b.rotation, &p("rotation"));
-            let velocity = take3(&mut take, &b.velocity, &p("velocity"));
-            let angular = take3(&mut take, &b.angular_velocity, &p("angular_velocity"));
+            let position = take3(&mut take, &b.position, &|| p("position"));
+            let rotation = take3(&mut take, &b.rotation, &|| p("rotation"));
+            let velocity = take3(&mut take, &b.velocity, &|| p("velocity"));
+            let angular = take3(&mut take, &b.angular_velocity, &|| p("angular_velocity"));
             let e = quaternion_from_rotation_vector(rotation);
             let q = [
                 e[0],
@@ -161,32 +172,29 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
     let mut constraints = Vec::new();
     for (k, c) in sc.constraints.iter().enumerate() {
         let p = |f: &str| format!("constraint[{k}].{f}");
-        let plane_frame = |take: &mut dyn FnMut(&Scalar, String) -> f64,
-                           incline: &Scalar,
-                           origin: &[Scalar; 3]| {
-            let a = take(incline, p("incline_deg")).to_radians();
-            let o = take3(take, origin, &p("plane_origin"));
+        let plane_frame = |take: &mut Take, incline: &Scalar, origin: &[Scalar; 3]| {
+            let a = take(incline, &|| p("incline_deg")).to_radians();
+            let o = take3(take, origin, &|| p("plane_origin"));
             vec![(0.5 * a).cos(), (0.5 * a).sin(), 0.0, 0.0, o[0], o[1], o[2]]
         };
         // A unilateral contact's drawn [restitution, static friction, dynamic friction].
-        let coefficients =
-            |take: &mut dyn FnMut(&Scalar, String) -> f64, u: &UnilateralSpec| -> [f64; 3] {
-                let e = take(&u.restitution, p("restitution"));
-                let (mu_s, mu_d) = match &u.friction {
-                    FrictionSpec::Single(m) => {
-                        let m = take(m, p("friction"));
-                        (m, m)
-                    }
-                    FrictionSpec::Split {
-                        mu_static,
-                        mu_dynamic,
-                    } => (
-                        take(mu_static, p("friction.static")),
-                        take(mu_dynamic, p("friction.dynamic")),
-                    ),
-                };
-                [e, mu_s, mu_d]
+        let coefficients = |take: &mut Take, u: &UnilateralSpec| -> [f64; 3] {
+            let e = take(&u.restitution, &|| p("restitution"));
+            let (mu_s, mu_d) = match &u.friction {
+                FrictionSpec::Single(m) => {
+                    let m = take(m, &|| p("friction"));
+                    (m, m)
+                }
+                FrictionSpec::Split {
+                    mu_static,
+                    mu_dynamic,
+                } => (
+                    take(mu_static, &|| p("friction.static")),
+                    take(mu_dynamic, &|| p("friction.dynamic")),
+                ),
             };
+            [e, mu_s, mu_d]
+        };
         constraints.push(match c {
             ConstraintSpec::SphereOnPlane {
                 rolling,
@@ -202,11 +210,11 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
                     (Some(_), _) => true,
                     (None, Flag::Fixed(b)) => *b,
                     (None, Flag::Either) => {
-                        take(&Scalar::Choice(vec![0.0, 1.0]), p("rolling")) == 1.0
+                        take(&Scalar::Choice(vec![0.0, 1.0]), &|| p("rolling")) == 1.0
                     }
                 };
-                let r = take(radius, p("radius"));
-                let center = take3(&mut take, sphere_center, &p("sphere_center"));
+                let r = take(radius, &|| p("radius"));
+                let center = take3(&mut take, sphere_center, &|| p("sphere_center"));
                 let frame = plane_frame(&mut take, incline_deg, plane_origin);
                 let unilateral = unilateral.as_ref().map(|u| coefficients(&mut take, u));
                 ConstraintDraw {
@@ -226,7 +234,7 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
                 unilateral,
                 ..
             } => {
-                let point = take3(&mut take, follower_point, &p("follower_point"));
+                let point = take3(&mut take, follower_point, &|| p("follower_point"));
                 let frame = plane_frame(&mut take, incline_deg, plane_origin);
                 let unilateral = unilateral.as_ref().map(|u| coefficients(&mut take, u));
                 ConstraintDraw {
@@ -240,10 +248,10 @@ pub fn sample(sc: &Scenario, index: usize, mut names: Option<&mut Vec<(String, b
                 baumgarte_time,
                 ..
             } => {
-                let point = take3(&mut take, point, &p("point"));
+                let point = take3(&mut take, point, &|| p("point"));
                 let mut params = vec![("point", point.to_vec())];
                 if let Some(t) = baumgarte_time {
-                    params.push(("baumgarte_time", vec![take(t, p("baumgarte_time"))]));
+                    params.push(("baumgarte_time", vec![take(t, &|| p("baumgarte_time"))]));
                 }
                 ConstraintDraw {
                     rolling: false,

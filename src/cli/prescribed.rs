@@ -247,13 +247,13 @@ impl PrescribedSpec {
     }
 
     /// Draws one instance with `take(scalar, path)` (paths `name.field[k]`).
-    pub fn draw(&self, take: &mut dyn FnMut(&Scalar, String) -> f64) -> PrescribedDraw {
+    pub fn draw(&self, take: &mut super::instances::Take) -> PrescribedDraw {
         let mut values: Vec<(&str, Vec<f64>)> = Vec::with_capacity(self.motion.fields.len());
         for (f, scalars) in &self.motion.fields {
             let drawn = scalars
                 .iter()
                 .enumerate()
-                .map(|(k, s)| take(s, format!("{}.{f}[{k}]", self.name)))
+                .map(|(k, s)| take(s, &|| format!("{}.{f}[{k}]", self.name)))
                 .collect();
             values.push((f, drawn));
         }

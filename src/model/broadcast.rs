@@ -16,6 +16,10 @@ use bytemuck::Pod;
 
 use crate::error::{Error, Result};
 
+/// Names a column in an error, formatted only when an error is made: a write of one instance
+/// does not format the column's name (that took a study's setup a third of its time).
+pub type What<'a> = &'a dyn Fn() -> String;
+
 /// A per-instance column whose entries may all be one shared row (module doc).
 pub struct Broadcast<T: Pod> {
     len: usize,
@@ -111,7 +115,7 @@ impl<T: Pod> Broadcast<T> {
     }
 
     /// Makes the column per-instance (fallibly: the size comes from the user).
-    fn expand(&mut self, what: &str) -> Result<()> {
+    fn expand(&mut self, what: What<'_>) -> Result<()> {
         if !self.shared {
             return Ok(());
         }
@@ -121,7 +125,7 @@ impl<T: Pod> Broadcast<T> {
         self.data
             .try_reserve_exact(total.saturating_sub(self.data.len()))
             .map_err(|_| Error::OutOfMemory {
-                what: what.to_string(),
+                what: what(),
                 count: self.len.to_string(),
                 bytes: total as u128 * std::mem::size_of::<T>() as u128,
                 where_: "host",
@@ -136,7 +140,7 @@ impl<T: Pod> Broadcast<T> {
     /// Writes instance `i`'s row (`width` values, already validated). A shared column stays
     /// shared when the row is the one it shares, bit for bit; otherwise it is expanded first
     /// (`what` names the column in an out-of-memory error).
-    pub fn set_row(&mut self, i: usize, row: &[T], what: &str) -> Result<()> {
+    pub fn set_row(&mut self, i: usize, row: &[T], what: What<'_>) -> Result<()> {
         debug_assert_eq!(row.len(), self.width);
         if self.shared && same_bits(&self.data, row) {
             return Ok(());
@@ -203,7 +207,7 @@ pub(crate) trait InstanceColumn<T: Pod>: Sized {
     /// Instance `i`'s entry.
     fn get(&self, i: usize) -> T;
     /// Writes instance `i`'s entry (`what` names the column in an out-of-memory error).
-    fn put(&mut self, i: usize, value: T, what: &str) -> Result<()>;
+    fn put(&mut self, i: usize, value: T, what: What<'_>) -> Result<()>;
     /// Replaces every entry; returns the previous column.
     fn swap_all(&mut self, values: Vec<T>) -> Self;
     /// Stores a uniform column once again where the column type can (a write undone).
@@ -217,7 +221,7 @@ impl<T: Pod> InstanceColumn<T> for Vec<T> {
     fn get(&self, i: usize) -> T {
         self[i]
     }
-    fn put(&mut self, i: usize, value: T, _what: &str) -> Result<()> {
+    fn put(&mut self, i: usize, value: T, _what: What<'_>) -> Result<()> {
         self[i] = value;
         Ok(())
     }
@@ -233,7 +237,7 @@ impl<T: Pod> InstanceColumn<T> for Broadcast<T> {
     fn get(&self, i: usize) -> T {
         self[i]
     }
-    fn put(&mut self, i: usize, value: T, what: &str) -> Result<()> {
+    fn put(&mut self, i: usize, value: T, what: What<'_>) -> Result<()> {
         self.set_row(i, std::slice::from_ref(&value), what)
     }
     fn swap_all(&mut self, values: Vec<T>) -> Self {
@@ -296,11 +300,11 @@ mod tests {
         let mut c = Broadcast::shared(4, &[1.0, 2.0]);
         assert!(c.is_shared());
         assert_eq!(c.bytes(), 16);
-        c.set_row(2, &[1.0, 2.0], "c").unwrap();
+        c.set_row(2, &[1.0, 2.0], &|| "c".into()).unwrap();
         assert!(c.is_shared(), "the value it shares leaves it shared");
         assert_eq!(c.as_slice(), &[1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]);
         assert_eq!(c.bytes(), 16 + 64, "the read-side copy is counted");
-        c.set_row(2, &[3.0, 4.0], "c").unwrap();
+        c.set_row(2, &[3.0, 4.0], &|| "c".into()).unwrap();
         assert!(!c.is_shared());
         assert_eq!(c.row(1), &[1.0, 2.0]);
         assert_eq!(c.row(2), &[3.0, 4.0]);
@@ -311,7 +315,7 @@ mod tests {
         assert_eq!(c, Broadcast::shared(4, &[5.0, 6.0]));
         // Written one instance at a time to one new value: expanded, then shared again.
         for i in 0..4 {
-            c.set_row(i, &[7.0, 8.0], "c").unwrap();
+            c.set_row(i, &[7.0, 8.0], &|| "c".into()).unwrap();
         }
         assert!(!c.is_shared());
         assert!(c.share_if_uniform());
@@ -321,20 +325,20 @@ mod tests {
             16,
             "shared again: the expanded storage is released"
         );
-        c.set_row(0, &[1.0, 8.0], "c").unwrap();
+        c.set_row(0, &[1.0, 8.0], &|| "c".into()).unwrap();
         assert!(!c.share_if_uniform());
         // Expanded again after sharing: volatile, it keeps its room when shared again and
         // expands in place.
-        c.set_row(0, &[7.0, 8.0], "c").unwrap();
+        c.set_row(0, &[7.0, 8.0], &|| "c".into()).unwrap();
         assert!(c.share_if_uniform());
         assert_eq!(c.bytes(), 64, "a volatile column keeps its room");
         let room = c.stored().as_ptr();
-        c.set_row(0, &[1.0, 8.0], "c").unwrap();
+        c.set_row(0, &[1.0, 8.0], &|| "c".into()).unwrap();
         assert_eq!(c.stored().as_ptr(), room, "expanded in place");
         assert_eq!((c.row(0), c.row(3)), (&[1.0, 8.0][..], &[7.0, 8.0][..]));
         // -0.0 == 0.0 numerically, but a different bit pattern is a different value.
         let mut z = Broadcast::shared(2, &[0.0f64]);
-        z.set_row(0, &[-0.0], "z").unwrap();
+        z.set_row(0, &[-0.0], &|| "z".into()).unwrap();
         assert!(!z.is_shared());
         assert_eq!(z[0].to_bits(), (-0.0f64).to_bits());
         assert_eq!(z[1].to_bits(), 0.0f64.to_bits());

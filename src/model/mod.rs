@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
-pub use broadcast::Broadcast;
 pub(crate) use broadcast::InstanceColumn;
+pub use broadcast::{Broadcast, What};
 pub use constraint::{
     BodyKinematics, BodyLanes, Check, Constraint, ContactReport, Decoration, MAX_GPU_ROWS,
     MAX_ROWS, PREPARED_LANES, ParamLanes, ParamSpec, Params, PreparedLanes, ReportLanes,
