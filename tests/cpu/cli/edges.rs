@@ -332,3 +332,70 @@ fn the_summary_counts_instances_in_words() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `write_csv` formats its rows on every core, a block at a time: the file is the one the CSV
+/// writer wrote, byte for byte (header quoted, every value by `Display`, rows in order across
+/// the blocks), the values read back bit for bit, and a row unlike the header is refused.
+#[test]
+fn csv_rows_written_in_parallel_blocks_are_the_csv_writers_bytes() {
+    let dir = scratch("csv-blocks");
+    let columns: Vec<String> = ["a", "b,\"c\"", "d"].map(String::from).to_vec();
+    let odd = [
+        0.0,
+        -0.0,
+        1.0 / 3.0,
+        -2.5e-300,
+        1.7976931348623157e308,
+        f64::NAN,
+        f64::INFINITY,
+        -f64::INFINITY,
+        5e-324,
+        123456789.0,
+    ];
+    // More rows than one block of jobs (2 048 rows a job), some indices out of order.
+    let rows: Vec<(usize, Vec<f64>)> = (0..9_001)
+        .map(|i| {
+            let v =
+                |k: usize| odd[(i * 7 + k * 3) % odd.len()] * if i % 2 == 0 { 1.0 } else { 1.5 };
+            ((i * 37) % 10_007, vec![v(0), v(1), v(2)])
+        })
+        .collect();
+    let path = dir.join("t.csv");
+    output::write_csv(&path, &columns, &rows).unwrap();
+    let mut reference = csv::Writer::from_writer(Vec::new());
+    reference
+        .write_record(std::iter::once("index").chain(columns.iter().map(String::as_str)))
+        .unwrap();
+    for (index, values) in &rows {
+        let record: Vec<String> = std::iter::once(index.to_string())
+            .chain(values.iter().map(f64::to_string))
+            .collect();
+        reference.write_record(&record).unwrap();
+    }
+    let reference = reference.into_inner().unwrap();
+    let written = std::fs::read(&path).unwrap();
+    assert_eq!(written.len(), reference.len());
+    assert!(written == reference, "the CSV writer's bytes");
+    let (read_columns, read_rows) = output::read_csv(&path).unwrap();
+    assert_eq!(read_columns, columns);
+    assert_eq!(read_rows.len(), rows.len());
+    for ((i, v), (j, w)) in rows.iter().zip(&read_rows) {
+        assert_eq!(i, j);
+        let same = |a: &f64, b: &f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        assert!(
+            v.iter().zip(w).all(|(a, b)| same(a, b)),
+            "row {i}: {v:?} read as {w:?}"
+        );
+    }
+    let mut short = rows.clone();
+    short[4_500].1.pop();
+    let e = output::write_csv(&dir.join("short.csv"), &columns, &short).unwrap_err();
+    let message = e.to_string();
+    let instance = short[4_500].0;
+    assert!(
+        message.contains(&format!(
+            "instance {instance}: 2 values; the header has 3 columns"
+        )),
+        "{message}"
+    );
+}
