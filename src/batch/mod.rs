@@ -20,7 +20,7 @@ pub use columns::{
     PrescribedBodyColumns, PrescribedField,
 };
 pub use state::InstanceState;
-pub(crate) use state::StateLayout;
+pub(crate) use state::{StateLayout, StateRows, split_at_bounds};
 
 pub(crate) use checks::{checked_param, default_columns};
 use checks::{invalid, well_conditioned};

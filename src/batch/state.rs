@@ -185,6 +185,110 @@ impl Batch {
     }
 }
 
+/// A part of one state column of a batch, flat (`width` values an instance), with where its
+/// values lie in a flat state ([`StateLayout`]).
+pub(crate) struct StateColumnRows<'a> {
+    /// The values, `width` an instance.
+    pub(crate) rows: &'a mut [f64],
+    /// Values an instance.
+    pub(crate) width: usize,
+    /// Where the column's values start in a flat state.
+    pub(crate) at: usize,
+}
+
+/// Instances `first..` of every state column of a batch, mutably (q and u of each free body,
+/// pose and velocity of each prescribed one, the work), with their times and status bits: one
+/// piece of a stepping call's store. Pieces over disjoint instances are stored on several
+/// threads at once ([`Batch::state_rows_mut`]).
+pub(crate) struct StateRows<'a> {
+    /// The first instance the rows hold.
+    pub(crate) first: usize,
+    /// Each state column's rows.
+    pub(crate) columns: Vec<StateColumnRows<'a>>,
+    /// The instances' times.
+    pub(crate) time: &'a mut [f64],
+    /// The instances' status bits.
+    pub(crate) status: &'a mut [u32],
+}
+
+/// `column` (`width` values an entry) cut at the entries `bounds` (increasing, the last at
+/// most the column's length): part `k` holds entries `bounds[k]..bounds[k + 1]`.
+pub(crate) fn split_at_bounds<'a, T>(
+    column: &'a mut [T],
+    width: usize,
+    bounds: &[usize],
+) -> Vec<&'a mut [T]> {
+    let (Some(&lo), Some(&hi)) = (bounds.first(), bounds.last()) else {
+        return Vec::new();
+    };
+    let mut rest = &mut column[lo * width..hi * width];
+    let mut parts = Vec::with_capacity(bounds.len().saturating_sub(1));
+    for w in bounds.windows(2) {
+        let (part, after) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) * width);
+        parts.push(part);
+        rest = after;
+    }
+    parts
+}
+
+/// Adds part `k` of `column` cut at `bounds` to piece `k` of `pieces`.
+fn add_column<'a>(
+    pieces: &mut [StateRows<'a>],
+    column: &'a mut [f64],
+    width: usize,
+    at: usize,
+    bounds: &[usize],
+) {
+    for (piece, rows) in pieces
+        .iter_mut()
+        .zip(split_at_bounds(column, width, bounds))
+    {
+        piece.columns.push(StateColumnRows { rows, width, at });
+    }
+}
+
+impl Batch {
+    /// Every state column, with times and status bits, cut at the instances `bounds`
+    /// (increasing, the last at most `len`): piece `k` holds instances `bounds[k]..bounds[k + 1]`,
+    /// so that a stepping call stores each piece's states on its own thread. The pieces hold
+    /// the driven bodies' pose and velocity too, as a stored state does: call
+    /// [`refresh_driven`](Self::refresh_driven) for each instance stored when
+    /// [`has_driven_bodies`](Self::has_driven_bodies), and
+    /// [`touch_state_columns`](Self::touch_state_columns) once at the end.
+    pub(crate) fn state_rows_mut(&mut self, bounds: &[usize]) -> Vec<StateRows<'_>> {
+        let layout = self.state_layout();
+        let count = bounds.len().saturating_sub(1);
+        let columns = 2 * (layout.free + layout.prescribed) + 1;
+        let mut times = split_at_bounds(&mut self.time, 1, bounds).into_iter();
+        let mut statuses = split_at_bounds(&mut self.status, 1, bounds).into_iter();
+        let mut pieces: Vec<StateRows<'_>> = bounds[..count]
+            .iter()
+            .map(|&first| StateRows {
+                first,
+                columns: Vec::with_capacity(columns),
+                time: times.next().unwrap_or_default(),
+                status: statuses.next().unwrap_or_default(),
+            })
+            .collect();
+        for (slot, cols) in self.free.iter_mut().enumerate() {
+            let (q, u) = (cols.q.as_flattened_mut(), cols.u.as_flattened_mut());
+            add_column(&mut pieces, q, 7, layout.q_at(slot), bounds);
+            add_column(&mut pieces, u, 6, layout.u_at(slot), bounds);
+        }
+        for (slot, cols) in self.prescribed.iter_mut().enumerate() {
+            let (pose, velocity) = (
+                cols.pose.as_flattened_mut(),
+                cols.velocity.as_flattened_mut(),
+            );
+            add_column(&mut pieces, pose, 7, layout.pose_at(slot), bounds);
+            add_column(&mut pieces, velocity, 6, layout.velocity_at(slot), bounds);
+        }
+        let work = self.work.as_flattened_mut();
+        add_column(&mut pieces, work, 2, layout.work_at(), bounds);
+        pieces
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

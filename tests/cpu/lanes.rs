@@ -359,17 +359,26 @@ fn lanes_are_bit_identical_across_thread_counts() {
 }
 
 /// Several blocks of a parallel call (two and three threads: five blocks of 1 248 instances
-/// or fewer, each cut into pieces per thread), one-step calls and a halted instance, whose
-/// chunk is then no run of four consecutive instances: the same bits and flags as one thread.
+/// or fewer, each cut into pieces per thread and stored piece by piece on the pool's threads),
+/// one-step calls and a halted instance, whose chunk is then no run of four consecutive
+/// instances: the same bits, flags, reports and RKM step sizes as one thread — on a fixed plane
+/// and on a plane driven by a motion law (refreshed after each block's store), with Euler, RK4
+/// and RKM (whose step sizes carry over from call to call).
 #[test]
 fn parallel_blocks_and_pieces_are_bit_identical_to_one_thread() {
-    let (mut batch, body, _) =
-        contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, 5_001, 8).unwrap();
-    // Finite, but the velocity products overflow: halted at its first step.
-    batch
-        .set_u(body, 2_050, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
-        .unwrap();
-    for integrator in [EULER, RK4] {
+    for (plane, integrator) in [
+        (PlaneBody::Ground, EULER),
+        (PlaneBody::Ground, RK4),
+        (PlaneBody::Ground, RKM),
+        (PlaneBody::Tilting, RK4),
+        (PlaneBody::Tilting, RKM),
+    ] {
+        let (mut batch, body, _) =
+            contact_batch(ContactKind::RollingSphere, plane, 5_001, 8).unwrap();
+        // Finite, but the velocity products overflow: halted at its first step.
+        batch
+            .set_u(body, 2_050, [1e200, -1e200, 1e200, 0.0, 0.0, 0.0])
+            .unwrap();
         let opts = options(integrator, Stabilization::None);
         let run = |threads: usize| {
             let mut b = batch.clone();
@@ -381,6 +390,8 @@ fn parallel_blocks_and_pieces_are_bit_identical_to_one_thread() {
                     let mut stepper = Stepper::new(opts).unwrap();
                     (0..3).map(|_| stepper.step(&mut b, 1).unwrap()).collect()
                 });
+            // RKM's step sizes carry over from call to call: a size stored wrong changes the
+            // states of the calls after.
             let bits: Vec<u64> = (0..b.len())
                 .flat_map(|i| b.instance_state(i).unwrap().to_vec())
                 .map(f64::to_bits)
@@ -391,14 +402,15 @@ fn parallel_blocks_and_pieces_are_bit_identical_to_one_thread() {
         assert_ne!(status[2_050] & status::NONFINITE_STATE, 0);
         assert_eq!(
             reports[2].steps, 5_000,
-            "{integrator:?}: the halted instance is left"
+            "{plane:?}, {integrator:?}: the halted instance is left"
         );
         for threads in [2, 3] {
             let (b, s, r) = run(threads);
-            assert!(b == bits, "{integrator:?}, {threads} threads: states");
-            assert_eq!(s, status, "{integrator:?}, {threads} threads: status");
+            let what = format!("{plane:?}, {integrator:?}, {threads} threads");
+            assert!(b == bits, "{what}: states and step sizes");
+            assert_eq!(s, status, "{what}: status");
             for (a, b) in r.iter().zip(&reports) {
-                assert_same_reports(a, b, &format!("{integrator:?}, {threads} threads"));
+                assert_same_reports(a, b, &what);
             }
         }
     }

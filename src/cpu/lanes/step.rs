@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use simba::simd::{SimdPartialOrd, SimdValue};
 
 use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, adaptive, all_finite};
-use crate::batch::{Batch, Column, FreeField, PrescribedField, status};
+use crate::batch::{Batch, StateRows, split_at_bounds, status};
 use crate::cpu::integrate::{Workspace, baumgarte_mode, derivative, project};
 use crate::error::Result;
 use crate::math::lanes::{
@@ -57,11 +57,14 @@ impl Outcome {
 const CHUNKS_ALONE: usize = 64;
 
 /// Most chunks per thread in a block of a stepping call on several threads: more than alone,
-/// since each block costs a fork and a join, and the threads wait while its states are stored
-/// (two threads, one step of Euler a call on 10⁵ instances: 64 chunks a thread 9.5e6
-/// instance-steps/s, 256 1.0e7; 16 steps a call 2.9e7 → 3.2e7). A smaller batch's blocks
-/// stay smaller ([`block_size`]).
-const CHUNKS_PER_THREAD: usize = 256;
+/// since each block costs two forks and joins (its run, then its store), each a wake-up of
+/// the pool's threads (two threads, one step of Euler a call on 10⁵ instances: 64 chunks a
+/// thread 9.5e6 instance-steps/s, 256 1.0e7, 1 024 1.1–1.3e7 — with the store then still on
+/// one thread; 16 steps a call 2.9e7 → 3.2e7 from 64 to 256). A block's call buffers are about
+/// 180 bytes an instance of the block, and a block above the least is at most a quarter of
+/// the batch: some 45 bytes an instance of the batch at most. A smaller batch's blocks stay smaller
+/// ([`block_size`]).
+const CHUNKS_PER_THREAD: usize = 1024;
 
 /// Pieces per thread a block of a parallel stepping call is cut into: each builds a chunk
 /// once; more than one so that a thread that finishes early takes over work.
@@ -91,8 +94,8 @@ impl Spares {
 /// four on one thread; on several a quarter of the batch, but at least [`CHUNKS_ALONE`] and
 /// at most [`CHUNKS_PER_THREAD`] chunks per rayon thread, so that a call's buffers stay a
 /// small part of what the batch holds. A call runs the blocks one after the other (each in
-/// parallel over its chunks) and stores a block's states before the next starts, so its
-/// outcome buffer grows with the thread count, not the batch.
+/// parallel over its chunks) and stores a block's states (in parallel over the same pieces)
+/// before the next starts, so its outcome buffer grows with the thread count, not the batch.
 fn block_size(len: usize) -> usize {
     match rayon::current_num_threads() {
         0 | 1 => CHUNKS_ALONE * LANES,
@@ -133,7 +136,6 @@ pub(crate) fn run_goal(
     let sequential = rayon::current_num_threads() == 1 || batch.len() <= LANES;
     let ny = plan.ny();
     let mut report = StepReport::default();
-    let mut values = [0.0; MAX_Y];
     let block = block_size(batch.len());
     let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(block));
     let mut outcomes: Vec<Outcome> = Vec::new();
@@ -173,12 +175,15 @@ pub(crate) fn run_goal(
             }
         };
         let groups = active.chunks(LANES).zip(states.chunks_mut(ny.max(1)));
-        if let Some(buffers) = own.as_mut() {
+        let width = ny.max(1);
+        // Chunks a piece of the call holds, for its run and its store alike.
+        let per = if let Some(buffers) = own.as_mut() {
             // On the caller's thread: no hand-over to the pool and wait (the same outcomes).
             let mut chunk = Chunk::new(b, plan);
             let states = &mut own_states;
             outcomes.clear();
             outcomes.extend(groups.map(|(group, y)| run(&mut chunk, buffers, states, group, y)));
+            outcomes.len().max(1)
         } else {
             // A few pieces of consecutive chunks per thread, each with one chunk and buffers
             // from the call's spares: a group's call only reads what it wrote or loaded. Not
@@ -187,7 +192,6 @@ pub(crate) fn run_goal(
             // most of the time, and two threads stepped half as fast as one.
             let count = active.len().div_ceil(LANES);
             let per = count.div_ceil(PIECES_PER_THREAD * threads).max(1);
-            let width = ny.max(1);
             outcomes.clear();
             outcomes.resize_with(count, Outcome::empty);
             active
@@ -204,33 +208,42 @@ pub(crate) fn run_goal(
                     }
                     spares.give(buffers);
                 });
+            per
+        };
+        if active.is_empty() {
+            continue;
         }
-        let chunks = active.chunks(LANES).zip(states.chunks(ny.max(1)));
-        for ((chunk, y), outcome) in chunks.zip(&outcomes) {
-            // The usual chunk, four consecutive instances, by transposes; any other lane by lane.
-            let consecutive = chunk.len() == LANES && chunk[LANES - 1] == chunk[0] + LANES - 1;
-            if consecutive {
-                store_chunk(batch, chunk[0], y, outcome);
-            }
-            for (l, &i) in chunk.iter().enumerate() {
-                if !consecutive {
-                    for (v, x) in values[..ny].iter_mut().zip(y) {
-                        *v = x.extract(l);
-                    }
-                    let (time, flags) = (outcome.time.extract(l), outcome.flags[l]);
-                    batch.store_values(i, time, &values[..ny], flags);
-                }
-                report.add(&outcome.report[l]);
-                if outcome.flags[l] != 0 {
-                    report.flagged += 1;
-                }
-                // RKM's control carries over to the next call; a fixed step is only recorded
-                // (as on the reference path).
-                match options.integrator {
-                    Integrator::RungeKuttaMerson { .. } => step_sizes[i] = outcome.step_size[l],
-                    _ if step_sizes[i] <= 0.0 => step_sizes[i] = outcome.step_size[l],
-                    _ => {}
-                }
+        // The states go back piece by piece, each piece's rows on the thread that takes it
+        // (on several threads, the others waited while one stored a block: a fifth of a
+        // one-step call's time on two threads).
+        let bounds: Vec<usize> = active
+            .iter()
+            .step_by(LANES * per)
+            .copied()
+            .chain([end])
+            .collect();
+        let sizes = split_at_bounds(step_sizes, 1, &bounds);
+        let pieces = batch.state_rows_mut(&bounds);
+        let integrator = &options.integrator;
+        let store = |((mut rows, sizes), ((ids, ys), outs)): Piece<'_, '_>| {
+            store_piece(&mut rows, sizes, ids, ys, width, outs, integrator)
+        };
+        let (ids, ys) = (active.as_slice(), states.as_slice());
+        let stored = if own.is_some() {
+            let parts = ids.chunks(LANES * per).zip(ys.chunks(width * per));
+            let parts = parts.zip(outcomes.chunks(per));
+            let work = pieces.into_iter().zip(sizes).zip(parts);
+            work.map(store).fold(StepReport::default(), add_reports)
+        } else {
+            let parts = ids.par_chunks(LANES * per).zip(ys.par_chunks(width * per));
+            let parts = parts.zip(outcomes.par_chunks(per));
+            let work = pieces.into_par_iter().zip(sizes).zip(parts);
+            work.map(store).reduce(StepReport::default, add_reports)
+        };
+        report.add(&stored);
+        if batch.has_driven_bodies() {
+            for &i in &active {
+                batch.refresh_driven(i);
             }
         }
     }
@@ -238,57 +251,85 @@ pub(crate) fn run_goal(
     Ok(report)
 }
 
-/// Stores a chunk's states `y` (its lanes the consecutive instances `at..at + LANES`), times
-/// and flags into `batch`: what [`Batch::store_values`] stores lane by lane, each state column
-/// by one transpose ([`scatter_fixed`], the width a constant) instead of a lane's values
-/// extracted one at a time. The same values; the caller calls
-/// [`Batch::touch_state_columns`] once after the last.
-fn store_chunk(batch: &mut Batch, at: usize, y: &[Lane], outcome: &Outcome) {
-    let layout = batch.state_layout();
-    for slot in 0..layout.free {
-        let q = Column::Free {
-            slot,
-            field: FreeField::Q,
-        };
-        store_column::<7>(batch, q, at, &y[layout.q_at(slot)..]);
-        let u = Column::Free {
-            slot,
-            field: FreeField::U,
-        };
-        store_column::<6>(batch, u, at, &y[layout.u_at(slot)..]);
-    }
-    for slot in 0..layout.prescribed {
-        let pose = Column::Prescribed {
-            slot,
-            field: PrescribedField::Pose,
-        };
-        store_column::<7>(batch, pose, at, &y[layout.pose_at(slot)..]);
-        let velocity = Column::Prescribed {
-            slot,
-            field: PrescribedField::Velocity,
-        };
-        store_column::<6>(batch, velocity, at, &y[layout.velocity_at(slot)..]);
-    }
-    store_column::<2>(batch, Column::Work, at, &y[layout.work_at()..]);
-    let (time, status) = batch.clock_columns_mut();
-    time[at..at + LANES].copy_from_slice(&values(outcome.time));
-    for (s, flags) in status[at..at + LANES].iter_mut().zip(outcome.flags) {
-        *s |= flags;
-    }
-    if batch.has_driven_bodies() {
-        for i in at..at + LANES {
-            batch.refresh_driven(i);
-        }
-    }
+/// One piece of a block's store: its rows of the batch and of the step sizes, with its
+/// instances, states and outcomes.
+type Piece<'r, 'a> = (
+    (StateRows<'r>, &'r mut [f64]),
+    ((&'a [usize], &'a [Lane]), &'a [Outcome]),
+);
+
+/// The sum of two parts of a call's report.
+fn add_reports(mut a: StepReport, b: StepReport) -> StepReport {
+    a.add(&b);
+    a
 }
 
-/// The first `W` lane values of `y` into rows `at..at + LANES` of `batch`'s state column
-/// `column` (`W` values a row).
-#[inline(always)]
-fn store_column<const W: usize>(batch: &mut Batch, column: Column, at: usize, y: &[Lane]) {
-    if let Some(rows) = batch.state_column_mut(column) {
-        scatter_fixed::<W>(rows, 0, at, &y[..W]);
+/// Stores a piece's chunks — instances `ids`, four a chunk, their states `states` (`width`
+/// lane values a chunk) and outcomes — into its rows of the batch (`rows`) and of the step
+/// sizes (`sizes`, from the same first instance), and returns their report. A chunk of four
+/// consecutive instances goes a state column at a time by one transpose ([`scatter_fixed`],
+/// the width a constant); any other lane by lane: what [`Batch::store_values`] stores, except
+/// for the driven bodies' refresh, which the caller makes.
+fn store_piece(
+    rows: &mut StateRows<'_>,
+    sizes: &mut [f64],
+    ids: &[usize],
+    states: &[Lane],
+    width: usize,
+    outcomes: &[Outcome],
+    integrator: &Integrator,
+) -> StepReport {
+    let mut report = StepReport::default();
+    let first = rows.first;
+    for ((group, y), outcome) in ids.chunks(LANES).zip(states.chunks(width)).zip(outcomes) {
+        let consecutive = group.len() == LANES && group[LANES - 1] == group[0] + LANES - 1;
+        if consecutive {
+            let at = group[0] - first;
+            for c in &mut rows.columns {
+                let y = &y[c.at..];
+                match c.width {
+                    7 => scatter_fixed::<7>(c.rows, 0, at, &y[..7]),
+                    6 => scatter_fixed::<6>(c.rows, 0, at, &y[..6]),
+                    2 => scatter_fixed::<2>(c.rows, 0, at, &y[..2]),
+                    w => {
+                        for (l, row) in c.rows[at * w..(at + LANES) * w].chunks_mut(w).enumerate() {
+                            for (v, x) in row.iter_mut().zip(y) {
+                                *v = x.extract(l);
+                            }
+                        }
+                    }
+                }
+            }
+            rows.time[at..at + LANES].copy_from_slice(&values(outcome.time));
+        } else {
+            for (l, &i) in group.iter().enumerate() {
+                let at = i - first;
+                for c in &mut rows.columns {
+                    let row = &mut c.rows[at * c.width..(at + 1) * c.width];
+                    for (v, x) in row.iter_mut().zip(&y[c.at..]) {
+                        *v = x.extract(l);
+                    }
+                }
+                rows.time[at] = outcome.time.extract(l);
+            }
+        }
+        for (l, &i) in group.iter().enumerate() {
+            let at = i - first;
+            rows.status[at] |= outcome.flags[l];
+            report.add(&outcome.report[l]);
+            if outcome.flags[l] != 0 {
+                report.flagged += 1;
+            }
+            // RKM's control carries over to the next call; a fixed step is only recorded
+            // (as on the reference path).
+            match integrator {
+                Integrator::RungeKuttaMerson { .. } => sizes[at] = outcome.step_size[l],
+                _ if sizes[at] <= 0.0 => sizes[at] = outcome.step_size[l],
+                _ => {}
+            }
+        }
     }
+    report
 }
 
 /// `ẏ` at `y` for the lanes in `active`, the reference derivative where the lane formulas
