@@ -60,10 +60,10 @@ const CHUNKS_ALONE: usize = 64;
 /// since each block costs two forks and joins (its run, then its store), each a wake-up of
 /// the pool's threads (two threads, one step of Euler a call on 10⁵ instances: 64 chunks a
 /// thread 9.5e6 instance-steps/s, 256 1.0e7, 1 024 1.1–1.3e7 — with the store then still on
-/// one thread; 16 steps a call 2.9e7 → 3.2e7 from 64 to 256). A block's call buffers are about
-/// 180 bytes an instance of the block, and a block above the least is at most a quarter of
-/// the batch: some 45 bytes an instance of the batch at most. A smaller batch's blocks stay smaller
-/// ([`block_size`]).
+/// one thread; 16 steps a call 2.9e7 → 3.2e7 from 64 to 256). A block's call buffers are
+/// about 180 bytes an instance of the block, and a block above the least is at most a quarter
+/// of the batch: some 45 bytes an instance of the batch at most. A smaller batch's blocks stay
+/// smaller ([`block_size`]).
 const CHUNKS_PER_THREAD: usize = 1024;
 
 /// Pieces per thread a block of a parallel stepping call is cut into: each builds a chunk
@@ -214,8 +214,8 @@ pub(crate) fn run_goal(
             continue;
         }
         // The states go back piece by piece, each piece's rows on the thread that takes it
-        // (on several threads, the others waited while one stored a block: a fifth of a
-        // one-step call's time on two threads).
+        // (on several threads, the others waited while one stored a block: a sixth of a
+        // one-step call's samples on two threads, and the other thread idle a third of it).
         let bounds: Vec<usize> = active
             .iter()
             .step_by(LANES * per)
