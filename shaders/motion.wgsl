@@ -38,6 +38,27 @@ fn rotation_chain_then(chain: RotationChain, axis: vec3<real>, angle: real, rate
     return out;
 }
 
+// `rotation_chain_then` about coordinate axis `axis` (0, 1, 2: x, y, z) of the frame reached so
+// far: that axis in Ground is a column of the rotation, which turns only the next two columns
+// (i, j): R_i' = cos θ R_i + sin θ R_j, R_j' = cos θ R_j − sin θ R_i. Twin of
+// `RotationChain::then_about`.
+fn rotation_chain_then_about(chain: RotationChain, axis: u32, angle: real, rate: real, accel: real) -> RotationChain {
+    var out = chain;
+    let i = (axis + 1u) % 3u;
+    let j = (axis + 2u) % 3u;
+    let axis_in_ground = out.rotation[axis];
+    out.ang_acc = chain.ang_acc + accel * axis_in_ground + rate * cross(chain.ang_vel, axis_in_ground);
+    out.ang_vel = chain.ang_vel + rate * axis_in_ground;
+    let sc = sin_cos_real(angle);
+    let s = sc.x;
+    let c = sc.y;
+    let r_i = out.rotation[i];
+    let r_j = out.rotation[j];
+    out.rotation[i] = c * r_i + s * r_j;
+    out.rotation[j] = c * r_j - s * r_i;
+    return out;
+}
+
 // The kinematics of a body rotated by `chain` after `base`, whose origin coordinate k moves as
 // `coordinates[k]` = (x, ẋ, ẍ) (Ground axes): twin of `RotationChain::body_kinematics`.
 fn rotation_chain_body_kinematics(chain: RotationChain, base: mat3x3<real>, coordinates: mat3x3<real>) -> BodyKinematics {

@@ -19,11 +19,10 @@ fn polynomial_eval(p: array<real, MOTION_PARAMS_CAP>, first: u32, w: u32, tau: r
 fn polynomial_motion(p: array<real, MOTION_PARAMS_CAP>, t: real, degree: u32) -> BodyKinematics {
     let w = degree + 1u;
     let tau = t - p[0];
-    let axes = mat3x3<real>(vec3<real>(1.0, 0.0, 0.0), vec3<real>(0.0, 1.0, 0.0), vec3<real>(0.0, 0.0, 1.0));
     var chain = rotation_chain();
     for (var j = 0u; j < 3u; j++) {
         let angle = polynomial_eval(p, 5u + 3u * w + j * w, w, tau);
-        chain = rotation_chain_then(chain, axes[j], angle.x, angle.y, angle.z);
+        chain = rotation_chain_then_about(chain, j, angle.x, angle.y, angle.z);
     }
     let base = rotation_from_quaternion(vec4<real>(p[1], p[2], p[3], p[4]));
     var coordinates: mat3x3<real>;

@@ -51,9 +51,23 @@ pub fn quaternion_from_rotation_vector(r: [f64; 3]) -> [f64; 4] {
 
 /// `Rot(a, θ)`: the right-hand rotation by `θ` about the unit vector `a` (Rodrigues:
 /// `cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ`).
+///
+/// Written element by element, as its WGSL twin in `shaders/motion.wgsl`: the matrix
+/// expression built three temporaries and summed them, several times the arithmetic.
 pub fn axis_rotation(a: &Vec3, angle: f64) -> Mat3 {
     let (s, c) = angle.sin_cos();
-    Mat3::identity() * c + cross_matrix(a) * s + (a * a.transpose()) * (1.0 - c)
+    let k = 1.0 - c;
+    Mat3::new(
+        c + k * a.x * a.x,
+        k * a.x * a.y - s * a.z,
+        k * a.x * a.z + s * a.y,
+        k * a.x * a.y + s * a.z,
+        c + k * a.y * a.y,
+        k * a.y * a.z - s * a.x,
+        k * a.x * a.z - s * a.y,
+        k * a.y * a.z + s * a.x,
+        c + k * a.z * a.z,
+    )
 }
 
 /// The unit quaternion `[e0, e1, e2, e3]` of a rotation matrix, with `e0 ≥ 0` (Simbody's sign;

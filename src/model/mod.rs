@@ -53,9 +53,9 @@ impl BodyId {
         self.index
     }
 
-    /// Whether this handle may name `body` (the template's body at its index).
-    pub(crate) fn fits(self, body: &Body) -> bool {
-        self.key == 0 || self.key == body_key(body)
+    /// Whether this handle may name the template's body at its index, whose key is `key`.
+    pub(crate) fn fits(self, key: u64) -> bool {
+        self.key == 0 || self.key == key
     }
 }
 
@@ -160,6 +160,9 @@ pub struct ConstraintSlot {
 #[derive(Debug, Clone)]
 pub struct SystemTemplate {
     bodies: Vec<Body>,
+    /// `body_key` of each body, computed once: a handle is checked against it on every lookup,
+    /// which environments make for every instance on every step.
+    body_keys: Vec<u64>,
     constraints: Vec<ConstraintSlot>,
     free_bodies: Vec<BodyId>,
     prescribed_bodies: Vec<BodyId>,
@@ -174,13 +177,15 @@ impl Default for SystemTemplate {
 impl SystemTemplate {
     /// An empty template holding Ground only.
     pub fn new() -> Self {
+        let ground = Body {
+            name: "ground".into(),
+            kind: BodyKind::Ground,
+            slot: 0,
+            motion: None,
+        };
         Self {
-            bodies: vec![Body {
-                name: "ground".into(),
-                kind: BodyKind::Ground,
-                slot: 0,
-                motion: None,
-            }],
+            body_keys: vec![body_key(&ground)],
+            bodies: vec![ground],
             constraints: Vec::new(),
             free_bodies: Vec::new(),
             prescribed_bodies: Vec::new(),
@@ -200,6 +205,7 @@ impl SystemTemplate {
             key: body_key(&body),
         };
         self.bodies.push(body);
+        self.body_keys.push(id.key);
         self.free_bodies.push(id);
         id
     }
@@ -243,6 +249,7 @@ impl SystemTemplate {
             key: body_key(&body),
         };
         self.bodies.push(body);
+        self.body_keys.push(id.key);
         self.prescribed_bodies.push(id);
         id
     }
@@ -276,7 +283,7 @@ impl SystemTemplate {
                     self.bodies.len()
                 )));
             }
-            if !b.fits(&self.bodies[b.index]) {
+            if !b.fits(self.body_keys[b.index]) {
                 return Err(Error::Template(format!(
                     "constraint {index} ({}) names body {} with a handle made by another \
                      template",
@@ -373,7 +380,7 @@ impl SystemTemplate {
             index: id.index,
             reason: format!("the template has {} bodies", self.bodies.len()),
         })?;
-        if !id.fits(body) {
+        if !id.fits(self.body_keys[id.index]) {
             return Err(Error::BadHandle {
                 what: "body",
                 index: id.index,

@@ -42,7 +42,8 @@ pub trait MotionLaw: Send + Sync + Debug {
 /// parameters flattened in [`MotionLaw::params`] order and `t` the time (`real`). Besides the
 /// types of [`WgslConstraint`](crate::model::constraint::WgslConstraint), the source may use
 /// `shaders/motion.wgsl`: `axis_rotation(a, θ) -> mat3x3<real>`, `struct RotationChain`,
-/// `rotation_chain() -> RotationChain` and `rotation_chain_then(chain, axis, θ, θ̇, θ̈)`.
+/// `rotation_chain() -> RotationChain`, `rotation_chain_then(chain, axis, θ, θ̇, θ̈)` and, about a
+/// coordinate axis `k` (0, 1, 2) of the frame reached, `rotation_chain_then_about(chain, k, θ, θ̇, θ̈)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WgslMotion {
     /// Name of the source in error messages; sources with the same name are spliced once.

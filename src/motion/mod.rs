@@ -79,6 +79,26 @@ impl RotationChain {
         self.rotation *= axis_rotation(axis, angle);
     }
 
+    /// [`then`](Self::then) about coordinate axis `axis` of the frame reached so far (a
+    /// gimbal's): that axis in Ground is a column of the rotation, and the rotation turns only
+    /// the other two columns, `R_i' = cos θ R_i + sin θ R_j`, `R_j' = cos θ R_j − sin θ R_i`
+    /// (`(i, j)` the next two axes in cyclic order), where a general axis takes a 3×3 product.
+    /// Twin: `rotation_chain_then_about` in `shaders/motion.wgsl`.
+    pub fn then_about(&mut self, axis: CoordinateAxis, angle: f64, rate: f64, accel: f64) {
+        let k = axis as usize;
+        let (i, j) = ((k + 1) % 3, (k + 2) % 3);
+        let axis_in_ground: Vec3 = self.rotation.column(k).into_owned();
+        self.ang_acc += accel * axis_in_ground + rate * self.ang_vel.cross(&axis_in_ground);
+        self.ang_vel += rate * axis_in_ground;
+        let (s, c) = angle.sin_cos();
+        let (r_i, r_j): (Vec3, Vec3) = (
+            self.rotation.column(i).into(),
+            self.rotation.column(j).into(),
+        );
+        self.rotation.set_column(i, &(c * r_i + s * r_j));
+        self.rotation.set_column(j, &(c * r_j - s * r_i));
+    }
+
     /// The kinematics of a body rotated by this chain after `base` (`R = R_chain · base`),
     /// whose origin moves along `coordinate(k) -> (x, ẋ, ẍ)` for k = 0, 1, 2 (Ground axes).
     pub fn body_kinematics(
@@ -101,6 +121,17 @@ impl RotationChain {
             lin_acc,
         }
     }
+}
+
+/// A coordinate axis of a frame, for [`RotationChain::then_about`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoordinateAxis {
+    /// The frame's x axis.
+    X = 0,
+    /// The frame's y axis.
+    Y = 1,
+    /// The frame's z axis.
+    Z = 2,
 }
 
 /// `(sin, d/dt, d²/dt²)` of `amplitude · sin(rate · t + phase)`.

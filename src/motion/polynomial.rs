@@ -11,9 +11,9 @@
 //! Degrees 0 to [`MAX_DEGREE`] (a quintic covers minimum-jerk moves). Twin:
 //! `shaders/motion/polynomial.wgsl`.
 
-use super::{MotionLaw, RotationChain, WgslMotion};
+use super::{CoordinateAxis, MotionLaw, RotationChain, WgslMotion};
 use crate::error::{Error, Result};
-use crate::math::{Vec3, rotation_from_quaternion};
+use crate::math::rotation_from_quaternion;
 use crate::model::{BodyKinematics, Check, ParamSpec, Params};
 
 /// Highest degree of [`PolynomialMotion`].
@@ -95,9 +95,12 @@ impl MotionLaw for PolynomialMotion {
         let w = self.degree + 1;
         let (position, angles) = (p.get(2), p.get(3));
         let mut chain = RotationChain::new();
-        for (j, axis) in [Vec3::x(), Vec3::y(), Vec3::z()].iter().enumerate() {
+        for (j, axis) in [CoordinateAxis::X, CoordinateAxis::Y, CoordinateAxis::Z]
+            .into_iter()
+            .enumerate()
+        {
             let (angle, rate, accel) = polynomial(&angles[j * w..(j + 1) * w], tau);
-            chain.then(axis, angle, rate, accel);
+            chain.then_about(axis, angle, rate, accel);
         }
         let base = rotation_from_quaternion(p.get(1)).unwrap_or_default();
         chain.body_kinematics(&base, |i| polynomial(&position[i * w..(i + 1) * w], tau))

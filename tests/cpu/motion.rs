@@ -165,6 +165,57 @@ fn every_law_is_consistent_by_finite_differences() {
     }
 }
 
+/// `axis_rotation` against the rotation of the quaternion `[cos(θ/2), sin(θ/2) a]` (an
+/// independent formula), and `RotationChain::then_about` (a gimbal's coordinate axis, two
+/// columns turned) against `then` with that axis as a vector (a 3×3 product), along random
+/// chains that start from a random rotation.
+#[test]
+fn a_turn_about_a_coordinate_axis_is_the_general_turn() {
+    use simbatch::math::{axis_rotation, rotation_from_quaternion};
+    use simbatch::motion::CoordinateAxis;
+    let axes = [CoordinateAxis::X, CoordinateAxis::Y, CoordinateAxis::Z];
+    for seed in 0..50 {
+        let mut r = Rng::for_instance(11, seed);
+        let a = Vector3::new(
+            r.uniform(-1.0, 1.0),
+            r.uniform(-1.0, 1.0),
+            r.uniform(-1.0, 1.0),
+        )
+        .normalize();
+        let angle = r.uniform(-3.0, 3.0);
+        let (s, c) = (0.5 * angle).sin_cos();
+        let q = [c, s * a.x, s * a.y, s * a.z];
+        let expected = rotation_from_quaternion(&q).unwrap();
+        let gap = (axis_rotation(&a, angle) - expected).amax();
+        assert!(gap < 1e-15, "seed {seed}: axis_rotation off by {gap:e}");
+
+        let mut general = RotationChain::new();
+        general.then(&a, angle, r.uniform(-2.0, 2.0), r.uniform(-5.0, 5.0));
+        let mut about = general;
+        for step in 0..6 {
+            let k = (seed + step * 2) % 3;
+            let (angle, rate, accel) = (
+                r.uniform(-3.0, 3.0),
+                r.uniform(-2.0, 2.0),
+                r.uniform(-5.0, 5.0),
+            );
+            let mut e = Vector3::zeros();
+            e[k] = 1.0;
+            general.then(&e, angle, rate, accel);
+            about.then_about(axes[k], angle, rate, accel);
+            let gaps = [
+                (general.rotation - about.rotation).amax(),
+                (general.ang_vel - about.ang_vel).amax(),
+                (general.ang_acc - about.ang_acc).amax(),
+            ];
+            assert!(
+                gaps.iter().all(|g| *g < 1e-13),
+                "seed {seed}, step {step} about axis {k}: rotation, w, b off by {gaps:?}"
+            );
+        }
+    }
+}
+
 /// A ball on a driven plate, `n` random instances at random times.
 fn ball_on(law: Arc<dyn MotionLaw>, n: usize, values: impl Fn(&mut Rng) -> Vec<f64>) -> Batch {
     let mut t = SystemTemplate::new();
