@@ -24,7 +24,7 @@ pub(super) fn law_columns(law: &dyn MotionLaw, body: &str, len: usize) -> Result
 
 impl Batch {
     /// The law of prescribed slot `slot` and its columns, when it has one.
-    fn law_of(&self, slot: usize) -> Option<(&dyn MotionLaw, &MotionColumns)> {
+    pub(crate) fn law_of(&self, slot: usize) -> Option<(&dyn MotionLaw, &MotionColumns)> {
         let id = self.template.prescribed_bodies()[slot];
         let law = self.template.bodies()[id.index()].motion.as_deref()?;
         Some((law, self.prescribed[slot].motion.as_ref()?))

@@ -4,8 +4,11 @@
 
 use std::fmt::Debug;
 
+#[cfg(doc)]
+use crate::math::lanes::LANES;
+use crate::math::lanes::{Lane, values};
 use crate::math::quaternion_from_rotation;
-use crate::model::constraint::{BodyKinematics, ParamSpec, Params};
+use crate::model::constraint::{BodyKinematics, BodyLanes, ParamLanes, ParamSpec, Params};
 
 /// Most parameter values (summed over its parameters) a law may have on the GPU
 /// (`MOTION_PARAMS_CAP` in the kernels).
@@ -27,6 +30,21 @@ pub trait MotionLaw: Send + Sync + Debug {
     /// The body's motion at time `t`, all in Ground: `rotation` = `R_GF`, `origin` = `p_GFo`,
     /// `ang_vel` = `w_F`, `lin_vel` = `ṗ_GFo`, `ang_acc` = `b_F`, `lin_acc` = `p̈_GFo`.
     fn evaluate(&self, params: &Params<'_>, t: f64) -> BodyKinematics;
+
+    /// [`evaluate`](Self::evaluate) for [`LANES`] instances at once, lane `l` at the time in
+    /// lane `l` of `t`: the CPU fast path calls this at every stage. The default runs
+    /// `evaluate` lane by lane, so every law works on the fast path; the built-in laws
+    /// override it with the same formulas on [`Lane`] values. An override must give, in each
+    /// lane, what `evaluate` gives for that lane's instance (to rounding), and nothing in one
+    /// lane may depend on another.
+    fn evaluate_lanes(&self, params: &ParamLanes<'_>, t: Lane) -> BodyLanes {
+        let times = values(t);
+        let mut out = BodyLanes::ground();
+        for (l, t) in times.into_iter().enumerate() {
+            out.set_lane(l, &self.evaluate(&params.lane(l), t));
+        }
+        out
+    }
 
     /// The WGSL twin of [`evaluate`](Self::evaluate); `None`: the law runs on the CPU only and
     /// building a GPU kernel for its template is an error naming it. Its loops must end by

@@ -22,6 +22,7 @@
 //! Every law returns [`BodyKinematics`]: `lin_acc` is the acceleration of the origin,
 //! `d²p_GFo/dt²` (Simbody's `getBodyAcceleration`), not the spatial-algebra `a − w × v`.
 
+pub mod lanes;
 pub mod polynomial;
 pub mod tilting;
 

@@ -11,10 +11,12 @@
 //! Degrees 0 to [`MAX_DEGREE`] (a quintic covers minimum-jerk moves). Twin:
 //! `shaders/motion/polynomial.wgsl`.
 
+use super::lanes::{self, RotationChainLanes};
 use super::{CoordinateAxis, MotionLaw, RotationChain, WgslMotion};
 use crate::error::{Error, Result};
+use crate::math::lanes::{Lane, rotation_from_quaternion as rotation_from_quaternion_lanes};
 use crate::math::rotation_from_quaternion;
-use crate::model::{BodyKinematics, Check, ParamSpec, Params};
+use crate::model::{BodyKinematics, BodyLanes, Check, ParamLanes, ParamSpec, Params};
 
 /// Highest degree of [`PolynomialMotion`].
 pub const MAX_DEGREE: usize = 5;
@@ -104,6 +106,23 @@ impl MotionLaw for PolynomialMotion {
         }
         let base = rotation_from_quaternion(p.get(1)).unwrap_or_default();
         chain.body_kinematics(&base, |i| polynomial(&position[i * w..(i + 1) * w], tau))
+    }
+
+    fn evaluate_lanes(&self, p: &ParamLanes<'_>, t: Lane) -> BodyLanes {
+        let tau = t - p.value(0, 0);
+        let w = self.degree + 1;
+        let mut chain = RotationChainLanes::new();
+        for (j, axis) in [CoordinateAxis::X, CoordinateAxis::Y, CoordinateAxis::Z]
+            .into_iter()
+            .enumerate()
+        {
+            let (angle, rate, accel) = lanes::polynomial(w, |k| p.value(3, j * w + k), tau);
+            chain.then_about(axis, angle, rate, accel);
+        }
+        let base = rotation_from_quaternion_lanes(&p.array::<4>(1));
+        chain.body_kinematics(&base, |i| {
+            lanes::polynomial(w, |k| p.value(2, i * w + k), tau)
+        })
     }
 
     fn wgsl(&self) -> Option<WgslMotion> {

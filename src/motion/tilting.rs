@@ -9,9 +9,11 @@
 //! `b_F = θ̈1 axis1 + θ̈2 a2' + θ̇1 θ̇2 (axis1 × a2')`, `v_F = ṗ`, `a_F = p̈` (the sines'
 //! derivatives). `t` is the instance's own time. Twin: `shaders/motion/tilting.wgsl`.
 
+use super::lanes::{self, RotationChainLanes};
 use super::{MotionLaw, RotationChain, WgslMotion, sine};
+use crate::math::lanes::{Lane, rotation_from_quaternion as rotation_from_quaternion_lanes};
 use crate::math::rotation_from_quaternion;
-use crate::model::{BodyKinematics, Check, ParamSpec, Params};
+use crate::model::{BodyKinematics, BodyLanes, Check, ParamLanes, ParamSpec, Params};
 
 /// The sum-of-sines tilt and translation law (see the module documentation). Parameters, in
 /// order (28 values): `axis1` (×3), `axis2` (×3) (directions, normalised), `angle_amplitude` (×2)
@@ -73,6 +75,21 @@ impl MotionLaw for TiltingMotion {
         chain.body_kinematics(&base, |i| {
             let (x, v, a) = sine(o_amp[i], o_rate[i], o_phase[i], t);
             (offset[i] + x, v, a)
+        })
+    }
+
+    fn evaluate_lanes(&self, p: &ParamLanes<'_>, t: Lane) -> BodyLanes {
+        let value = |k, i| p.value(k, i);
+        let mut chain = RotationChainLanes::new();
+        for (k, axis) in [p.vec3(0), p.vec3(1)].iter().enumerate() {
+            let (angle, angle_rate, angle_acc) =
+                lanes::sine(value(2, k), value(3, k), value(4, k), t);
+            chain.then(axis, angle, angle_rate, angle_acc);
+        }
+        let base = rotation_from_quaternion_lanes(&p.array::<4>(5));
+        chain.body_kinematics(&base, |i| {
+            let (x, v, a) = lanes::sine(value(7, i), value(8, i), value(9, i), t);
+            (value(6, i) + x, v, a)
         })
     }
 

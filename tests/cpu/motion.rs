@@ -1,5 +1,6 @@
 //! Motion laws of prescribed bodies (`src/motion/`): every built-in law and a user law are
-//! consistent (velocity = d/dt pose, acceleration = d/dt velocity, by central differences), the
+//! consistent (velocity = d/dt pose, acceleration = d/dt velocity, by central differences), their
+//! lane forms give the scalar laws' bits, a turn about a coordinate axis is the general turn, the
 //! batch keeps a driven body's columns equal to its law, writes to them are refused, and a user
 //! law with a WGSL twin runs on the GPU as on the CPU (evaluation and RK4 stepping).
 
@@ -212,6 +213,92 @@ fn a_turn_about_a_coordinate_axis_is_the_general_turn() {
                 gaps.iter().all(|g| *g < 1e-13),
                 "seed {seed}, step {step} about axis {k}: rotation, w, b off by {gaps:?}"
             );
+        }
+    }
+}
+
+/// The built-in laws' lane forms (`MotionLaw::evaluate_lanes`, the CPU fast path) give each
+/// lane the scalar law's bits for its instance at the lane's own time, lanes repeating an
+/// instance included; a user law's default lane form is its scalar law lane by lane.
+#[test]
+fn lane_forms_of_the_laws_give_the_scalar_laws_bits() {
+    use simbatch::constraints::ParamLanes;
+    use simbatch::math::lanes::{LANES, lanes};
+    use simbatch::model::Broadcast;
+    let n = 11;
+    let polynomial_values = |degree: usize| {
+        move |r: &mut Rng| {
+            let mut v = vec![r.uniform(-1.0, 1.0)];
+            v.extend(&r.pose(1.0)[..4]);
+            for _ in 0..6 * (degree + 1) {
+                v.push(r.uniform(-0.8, 0.8));
+            }
+            v
+        }
+    };
+    type Draw = Box<dyn Fn(&mut Rng) -> Vec<f64>>;
+    let mut laws: Vec<(Box<dyn MotionLaw>, Draw)> = vec![
+        (Box::new(TiltingMotion), Box::new(random_tilting)),
+        (Box::new(Wobble), Box::new(wobble_values)),
+    ];
+    for degree in 0..=MAX_DEGREE {
+        laws.push((
+            Box::new(PolynomialMotion::new(degree).unwrap()),
+            Box::new(polynomial_values(degree)),
+        ));
+    }
+    for (law, draw) in &laws {
+        let specs = law.params();
+        let mut columns: Vec<Broadcast<f64>> = specs
+            .iter()
+            .map(|spec| Broadcast::shared(n, &spec.default))
+            .collect();
+        let mut r = Rng::for_instance(13, law.params().len());
+        for i in 0..n {
+            let values = draw(&mut r);
+            let mut at = 0;
+            for (column, spec) in columns.iter_mut().zip(&specs) {
+                let w = spec.default.len();
+                column
+                    .set_row(i, &values[at..at + w], &|| spec.name.to_string())
+                    .unwrap();
+                at += w;
+            }
+            assert_eq!(at, values.len(), "{}", law.kind_name());
+        }
+        for chunk in 0..2 * n {
+            let instances: [usize; LANES] = std::array::from_fn(|l| {
+                if chunk % 3 == 0 {
+                    (chunk + l) % n
+                } else {
+                    (chunk * 7 + 3 * l * l) % n
+                }
+            });
+            let times: [f64; LANES] = std::array::from_fn(|_| r.uniform(0.0, 4.0));
+            let lane = law.evaluate_lanes(&ParamLanes::new(&columns, instances), lanes(times));
+            for l in 0..LANES {
+                let expected = law.evaluate(&Params::of(&columns, instances[l]), times[l]);
+                let got = lane.lane(l);
+                let bits = |k: &BodyKinematics| -> Vec<u64> {
+                    k.rotation
+                        .iter()
+                        .chain(k.origin.iter())
+                        .chain(k.ang_vel.iter())
+                        .chain(k.lin_vel.iter())
+                        .chain(k.ang_acc.iter())
+                        .chain(k.lin_acc.iter())
+                        .map(|x| x.to_bits())
+                        .collect()
+                };
+                assert_eq!(
+                    bits(&got),
+                    bits(&expected),
+                    "{} lane {l}, instance {}, t = {}: {got:?} against {expected:?}",
+                    law.kind_name(),
+                    instances[l],
+                    times[l]
+                );
+            }
         }
     }
 }

@@ -6,10 +6,10 @@
 use simba::simd::{SimdPartialOrd, SimdValue};
 
 use super::{Chunk, ConstraintPlan, MAX_BODIES, MAX_M, Scratch, all_finite};
-use crate::constraints::{BodyKinematics, BodyLanes, ParamLanes, RowLanes, RowLevel};
+use crate::constraints::{BodyLanes, ParamLanes, RowLanes, RowLevel};
 use crate::math::lanes::{
-    LANES, Lane, LaneMask, LaneMat3, LaneVec3, abs, is_finite, lanes, rotation_from_quaternion,
-    select, splat, values,
+    LANES, Lane, LaneMask, LaneMat3, LaneVec3, abs, is_finite, rotation_from_quaternion, select,
+    splat, values,
 };
 
 /// A driven body's kinematics as its law gave them at `time` (bits, lane by lane) for the
@@ -121,45 +121,43 @@ impl Chunk<'_> {
         ok
     }
 
-    /// Driven prescribed slot `slot` at each lane's time, from its law (one instance at a
-    /// time, as the reference evaluates it) into `body`; the lanes where every value is finite.
+    /// Driven prescribed slot `slot` at each lane's time, from its law's lane form
+    /// ([`MotionLaw::evaluate_lanes`](crate::model::MotionLaw::evaluate_lanes): the built-in
+    /// laws every lane at once, a user law by default lane by lane) into `body`; the lanes
+    /// where every value is finite.
     #[inline(never)]
     fn law_kinematics(&self, slot: usize, time: Lane, body: &mut BodyLanes) -> LaneMask {
-        let times = values(time);
-        // The plan marks the slot driven, so its law answers; were it not to, the lane would
+        // The plan marks the slot driven, so its law answers; were it not to, the lanes would
         // read not finite and go to the reference path.
-        let nan = crate::math::Vec3::repeat(f64::NAN);
-        let k: [BodyKinematics; LANES] = std::array::from_fn(|l| {
-            self.batch
-                .law_kinematics(slot, self.instances[l], times[l])
-                .unwrap_or(BodyKinematics {
-                    rotation: crate::math::Mat3::repeat(f64::NAN),
-                    origin: nan,
-                    ang_vel: nan,
-                    lin_vel: nan,
-                    ang_acc: nan,
-                    lin_acc: nan,
-                })
-        });
-        let vector = |v: fn(&BodyKinematics) -> &crate::math::Vec3| {
-            LaneVec3::from_fn(|r, _| lanes(std::array::from_fn(|l| v(&k[l])[r])))
+        let Some((law, columns)) = self.batch.law_of(slot) else {
+            let nan = splat(f64::NAN);
+            *body = BodyLanes {
+                rotation: LaneMat3::repeat(nan),
+                origin: LaneVec3::repeat(nan),
+                ang_vel: LaneVec3::repeat(nan),
+                lin_vel: LaneVec3::repeat(nan),
+                ang_acc: LaneVec3::repeat(nan),
+                lin_acc: LaneVec3::repeat(nan),
+            };
+            return is_finite(nan);
         };
-        *body = BodyLanes {
-            rotation: LaneMat3::from_fn(|r, c| {
-                lanes(std::array::from_fn(|l| k[l].rotation[(r, c)]))
-            }),
-            origin: vector(|k| &k.origin),
-            ang_vel: vector(|k| &k.ang_vel),
-            lin_vel: vector(|k| &k.lin_vel),
-            ang_acc: vector(|k| &k.ang_acc),
-            lin_acc: vector(|k| &k.lin_acc),
-        };
-        LaneMask::from(k.map(|k| {
-            k.rotation.iter().all(|x| x.is_finite())
-                && [k.origin, k.ang_vel, k.lin_vel, k.ang_acc, k.lin_acc]
-                    .iter()
-                    .all(|v| v.iter().all(|x| x.is_finite()))
-        }))
+        *body = law.evaluate_lanes(&ParamLanes::of(&columns.params, self.instances), time);
+        let mut finite = is_finite(body.rotation[0]);
+        for x in body.rotation.iter().skip(1) {
+            finite = finite & is_finite(*x);
+        }
+        for v in [
+            &body.origin,
+            &body.ang_vel,
+            &body.lin_vel,
+            &body.ang_acc,
+            &body.lin_acc,
+        ] {
+            for x in v.iter() {
+                finite = finite & is_finite(*x);
+            }
+        }
+        finite
     }
 
     /// Calls `f` with the kinematics of constraint `c`'s bodies, in its order: a slice of `kin`
