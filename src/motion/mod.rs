@@ -19,6 +19,10 @@
 //! run on the GPU, gives its WGSL twin through [`MotionLaw::wgsl`] — the same mechanism as a
 //! custom constraint.
 //!
+//! On the CPU fast path a law is evaluated for a chunk's lanes at once
+//! ([`MotionLaw::evaluate_lanes`]); the built-in laws do it with the lane twins of their
+//! helpers ([`lanes`]), which give each lane the scalar law's bits.
+//!
 //! Every law returns [`BodyKinematics`]: `lin_acc` is the acceleration of the origin,
 //! `d²p_GFo/dt²` (Simbody's `getBodyAcceleration`), not the spatial-algebra `a − w × v`.
 

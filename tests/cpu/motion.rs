@@ -267,12 +267,12 @@ fn lane_forms_of_the_laws_give_the_scalar_laws_bits() {
             assert_eq!(at, values.len(), "{}", law.kind_name());
         }
         for chunk in 0..2 * n {
-            let instances: [usize; LANES] = std::array::from_fn(|l| {
-                if chunk % 3 == 0 {
-                    (chunk + l) % n
-                } else {
-                    (chunk * 7 + 3 * l * l) % n
-                }
+            // Consecutive instances, scattered ones, and one instance in every lane (as a
+            // chunk's padding lanes repeat one).
+            let instances: [usize; LANES] = std::array::from_fn(|l| match chunk % 3 {
+                0 => (chunk + l) % n,
+                1 => (chunk * 7 + 3 * l * l) % n,
+                _ => chunk % n,
             });
             let times: [f64; LANES] = std::array::from_fn(|_| r.uniform(0.0, 4.0));
             let lane = law.evaluate_lanes(&ParamLanes::new(&columns, instances), lanes(times));
