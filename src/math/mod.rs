@@ -56,8 +56,24 @@ pub fn quaternion_from_rotation_vector(r: [f64; 3]) -> [f64; 4] {
 /// expression built three temporaries and summed them, several times the arithmetic.
 pub fn axis_rotation(a: &Vec3, angle: f64) -> Mat3 {
     let (s, c) = angle.sin_cos();
-    let k = 1.0 - c;
-    Mat3::new(
+    rodrigues(a, s, c)
+}
+
+/// `Rot(a, θ)` from `s = sin θ` and `c = cos θ`, element by element, for `f64` and for lane
+/// values alike ([`axis_rotation`] and its lane twin in `motion::lanes` call it, so the two
+/// give the same bits per instance).
+#[inline(always)]
+pub fn rodrigues<T>(a: &Vector3<T>, s: T, c: T) -> Matrix3<T>
+where
+    T: nalgebra::Scalar
+        + Copy
+        + num_traits::One
+        + std::ops::Add<Output = T>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>,
+{
+    let k = T::one() - c;
+    Matrix3::new(
         c + k * a.x * a.x,
         k * a.x * a.y - s * a.z,
         k * a.x * a.z + s * a.y,

@@ -10,6 +10,7 @@
 
 use super::CoordinateAxis;
 use crate::math::lanes::{LANES, Lane, LaneMat3, LaneVec3, lanes, splat, values};
+use crate::math::rodrigues;
 use crate::model::BodyLanes;
 
 /// `(sin x, cos x)` lane by lane (the scalar `sin_cos` of each).
@@ -54,22 +55,11 @@ fn cross(a: &LaneVec3, b: &LaneVec3) -> LaneVec3 {
     )
 }
 
-/// The lane twin of `math::axis_rotation`: `Rot(a, θ)`, element by element.
+/// The lane twin of `math::axis_rotation`: `Rot(a, θ)` by the same [`rodrigues`].
 #[inline(always)]
 pub fn axis_rotation(a: &LaneVec3, angle: Lane) -> LaneMat3 {
     let (s, c) = sin_cos(angle);
-    let k = splat(1.0) - c;
-    LaneMat3::new(
-        c + k * a.x * a.x,
-        k * a.x * a.y - s * a.z,
-        k * a.x * a.z + s * a.y,
-        k * a.x * a.y + s * a.z,
-        c + k * a.y * a.y,
-        k * a.y * a.z - s * a.x,
-        k * a.x * a.z - s * a.y,
-        k * a.y * a.z + s * a.x,
-        c + k * a.z * a.z,
-    )
+    rodrigues(a, s, c)
 }
 
 /// The lane twin of `motion::sine`: `(x, ẋ, ẍ)` of `amplitude · sin(rate · t + phase)`.
