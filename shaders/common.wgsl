@@ -38,11 +38,11 @@ fn ground_kinematics() -> BodyKinematics {
 
 // Rotation of a scalar-first quaternion (q.x = e0), normalised first as Simbody does.
 fn rotation_from_quaternion(q: vec4<real>) -> mat3x3<real> {
-    let n = length(q);
-    let w = q.x / n;
-    let x = q.y / n;
-    let y = q.z / n;
-    let z = q.w / n;
+    let inverse_norm = 1.0 / length(q);
+    let w = q.x * inverse_norm;
+    let x = q.y * inverse_norm;
+    let y = q.z * inverse_norm;
+    let z = q.w * inverse_norm;
     // mat3x3 takes columns.
     return mat3x3<real>(
         vec3<real>(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)),

@@ -73,17 +73,17 @@ fn symmetric_cofactors(x00: real, x11: real, x22: real, x01: real, x02: real, x1
 // (src/cpu/lanes/solve.rs) and of `Chunk::load_body`'s 1 / m (src/cpu/lanes/load.rs).
 fn body_inverse_mass(props: MassProperties) -> BodyInverseMass {
     let i = props.inertia;
-    let s = (i[0][0] + i[1][1] + i[2][2]) / 3.0;
-    let a = i[0][0] / s;
-    let b = i[1][1] / s;
-    let c = i[2][2] / s;
-    let d = i[1][0] / s;
-    let e = i[2][0] / s;
-    let f = i[2][1] / s;
+    let inverse_s = 3.0 / (i[0][0] + i[1][1] + i[2][2]);
+    let a = i[0][0] * inverse_s;
+    let b = i[1][1] * inverse_s;
+    let c = i[2][2] * inverse_s;
+    let d = i[1][0] * inverse_s;
+    let e = i[2][0] * inverse_s;
+    let f = i[2][1] * inverse_s;
     let cof = symmetric_cofactors(a, b, c, d, e, f);
     let m = props.mass;
     let ok = a > 0.0 && cof.c22 > 0.0 && cof.det > 0.0 && is_finite_real(cof.det) && m > 0.0 && is_finite_real(m);
-    let k = 1.0 / (cof.det * s);
+    let k = inverse_s / cof.det;
     let inverse_inertia = mat3x3<real>(vec3<real>(cof.c00, cof.c01, cof.c02) * k, vec3<real>(cof.c01, cof.c11, cof.c12) * k, vec3<real>(cof.c02, cof.c12, cof.c22) * k);
     return BodyInverseMass(ok, 1.0 / m, inverse_inertia);
 }

@@ -99,7 +99,7 @@ fn rk4_body(s: ptr<function, State>, k: u32, h: real, sum: Derivative) {
 fn normalize_body(s: ptr<function, State>, b: u32) -> bool {
     let q = (*s).quaternion[b];
     let ok = finite_quaternion(q) && finite3((*s).origin[b]) && finite3((*s).ang_vel[b]) && finite3((*s).lin_vel[b]);
-    (*s).quaternion[b] = q / length(q);
+    (*s).quaternion[b] = q * (1.0 / length(q));
     return ok;
 }
 

@@ -25,7 +25,13 @@ pub fn rotation_from_quaternion(q: &[f64]) -> Option<Mat3> {
     if !(norm.is_finite() && norm > 0.0) {
         return None;
     }
-    let (w, x, y, z) = (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm);
+    let inverse_norm = 1.0 / norm;
+    let (w, x, y, z) = (
+        q[0] * inverse_norm,
+        q[1] * inverse_norm,
+        q[2] * inverse_norm,
+        q[3] * inverse_norm,
+    );
     Some(Mat3::new(
         1.0 - 2.0 * (y * y + z * z),
         2.0 * (x * y - w * z),
@@ -145,8 +151,9 @@ pub fn normalize_quaternion(q: &mut [f64]) -> bool {
     if !(norm.is_finite() && norm > 0.0) {
         return false;
     }
+    let inverse_norm = 1.0 / norm;
     for e in q.iter_mut().take(4) {
-        *e /= norm;
+        *e *= inverse_norm;
     }
     true
 }

@@ -15,13 +15,20 @@ use crate::math::lanes::{Lane, LaneMask, LaneMat3, is_finite, mul_add, select, s
 /// bodies), and the lanes where it is positive definite (Sylvester's leading minors of `I / s`).
 /// Twin of `body_inverse_mass` in `shaders/dynamics.wgsl`.
 pub(super) fn inverse_inertia(i: &[Lane; 6]) -> (LaneMat3, LaneMask) {
-    let s = (i[0] + i[1] + i[2]) / splat(3.0);
+    let inverse_s = splat(3.0) / (i[0] + i[1] + i[2]);
     // Element by element rather than `map`, which the compiler left as a call.
-    let [a, b, c, d, e, f] = [i[0] / s, i[1] / s, i[2] / s, i[3] / s, i[4] / s, i[5] / s];
+    let [a, b, c, d, e, f] = [
+        i[0] * inverse_s,
+        i[1] * inverse_s,
+        i[2] * inverse_s,
+        i[3] * inverse_s,
+        i[4] * inverse_s,
+        i[5] * inverse_s,
+    ];
     let ([c00, c01, c02, c11, c12, c22], det) = symmetric_cofactors([a, b, c], [d, e, f]);
     let zero = splat(0.0);
     let ok = a.simd_gt(zero) & c22.simd_gt(zero) & det.simd_gt(zero) & is_finite(det);
-    let k = splat(1.0) / (det * s);
+    let k = inverse_s / det;
     let inv = LaneMat3::new(c00, c01, c02, c01, c11, c12, c02, c12, c22) * k;
     (inv, ok)
 }

@@ -269,8 +269,13 @@ pub fn mul_mat(a: &LaneMat3, b: &LaneMat3) -> LaneMat3 {
 /// checks), where the scalar function returns `None`.
 #[inline(always)]
 pub fn rotation_from_quaternion(q: &[Lane; 4]) -> LaneMat3 {
-    let norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    let (w, x, y, z) = (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm);
+    let inverse_norm = splat(1.0) / sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    let (w, x, y, z) = (
+        q[0] * inverse_norm,
+        q[1] * inverse_norm,
+        q[2] * inverse_norm,
+        q[3] * inverse_norm,
+    );
     let (one, two) = (splat(1.0), splat(2.0));
     LaneMat3::new(
         one - two * (y * y + z * z),
@@ -304,8 +309,9 @@ pub fn quaternion_rate(e: &[Lane; 4], w: &LaneVec3) -> [Lane; 4] {
 pub fn normalize_quaternion(q: &mut [Lane; 4]) -> LaneMask {
     let norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     let ok = is_finite(norm) & norm.simd_gt(splat(0.0));
+    let inverse_norm = splat(1.0) / norm;
     for e in q.iter_mut() {
-        *e /= norm;
+        *e *= inverse_norm;
     }
     ok
 }
