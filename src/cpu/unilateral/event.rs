@@ -56,7 +56,7 @@ fn apply(machine: &Machine<'_>, y: &mut [f64], c: &InstanceContacts, impulse: &D
 fn impact_at(
     machine: &mut Machine<'_>,
     y: &mut [f64],
-    c: InstanceContacts,
+    c: Box<InstanceContacts>,
     near: &[bool],
     plastic: bool,
     run: &mut EventRun,

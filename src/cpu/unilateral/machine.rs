@@ -71,10 +71,10 @@ pub(super) struct Machine<'a> {
     /// A contact space no longer used, whose buffers the next [`contacts_at`](Self::contacts_at)
     /// builds in — or which it returns as it is, when it was built from the last assembly and
     /// that was of the state asked for.
-    pub(super) spare: Option<InstanceContacts>,
+    pub(super) spare: Option<Box<InstanceContacts>>,
     /// Another contact space no longer used, for its buffers alone (`pool.rs`'s
     /// [`recycle`](Self::recycle)).
-    pub(super) reserve: Option<InstanceContacts>,
+    pub(super) reserve: Option<Box<InstanceContacts>>,
     /// Assemblies so far (the last one's number), and the time and state (`y`'s bits) it was
     /// of: a call's start assembles one state in its setup, in each part of the settling and in
     /// its first step, and an unchanged state needs no second assembly.
@@ -93,7 +93,7 @@ pub(super) struct Machine<'a> {
 impl Machine<'_> {
     /// The contact space at time `t` and state `y` ([`Layout`]); a driven body is where its
     /// law puts it at `t`.
-    pub(super) fn contacts_at(&mut self, t: f64, y: &[f64]) -> Result<InstanceContacts> {
+    pub(super) fn contacts_at(&mut self, t: f64, y: &[f64]) -> Result<Box<InstanceContacts>> {
         // The last assembly's contact space, for that assembly's state: the same bits as
         // assembling it again (its state and system, which callers read too, are that state's).
         let same_state = self.assemblies > 0
@@ -130,9 +130,12 @@ impl Machine<'_> {
         self.assembled.extend(y.iter().map(|v| v.to_bits()));
         let template = self.batch.template();
         let mut contacts = match self.spare.take().or_else(|| self.reserve.take()) {
-            Some(spare) => spare.rebuild(&self.system, template, &self.ids),
-            None => InstanceContacts::new(&self.system, template, &self.ids),
-        }?;
+            Some(mut spare) => {
+                spare.build_in(&self.system, template, &self.ids)?;
+                spare
+            }
+            None => Box::new(InstanceContacts::new(&self.system, template, &self.ids)?),
+        };
         contacts.assembly = self.assemblies;
         Ok(contacts)
     }
@@ -459,7 +462,7 @@ impl Machine<'_> {
         h: f64,
         modes: &[ContactMode],
         frozen: &[Option<[f64; 2]>],
-    ) -> Result<(bool, InstanceContacts)> {
+    ) -> Result<(bool, Box<InstanceContacts>)> {
         let b = self.contacts_at(t_b, y_b)?;
         let mut closed = Vec::with_capacity(modes.len());
         for (k, (rows, mode)) in b.space.contacts().iter().zip(modes).enumerate() {
@@ -499,6 +502,11 @@ impl Machine<'_> {
                 ContactMode::Stick => {}
             }
             closed.push(*mode != ContactMode::Open);
+        }
+        if !closed.contains(&true) {
+            // Every contact open and none closing: the modes determined with nothing touching
+            // are all open (`solve_modes` closes only a touching contact), as they are now.
+            return Ok((false, b));
         }
         let determined = self.modes_of(&b, modes, &closed)?;
         let changed = determined

@@ -92,6 +92,18 @@ impl ContactSpace {
         contacts: Vec<[usize; 3]>,
         bilateral: Vec<usize>,
     ) -> Result<Self> {
+        let space = Self {
+            w,
+            contacts,
+            bilateral,
+        };
+        space.check_built()?;
+        Ok(space)
+    }
+
+    /// [`built`](Self::built)'s checks on a space filled in place.
+    pub(crate) fn check_built(&self) -> Result<()> {
+        let w = &self.w;
         let n = w.nrows();
         debug_assert!(
             !w.iter().all(|x| x.is_finite())
@@ -100,17 +112,7 @@ impl ContactSpace {
         if w.ncols() != n || !w.iter().all(|x| x.is_finite()) {
             return Err(not_a_delassus(n));
         }
-        check_rows(n, &contacts, &bilateral)?;
-        Ok(Self {
-            w,
-            contacts,
-            bilateral,
-        })
-    }
-
-    /// `W`, the contacts' rows and the bilateral rows, for their buffers to be reused.
-    pub(crate) fn into_parts(self) -> (DMatrix<f64>, Vec<[usize; 3]>, Vec<usize>) {
-        (self.w, self.contacts, self.bilateral)
+        check_rows(n, &self.contacts, &self.bilateral)
     }
 
     /// `W`.

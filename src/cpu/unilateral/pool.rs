@@ -8,7 +8,7 @@
 //! them here and the next one on its thread starts from them instead of allocating: what a
 //! step-by-step rollout of bouncing balls spent in the allocator (about a fifth of its
 //! instructions, `docs/performance-log.md`). Every buffer is reshaped and overwritten before it
-//! is read (`Batch::assemble_into`, `InstanceContacts::rebuild`, which the tests hold to a
+//! is read (`Batch::assemble_into`, `InstanceContacts::build_in`, which the tests hold to a
 //! fresh build's bits), so what a machine computes does not depend on what ran before it on
 //! the thread.
 
@@ -39,8 +39,8 @@ pub(super) struct MachineBuffers {
     pub(super) stages: [Vec<f64>; 5],
     /// Contact spaces no longer used (their `assembly` reset to 0, which no assembly of a
     /// machine has: never handed out as a state's own).
-    pub(super) spare: Option<InstanceContacts>,
-    pub(super) reserve: Option<InstanceContacts>,
+    pub(super) spare: Option<Box<InstanceContacts>>,
+    pub(super) reserve: Option<Box<InstanceContacts>>,
 }
 
 impl MachineBuffers {
@@ -137,7 +137,7 @@ impl Machine<'_> {
     /// hands it out again for its own state, or builds the next contact space in its buffers.
     /// The spare it replaces is kept too, for a contact space built while the spare is in use
     /// (a step's later stages while its start's space is held).
-    pub(super) fn recycle(&mut self, contacts: InstanceContacts) {
+    pub(super) fn recycle(&mut self, contacts: Box<InstanceContacts>) {
         if let Some(older) = self.spare.replace(contacts) {
             self.reserve = Some(older);
         }

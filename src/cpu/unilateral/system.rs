@@ -26,41 +26,11 @@ pub struct InstanceContacts {
     response: DMatrix<f64>,
     /// `u̇₀ = M⁻¹ (f − c)`.
     udot_free: DVector<f64>,
-    /// The factored mass matrix (kept for [`rebuild`](Self::rebuild)).
+    /// The factored mass matrix (kept for [`build_in`](Self::build_in)).
     factor: MassFactor,
     /// Which assembly of its instance's event machine this was built from (0: none of them),
     /// so the machine can hand it out again for the same state instead of assembling anew.
     pub(crate) assembly: u64,
-}
-
-/// The buffers an [`InstanceContacts`] is built in: empty for a first build, an earlier
-/// build's for [`InstanceContacts::rebuild`].
-struct Buffers {
-    factor: MassFactor,
-    w: DMatrix<f64>,
-    contact_rows: Vec<[usize; 3]>,
-    bilateral: Vec<usize>,
-    separation: Vec<f64>,
-    response: DMatrix<f64>,
-    udot_free: DVector<f64>,
-    free_acceleration: DVector<f64>,
-    velocity: DVector<f64>,
-}
-
-impl Buffers {
-    fn empty() -> Self {
-        Self {
-            factor: MassFactor::empty(),
-            w: DMatrix::zeros(0, 0),
-            contact_rows: Vec::new(),
-            bilateral: Vec::new(),
-            separation: Vec::new(),
-            response: DMatrix::zeros(0, 0),
-            udot_free: DVector::zeros(0),
-            free_acceleration: DVector::zeros(0),
-            velocity: DVector::zeros(0),
-        }
-    }
 }
 
 impl InstanceContacts {
@@ -73,72 +43,61 @@ impl InstanceContacts {
         template: &SystemTemplate,
         contacts: &[ConstraintId],
     ) -> Result<Self> {
-        Self::build(system, template, contacts, Buffers::empty())
+        let mut space = Self {
+            space: ContactSpace {
+                w: DMatrix::zeros(0, 0),
+                contacts: Vec::new(),
+                bilateral: Vec::new(),
+            },
+            velocity: DVector::zeros(0),
+            free_acceleration: DVector::zeros(0),
+            separation: Vec::new(),
+            response: DMatrix::zeros(0, 0),
+            udot_free: DVector::zeros(0),
+            factor: MassFactor::empty(),
+            assembly: 0,
+        };
+        space.build_in(system, template, contacts)?;
+        Ok(space)
     }
 
     /// [`new`](Self::new), built in the buffers of `self` (the same instance's contacts at an
     /// earlier state): the event-driven stepper assembles the contact space at every RK4 stage
     /// and event test, and perf put about a third of its run time in the allocator (reusing
     /// these buffers saved 12 % of a unilateral study). The values are the same bits as
-    /// `new`'s.
-    pub(crate) fn rebuild(
-        self,
+    /// `new`'s. In place: the event machine keeps its contact spaces boxed and rebuilds them
+    /// where they lie (moved by value through its calls, a contact space's few hundred bytes
+    /// were copied several times an assembly: 8 % of a unilateral study in `memmove`). After
+    /// an error `self` holds a partial build, to be built again before use.
+    pub(crate) fn build_in(
+        &mut self,
         system: &InstanceSystem,
         template: &SystemTemplate,
         contacts: &[ConstraintId],
-    ) -> Result<Self> {
-        let (w, contact_rows, bilateral) = self.space.into_parts();
-        let buffers = Buffers {
-            factor: self.factor,
-            w,
-            contact_rows,
-            bilateral,
-            separation: self.separation,
-            response: self.response,
-            udot_free: self.udot_free,
-            free_acceleration: self.free_acceleration,
-            velocity: self.velocity,
-        };
-        Self::build(system, template, contacts, buffers)
-    }
-
-    fn build(
-        system: &InstanceSystem,
-        template: &SystemTemplate,
-        contacts: &[ConstraintId],
-        buffers: Buffers,
-    ) -> Result<Self> {
-        let Buffers {
-            mut factor,
-            mut w,
-            mut contact_rows,
-            mut bilateral,
-            mut separation,
-            mut response,
-            mut udot_free,
-            mut free_acceleration,
-            mut velocity,
-        } = buffers;
+    ) -> Result<()> {
+        self.assembly = 0;
         if system.status != status::OK {
             return Err(Error::NonFinite {
                 instance: system.instance,
                 status: system.status,
             });
         }
+        let factor = &mut self.factor;
         if !factor.refactor(&system.mass_blocks) {
             return Err(Error::NonFinite {
                 instance: system.instance,
                 status: status::SINGULAR_MASS,
             });
         }
+        let (response, w) = (&mut self.response, &mut self.space.w);
         let g = &system.jacobian;
         let (m, nu) = g.shape();
         // M⁻¹ Gᵀ, and W = G M⁻¹ Gᵀ symmetrised: (W + Wᵀ) / 2.
-        shape_matrix(&mut response, nu, m);
-        g.transpose_to(&mut response);
-        factor.solve_columns_in_place(&mut response);
-        shape_matrix(&mut w, m, m);
-        g.mul_to(&response, &mut w);
+        shape_matrix(response, nu, m);
+        g.transpose_to(response);
+        factor.solve_columns_in_place(response);
+        shape_matrix(w, m, m);
+        g.mul_to(response, w);
         for i in 0..m {
             for j in 0..i {
                 let mean = (w[(i, j)] + w[(j, i)]) * 0.5;
@@ -146,6 +105,7 @@ impl InstanceContacts {
                 w[(j, i)] = mean;
             }
         }
+        let contact_rows = &mut self.space.contacts;
         contact_rows.clear();
         for id in contacts {
             let slot = template.constraint(*id)?;
@@ -182,33 +142,27 @@ impl InstanceContacts {
                 }
             }
         }
+        let bilateral = &mut self.space.bilateral;
         bilateral.clear();
         bilateral.extend((0..m).filter(|r| !contact_rows.iter().flatten().any(|x| x == r)));
-        separation.clear();
-        separation.extend(
+        self.separation.clear();
+        self.separation.extend(
             contact_rows
                 .iter()
                 .map(|rows| system.position_errors[rows[2]]),
         );
         // u̇₀ = M⁻¹ (f − c) and the free row accelerations a₀ = G u̇₀ − b.
-        shape_vector(&mut udot_free, nu);
+        let udot_free = &mut self.udot_free;
+        shape_vector(udot_free, nu);
         udot_free.copy_from(&system.applied);
-        factor.solve_vector_in_place(&mut udot_free);
-        shape_vector(&mut free_acceleration, m);
-        g.mul_to(&udot_free, &mut free_acceleration);
-        free_acceleration -= &system.bias;
-        shape_vector(&mut velocity, m);
-        velocity.copy_from(&system.velocity_errors);
-        Ok(Self {
-            space: ContactSpace::built(w, contact_rows, bilateral)?,
-            velocity,
-            free_acceleration,
-            separation,
-            factor,
-            response,
-            udot_free,
-            assembly: 0,
-        })
+        factor.solve_vector_in_place(udot_free);
+        let free_acceleration = &mut self.free_acceleration;
+        shape_vector(free_acceleration, m);
+        g.mul_to(udot_free, free_acceleration);
+        *free_acceleration -= &system.bias;
+        shape_vector(&mut self.velocity, m);
+        self.velocity.copy_from(&system.velocity_errors);
+        self.space.check_built()
     }
 
     /// The change of `u` under the impulse `π` (per row): `−M⁻¹ Gᵀ π`.
@@ -303,7 +257,7 @@ mod tests {
             let fresh = InstanceContacts::new(&system, template, &ids);
             let reused = spare.is_some();
             let built = match spare.take() {
-                Some(old) => old.rebuild(&system, template, &ids),
+                Some(mut old) => old.build_in(&system, template, &ids).map(|()| old),
                 None => InstanceContacts::new(&system, template, &ids),
             };
             match (fresh, built) {
