@@ -208,7 +208,10 @@ pub(crate) fn derivative(
 }
 
 /// Power of the applied forces (through the COM) and torques on the free bodies:
-/// `Σ F · v_com + T · w`, `v_com = v + w × R c`.
+/// `Σ F · v_com + T · w`, `v_com = v + w × R c`. A body with no applied force or torque adds
+/// nothing and is skipped (its `R` from the quaternion took a square root and a division at
+/// every derivative of the event path): the same sum, `0 · x` being a zero that leaves it as
+/// it was for every finite `x` (a non-finite `u` fails the derivative on its other entries).
 pub(crate) fn applied_power(batch: &Batch, i: usize, state: &InstanceState) -> f64 {
     let mut p = 0.0;
     for (cols, (q, u)) in batch
@@ -216,10 +219,14 @@ pub(crate) fn applied_power(batch: &Batch, i: usize, state: &InstanceState) -> f
         .iter()
         .zip(state.q.iter().zip(&state.u))
     {
+        let (force, torque) = (&cols.applied_force[i], &cols.applied_torque[i]);
+        if force.iter().chain(torque).all(|x| *x == 0.0) {
+            continue;
+        }
         let rotation = crate::math::rotation_from_quaternion(&q[..4]).unwrap_or_default();
         let w = vec3(&u[0..3]);
         let v_com = vec3(&u[3..6]) + w.cross(&(rotation * vec3(&cols.com[i])));
-        p += vec3(&cols.applied_force[i]).dot(&v_com) + vec3(&cols.applied_torque[i]).dot(&w);
+        p += vec3(force).dot(&v_com) + vec3(torque).dot(&w);
     }
     p
 }
