@@ -80,28 +80,20 @@ impl ContactSpace {
         if !symmetric {
             return Err(not_a_delassus(n));
         }
-        Self::built(w, contacts, bilateral)
-    }
-
-    /// A contact space built by [`InstanceContacts`]: `w` symmetric by construction (its two
-    /// triangles averaged), so the symmetry test of [`new`](Self::new) is left out — this runs
-    /// at every RK4 stage and event test of the event path, where that test took a fortieth
-    /// of the time. Finiteness and the rows are checked here, for both.
-    pub(crate) fn built(
-        w: DMatrix<f64>,
-        contacts: Vec<[usize; 3]>,
-        bilateral: Vec<usize>,
-    ) -> Result<Self> {
         let space = Self {
             w,
             contacts,
             bilateral,
         };
-        space.check_built()?;
+        space.check_finite_and_rows()?;
         Ok(space)
     }
 
-    /// [`built`](Self::built)'s checks on a space filled in place.
+    /// The checks of a space that [`InstanceContacts`] filled in place: `w` is symmetric by
+    /// construction (its two triangles averaged, exactly equal), so the symmetry test of
+    /// [`new`](Self::new) is left out — this runs at every RK4 stage and event test of the
+    /// event path, where that test took a fortieth of the time. Finiteness and the rows are
+    /// checked, as `new` checks them.
     pub(crate) fn check_built(&self) -> Result<()> {
         let w = &self.w;
         let n = w.nrows();
@@ -109,6 +101,13 @@ impl ContactSpace {
             !w.iter().all(|x| x.is_finite())
                 || (0..n).all(|i| (0..i).all(|j| w[(i, j)] == w[(j, i)]))
         );
+        self.check_finite_and_rows()
+    }
+
+    /// `w` square and finite, and every row index in range and named once.
+    fn check_finite_and_rows(&self) -> Result<()> {
+        let w = &self.w;
+        let n = w.nrows();
         if w.ncols() != n || !w.iter().all(|x| x.is_finite()) {
             return Err(not_a_delassus(n));
         }
