@@ -17,6 +17,12 @@
 //! default build and in a baseline x86-64 one, whose narrow copies run SSE2).
 //! `SIMBATCH_NO_AVX512` in the environment, or [`set_allowed`]`(false)`, keeps a process on the
 //! x86-64-v3 copy (to measure what the copy gains).
+//!
+//! The copies want AVX-512's registers, not its width: `.cargo/config.toml` sets LLVM's
+//! `prefer-256-bit`, without which LLVM zeroed and copied the kernels' arrays and merged
+//! shuffles in 512-bit registers. On Intel cores a 512-bit operation in flight takes one of the
+//! three vector ports away, and on an Intel Xeon VM the copy evaluated 1.05–1.2× faster
+//! without them (`docs/performance-log.md`, 2026-11-29 10:20–11:00).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
