@@ -71,7 +71,7 @@ pub struct InstanceSystem {
 /// Makes `v` `len` zeros, reusing its allocation when the length already fits.
 fn zeroed_vector(v: &mut DVector<f64>, len: usize) {
     if v.len() == len {
-        v.fill(0.0);
+        v.as_mut_slice().fill(0.0);
     } else {
         *v = DVector::zeros(len);
     }
@@ -308,7 +308,7 @@ impl Batch {
             }
         }
         if sys.jacobian.shape() == (m, nu) {
-            sys.jacobian.fill(0.0);
+            sys.jacobian.as_mut_slice().fill(0.0);
         } else {
             sys.jacobian = DMatrix::zeros(m, nu);
         }

@@ -338,13 +338,15 @@ impl Machine<'_> {
         }
         let g = &self.system.jacobian;
         let (m, nu) = g.shape();
-        let u = |k: usize| self.state.u[k / 6][k % 6];
+        // On the storage: `g[(r, k)]` is `g_data[r + m k]`, and u is the free bodies' u side by
+        // side (indexing both per term took 4 % of a brick study).
+        let (g_data, u) = (g.as_slice(), self.state.u.as_flattened());
         let fill = |c: &mut DVector<f64>| {
             super::system::shape_vector(c, m);
             for r in 0..m {
                 let mut gu = 0.0;
-                for k in 0..nu {
-                    let term = g[(r, k)] * u(k);
+                for (k, u_k) in u[..nu].iter().enumerate() {
+                    let term = g_data[r + m * k] * u_k;
                     gu = if k == 0 { term } else { term + gu };
                 }
                 c[r] = contacts.velocity[r] - gu;

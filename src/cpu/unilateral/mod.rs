@@ -108,7 +108,10 @@ impl ContactSpace {
     fn check_finite_and_rows(&self) -> Result<()> {
         let w = &self.w;
         let n = w.nrows();
-        if w.ncols() != n || !w.iter().all(|x| x.is_finite()) {
+        // Over the storage without stopping early, which the compiler vectorizes (nalgebra's
+        // entry iterator, with its stride arithmetic per entry, took a sixth of a brick study).
+        let finite = w.as_slice().iter().fold(true, |all, x| all & x.is_finite());
+        if w.ncols() != n || !finite {
             return Err(not_a_delassus(n));
         }
         check_rows(n, &self.contacts, &self.bilateral)

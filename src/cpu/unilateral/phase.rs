@@ -99,7 +99,7 @@ fn linear_step_in(
 ) {
     let w = space.delassus();
     super::system::shape_vector(value, space.rows());
-    value.fill(0.0);
+    value.as_mut_slice().fill(0.0);
     let Scratch {
         columns,
         equations,

@@ -98,11 +98,14 @@ impl InstanceContacts {
         factor.solve_columns_in_place(response);
         shape_matrix(w, m, m);
         g.mul_to(response, w);
-        for i in 0..m {
-            for j in 0..i {
-                let mean = (w[(i, j)] + w[(j, i)]) * 0.5;
-                w[(i, j)] = mean;
-                w[(j, i)] = mean;
+        // On the column-major slice: `w[(i, j)]` is `data[i + m j]`. Indexing the matrix per
+        // entry (bounds and strides each time) took a seventh of a brick study's time.
+        let data = w.as_mut_slice();
+        for j in 0..m {
+            for i in j + 1..m {
+                let mean = (data[i + m * j] + data[j + m * i]) * 0.5;
+                data[i + m * j] = mean;
+                data[j + m * i] = mean;
             }
         }
         let contact_rows = &mut self.space.contacts;
