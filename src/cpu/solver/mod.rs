@@ -163,8 +163,9 @@ impl BlockFactor {
 
     /// [`solve`](Self::solve) for `G` right-hand sides at once, `b[i][c]` being row `i` of
     /// column `c`: each column's operations are the single solve's, in its order (the same
-    /// bits), but the columns' chains are independent, so interleaved (and four to a SIMD
-    /// value) they do not wait on one another's latencies as one column after another does.
+    /// bits), but the columns' chains are independent, so interleaved (the compiler packs the
+    /// four into one AVX2 value) they do not wait on one another's latencies as one column
+    /// after another does.
     fn solve_group<const G: usize>(&self, b: &mut [[f64; G]; 6]) {
         let (l, inv) = (&self.l, &self.inv_diagonal);
         for i in 0..6 {
@@ -276,7 +277,8 @@ impl MassFactor {
             return;
         }
         for group in x.as_mut_slice().chunks_mut(SOLVE_GROUP * nu) {
-            for (k, block) in self.blocks.iter().enumerate() {
+            // The blocks whose rows a column holds (all of them when `nu` is six per block).
+            for (k, block) in self.blocks.iter().enumerate().take(nu / 6) {
                 // Row-major: row `i` of every column side by side. Padding columns stay zero.
                 let mut b = [[0.0; SOLVE_GROUP]; 6];
                 for (c, column) in group.chunks_exact(nu).enumerate() {

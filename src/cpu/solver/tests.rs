@@ -202,6 +202,13 @@ fn mass_factor_inverts_each_block() {
             assert_eq!(solved.column(c), single.column(0), "column {c} of {count}");
         }
     }
+    // Columns shorter than the blocks: the blocks they hold, as `solve_vector` does, no panic.
+    let short = DMatrix::from_fn(6, 5, |r, c| (r * c) as f64 - 2.0);
+    let solved = factor.solve(&short);
+    for c in 0..5 {
+        let single = factor.solve_vector(&short.column(c).into_owned());
+        assert_eq!(solved.column(c), single.column(0), "short column {c}");
+    }
     let mut singular = blocks;
     singular[1][(2, 2)] = -1.0;
     assert!(MassFactor::new(&singular).is_none());
