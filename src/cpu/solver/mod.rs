@@ -161,9 +161,10 @@ impl BlockFactor {
         true
     }
 
-    /// [`solve`](Self::solve) for `G` right-hand sides at once, `b[i][c]` being row `i` of
-    /// column `c`: each column's operations are the single solve's, in its order (the same
-    /// bits), but the columns' chains are independent, so interleaved (the compiler packs the
+    /// `L Lᵀ x = b` in place for `G` right-hand sides at once, `b[i][c]` being row `i` of
+    /// column `c` ([`cholesky_solve`] at the fixed size, times the diagonal's reciprocals): each
+    /// column's operations are a single column's, in its order (the same bits whatever `G`),
+    /// but the columns' chains are independent, so interleaved (the compiler packs the
     /// four into one AVX2 value) they do not wait on one another's latencies as one column
     /// after another does.
     fn solve_group<const G: usize>(&self, b: &mut [[f64; G]; 6]) {
@@ -194,21 +195,11 @@ impl BlockFactor {
         }
     }
 
-    /// `L Lᵀ x = b` in place: [`cholesky_solve`] at the fixed size.
+    /// `L Lᵀ x = b` in place for one column: [`solve_group`](Self::solve_group) of one.
     fn solve(&self, b: &mut [f64; 6]) {
-        let (l, inv) = (&self.l, &self.inv_diagonal);
-        for i in 0..6 {
-            for k in 0..i {
-                b[i] -= l[i * 6 + k] * b[k];
-            }
-            b[i] *= inv[i];
-        }
-        for i in (0..6).rev() {
-            for k in i + 1..6 {
-                b[i] -= l[k * 6 + i] * b[k];
-            }
-            b[i] *= inv[i];
-        }
+        let mut column = b.map(|x| [x]);
+        self.solve_group(&mut column);
+        *b = column.map(|[x]| x);
     }
 }
 
