@@ -97,7 +97,7 @@ impl InstanceContacts {
         g.transpose_to(response);
         factor.solve_columns_in_place(response);
         shape_matrix(w, m, m);
-        g.mul_to(response, w);
+        contact_gram_into(g, response, w);
         // On the column-major slice: `w[(i, j)]` is `data[i + m j]`. Indexing the matrix per
         // entry (bounds and strides each time) took a seventh of a brick study's time.
         let data = w.as_mut_slice();
@@ -147,7 +147,15 @@ impl InstanceContacts {
         }
         let bilateral = &mut self.space.bilateral;
         bilateral.clear();
-        bilateral.extend((0..m).filter(|r| !contact_rows.iter().flatten().any(|x| x == r)));
+        // Every row, then the contacts' struck out: one pass each, where asking each row
+        // whether a contact names it scanned every contact row (a tenth of `build_in`).
+        bilateral.extend(0..m);
+        for &r in contact_rows.iter().flatten() {
+            if let Some(row) = bilateral.get_mut(r) {
+                *row = usize::MAX;
+            }
+        }
+        bilateral.retain(|&r| r != usize::MAX);
         self.separation.clear();
         self.separation.extend(
             contact_rows
@@ -203,6 +211,75 @@ pub(super) fn shape_matrix(matrix: &mut DMatrix<f64>, rows: usize, cols: usize) 
     }
 }
 
+/// `W = G R` for `G` (m × nu) and `R = M⁻¹ Gᵀ` (nu × m) into `w` (m × m), each entry the
+/// fused multiply-add chain `Σ_k G_ik R_kj` over `k` in order from zero, on the column-major
+/// slices. For six rows and columns or more this is the sum nalgebra's `mul_to` took through
+/// matrixmultiply's FMA kernel, the same bits; below that nalgebra summed unfused products
+/// (one rounding more each). At these sizes (a few to a few dozen rows, `nu` a few)
+/// matrixmultiply's packing buffers, allocated at every call, and its packing cost more than
+/// the product: an eleventh of a brick study's time in all (`docs/performance-log.md`).
+fn contact_gram_into(g: &DMatrix<f64>, response: &DMatrix<f64>, w: &mut DMatrix<f64>) {
+    let (m, nu) = g.shape();
+    let (g, r) = (g.as_slice(), response.as_slice());
+    let w = w.as_mut_slice();
+    match nu {
+        6 => gram_columns::<6>(g, r, w, m),
+        12 => gram_columns::<12>(g, r, w, m),
+        _ => gram_rows(g, r, w, m, nu, 0),
+    }
+}
+
+/// Rows kept in registers at once by [`gram_columns`]: two 256-bit vectors' worth.
+const GRAM_ROWS: usize = 8;
+
+/// [`contact_gram_into`] for `NU` columns of `G` (one free body, two): each block of
+/// [`GRAM_ROWS`] rows of `G` is read once and held while every column of `W` takes its rows
+/// from it (`NU` broadcasts and fused multiply-adds a column); the rows past the last full
+/// block by [`gram_rows`]. Through `W`'s memory, column by column, each `k` waited on the
+/// store of the one before.
+fn gram_columns<const NU: usize>(g: &[f64], r: &[f64], w: &mut [f64], m: usize) {
+    let full = m - m % GRAM_ROWS;
+    for i0 in (0..full).step_by(GRAM_ROWS) {
+        let mut block = [[0.0; GRAM_ROWS]; NU];
+        for (k, rows) in block.iter_mut().enumerate() {
+            if let Some(from) = g
+                .get(k * m + i0..)
+                .and_then(|c| c.first_chunk::<GRAM_ROWS>())
+            {
+                *rows = *from;
+            }
+        }
+        for (r_j, column) in r.chunks_exact(NU).zip(w.chunks_exact_mut(m)) {
+            let mut sum = [0.0; GRAM_ROWS];
+            for (rows, r_kj) in block.iter().zip(r_j) {
+                for (s, g_ik) in sum.iter_mut().zip(rows) {
+                    *s = g_ik.mul_add(*r_kj, *s);
+                }
+            }
+            if let Some(out) = column
+                .get_mut(i0..)
+                .and_then(|c| c.first_chunk_mut::<GRAM_ROWS>())
+            {
+                *out = sum;
+            }
+        }
+    }
+    gram_rows(g, r, w, m, NU, full);
+}
+
+/// Rows `from..m` of [`contact_gram_into`]'s `W`, entry by entry (any `nu`).
+fn gram_rows(g: &[f64], r: &[f64], w: &mut [f64], m: usize, nu: usize, from: usize) {
+    for j in 0..m {
+        for i in from..m {
+            let mut sum = 0.0;
+            for k in 0..nu {
+                sum = g[i + m * k].mul_add(r[k + nu * j], sum);
+            }
+            w[i + m * j] = sum;
+        }
+    }
+}
+
 /// [`shape_matrix`] for a vector of `len` entries.
 pub(super) fn shape_vector(vector: &mut DVector<f64>, len: usize) {
     if vector.len() != len {
@@ -220,6 +297,16 @@ mod tests {
         values.into_iter().map(|x| x.to_bits()).collect()
     }
 
+    /// Numbers in [-1, 1) from an xorshift generator started at `seed` (nonzero).
+    fn numbers(mut seed: u64) -> impl FnMut() -> f64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        }
+    }
+
     /// `udot_into` sums `M⁻¹ Gᵀ λ` in its own loops; they must give `udot`'s bits (nalgebra's
     /// product), for the few rows of a ball and the 24 of a brick on eight corners alike.
     #[test]
@@ -228,13 +315,7 @@ mod tests {
             contact_batch(ContactKind::RollingSphere, PlaneBody::Free, 4, 5).expect("batch");
         let system = batch.assemble_with(0, &batch.state_of(0), BaumgarteMode::Off);
         let mut contacts = InstanceContacts::new(&system, batch.template(), &[c]).expect("space");
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut next = numbers(0x9e37_79b9_7f4a_7c15);
         for (nu, m) in [(12, 3), (6, 1), (6, 24), (12, 12), (18, 9)] {
             contacts.response = DMatrix::from_fn(nu, m, |_, _| next() * 1e3);
             contacts.udot_free = DVector::from_fn(nu, |_, _| next());
@@ -242,6 +323,39 @@ mod tests {
             let mut out = vec![0.0; nu];
             contacts.udot_into(&multipliers, &mut out);
             assert_eq!(bits(&out), bits(&contacts.udot(&multipliers)), "{nu}×{m}");
+        }
+    }
+
+    /// `contact_gram_into` is `G R` with each entry's fused sum taken over `k` in order — the
+    /// same bits as that sum written plainly, whatever the row count's remainder after its
+    /// blocks of eight — and within rounding of nalgebra's product (which sums unfused below
+    /// six rows or columns). Empty shapes give empty or zero products.
+    #[test]
+    fn the_contact_gram_product_is_g_times_r() {
+        let mut next = numbers(0x2545_f491_4f6c_dd1d);
+        for (m, nu) in [
+            (24, 6),
+            (20, 6),
+            (3, 6),
+            (1, 6),
+            (16, 12),
+            (9, 12),
+            (17, 7),
+            (8, 1),
+            (0, 6),
+            (5, 0),
+        ] {
+            let g = DMatrix::from_fn(m, nu, |_, _| next() * 3.0);
+            let r = DMatrix::from_fn(nu, m, |_, _| next() * 1e2);
+            let mut w = DMatrix::from_element(m, m, f64::NAN);
+            contact_gram_into(&g, &r, &mut w);
+            let plain = DMatrix::from_fn(m, m, |i, j| {
+                (0..nu).fold(0.0, |sum: f64, k| g[(i, k)].mul_add(r[(k, j)], sum))
+            });
+            assert_eq!(bits(w.as_slice()), bits(plain.as_slice()), "{m}×{nu}");
+            let product = &g * &r;
+            let scale = product.amax().max(1.0);
+            assert!((&w - &product).amax() <= 1e-14 * scale, "{m}×{nu}");
         }
     }
 
