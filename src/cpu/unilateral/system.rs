@@ -235,8 +235,10 @@ const GRAM_ROWS: usize = 8;
 /// [`contact_gram_into`] for `NU` columns of `G` (one free body, two): each block of
 /// [`GRAM_ROWS`] rows of `G` is read once and held while every column of `W` takes its rows
 /// from it (`NU` broadcasts and fused multiply-adds a column); the rows past the last full
-/// block by [`gram_rows`]. Through `W`'s memory, column by column, each `k` waited on the
-/// store of the one before.
+/// block by [`gram_rows`]. (Summed column by column through `W`'s memory instead, each `k`
+/// waited on the store of the one before, and the brick study ran slower than through
+/// matrixmultiply.) `g` is `G`'s m × `NU` column-major slice, `r` `R`'s `NU` × m and `w` the
+/// m × m one, so every block and column asked for below is there.
 fn gram_columns<const NU: usize>(g: &[f64], r: &[f64], w: &mut [f64], m: usize) {
     let full = m - m % GRAM_ROWS;
     for i0 in (0..full).step_by(GRAM_ROWS) {
