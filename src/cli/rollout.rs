@@ -9,7 +9,7 @@
 //! over the same spans.
 
 use super::CliError;
-use super::instances::{Sampled, sample};
+use super::instances::{FieldKeys, Sampled, sample_keyed};
 use super::replay::instances_out_of_range;
 use super::scenario::Scenario;
 use super::study::{assemble, build, groups};
@@ -163,7 +163,11 @@ pub fn rollout_every(
         u: vec![f64::NAN; n * times * nu],
         multipliers: vec![f64::NAN; n * times * nm],
     };
-    let sampled: Vec<Sampled> = instances.iter().map(|&i| sample(sc, i, None)).collect();
+    let keys = FieldKeys::of(sc);
+    let sampled: Vec<Sampled> = instances
+        .iter()
+        .map(|&i| sample_keyed(sc, i, &keys))
+        .collect();
     for (rolling, members) in groups(&sampled) {
         let (mut batch, ids) =
             build(sc, &rolling, &members, &sampled, 0).map_err(global(instances))?;

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::CliError;
 pub use super::instances::{BodyDraw, ConstraintDraw, Sampled, input_names, sample};
-use super::instances::{apply, template};
+use super::instances::{FieldKeys, apply, sample_keyed, template};
 use super::scenario::{MAX_RECORD_SAMPLES, Scenario};
 use crate::backend::Backend;
 use crate::backend::Stepper;
@@ -274,12 +274,13 @@ pub fn run(
             .map(|(n, _)| n)
             .collect(),
     };
+    let keys = FieldKeys::of(sc);
     let mut start = range.start;
     while start < range.end {
         let end = (start + CHUNK).min(range.end);
         let sampled: Vec<Sampled> = (start..end)
             .into_par_iter()
-            .map(|i| sample(sc, i, None))
+            .map(|i| sample_keyed(sc, i, &keys))
             .collect();
         let mut chunk_rows: Vec<Option<Vec<f64>>> = vec![None; end - start];
         let mut chunk_series: Vec<(usize, Vec<f64>)> = Vec::new();
@@ -372,12 +373,13 @@ pub(super) fn groups(sampled: &[Sampled]) -> BTreeMap<Vec<bool>, Vec<usize>> {
 /// the engine refuses (an inertia breaking the triangle inequality, a mass drawn ≤ 0 …) is
 /// reported with its instance and field before any work.
 pub fn validate(sc: &Scenario, range: std::ops::Range<usize>) -> Result<(), CliError> {
+    let keys = FieldKeys::of(sc);
     let mut start = range.start;
     while start < range.end {
         let end = (start + CHUNK).min(range.end);
         let sampled: Vec<Sampled> = (start..end)
             .into_par_iter()
-            .map(|i| sample(sc, i, None))
+            .map(|i| sample_keyed(sc, i, &keys))
             .collect();
         for (rolling, members) in groups(&sampled) {
             build(sc, &rolling, &members, &sampled, start)?;

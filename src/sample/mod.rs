@@ -332,6 +332,16 @@ pub fn draw(scalar: &Scalar, seed: u64, path: &str, index: usize, vars: &[f64]) 
     }
 }
 
+/// [`draw`] for the field whose path has the key `key` ([`field_key`]): the same value, for a
+/// caller that hashed the path once for every instance.
+pub fn draw_keyed(scalar: &Scalar, seed: u64, key: u64, index: usize, vars: &[f64]) -> f64 {
+    match scalar {
+        Scalar::Fixed(v) => *v,
+        Scalar::Var(k) => vars[*k],
+        _ => scalar.draw(&mut Rng::for_instance(seed ^ key, index), vars),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,34 @@ fn truncated_normal_and_lognormal_draw_in_scenarios() {
     );
 }
 
+/// A study hashes its fields' paths once (`FieldKeys`) and draws every instance with them:
+/// the same draws, field for field, as sampling each instance from its paths — on the default
+/// scenario (a random rolling flag, a log-uniform mass) and on every example (`[vars]`, eight
+/// unilateral corners, a driven plate's law).
+#[test]
+fn keyed_sampling_draws_what_sampling_by_path_draws() {
+    use simbatch::cli::instances::{FieldKeys, sample_keyed};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios");
+    let mut texts = vec![("default.toml".to_string(), DEFAULT_SCENARIO.to_string())];
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            texts.push((name, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    assert!(texts.len() >= 4, "{}", texts.len());
+    for (name, text) in texts {
+        let sc = Scenario::parse(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let keys = FieldKeys::of(&sc);
+        for i in [0, 1, 2, 7, 99, 12_345] {
+            let by_path = simbatch::cli::study::sample(&sc, i, None);
+            assert!(!by_path.inputs.is_empty(), "{name}");
+            assert_eq!(sample_keyed(&sc, i, &keys), by_path, "{name}, instance {i}");
+        }
+    }
+}
+
 #[test]
 fn every_example_scenario_parses_and_its_draws_are_valid() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios");
