@@ -63,9 +63,11 @@ pub type Take<'t> = dyn FnMut(&Scalar, &dyn Fn() -> String) -> f64 + 't;
 
 /// The stream keys (`sample::field_key`) of a scenario's random fields: its `[vars]`, and the
 /// fields [`sample`] draws, in the order it draws them — the same for every instance (draws
-/// vary, structure does not). With them a study formats and hashes each field's path once
-/// ([`sample_keyed`]), not once per instance (most of sampling's time, a tenth of the default
-/// study's on one thread).
+/// vary, structure does not: no draw decides which fields are drawn after it). With them a
+/// study formats and hashes each field's path once ([`sample_keyed`]), not once per instance:
+/// formatting the paths was most of sampling's time, and a study samples every instance twice
+/// (the dry validation and the run); the default study's setup went from 0.26 to 0.20 s on one
+/// thread (`docs/performance-log.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldKeys {
     vars: Vec<u64>,
