@@ -320,7 +320,12 @@ pub fn field_key(path: &str) -> u64 {
 
 /// The stream of field `path` for global instance `index` under `seed`.
 pub fn stream(seed: u64, path: &str, index: usize) -> Rng {
-    Rng::for_instance(seed ^ field_key(path), index)
+    stream_keyed(seed, field_key(path), index)
+}
+
+/// [`stream`] for the field whose path has the key `key` ([`field_key`]).
+pub fn stream_keyed(seed: u64, key: u64, index: usize) -> Rng {
+    Rng::for_instance(seed ^ key, index)
 }
 
 /// Draws `scalar` for field `path` of global instance `index`.
@@ -338,7 +343,7 @@ pub fn draw_keyed(scalar: &Scalar, seed: u64, key: u64, index: usize, vars: &[f6
     match scalar {
         Scalar::Fixed(v) => *v,
         Scalar::Var(k) => vars[*k],
-        _ => scalar.draw(&mut Rng::for_instance(seed ^ key, index), vars),
+        _ => scalar.draw(&mut stream_keyed(seed, key, index), vars),
     }
 }
 
