@@ -111,3 +111,169 @@ fn non_finite_instance_is_flagged_and_isolated() {
     assert_eq!(batch.refresh_status(), 0);
     assert!(batch.instance_system(17).unwrap().solve().is_err());
 }
+
+/// A user's rod between a point of a body and an anchor fixed in Ground's frame, with Ground
+/// among its bodies: the lane path evaluates it lane by lane through this scalar formula, which
+/// reads Ground's kinematics (`x_A = p_G + R_G a`), the one entry of the kept scratch that no
+/// call writes.
+#[derive(Debug)]
+struct GroundAnchoredRod {
+    bodies: [BodyId; 2],
+}
+
+impl simbatch::constraints::Constraint for GroundAnchoredRod {
+    fn kind_name(&self) -> &'static str {
+        "ground_anchored_rod"
+    }
+
+    fn bodies(&self) -> &[BodyId] {
+        &self.bodies
+    }
+
+    fn params(&self) -> Vec<simbatch::constraints::ParamSpec> {
+        Vec::new()
+    }
+
+    fn row_levels(&self) -> &[simbatch::constraints::RowLevel] {
+        &[simbatch::constraints::RowLevel::Position]
+    }
+
+    fn report_slots(&self) -> &[Option<usize>] {
+        &[Some(0)]
+    }
+
+    fn evaluate(
+        &self,
+        _params: &simbatch::constraints::Params<'_>,
+        kinematics: &[simbatch::constraints::BodyKinematics],
+        rows: &mut [simbatch::constraints::Row],
+    ) {
+        let (ground, body) = (&kinematics[0], &kinematics[1]);
+        let anchor = ground.origin + ground.rotation * simbatch::math::Vec3::new(0.0, 0.0, 0.1);
+        let (w, b) = (body.ang_vel, body.ang_acc);
+        let r_p = body.rotation * simbatch::math::Vec3::new(0.0, 0.0, 0.5);
+        let v_p = body.lin_vel + w.cross(&r_p);
+        let a_p = body.lin_acc + b.cross(&r_p) + w.cross(&w.cross(&r_p));
+        let e = body.origin + r_p - anchor;
+        let d = e.norm();
+        let n = e / d;
+        let n_v = n.dot(&v_p);
+        rows[0] = simbatch::constraints::Row {
+            jacobian: [[0.0; 6], simbatch::constraints::point_row(&r_p, &n)],
+            position_error: d - 0.3,
+            velocity_error: n_v,
+            acceleration_error: n.dot(&a_p) + (v_p.norm_squared() - n_v * n_v) / d,
+        };
+    }
+}
+
+/// N bars hanging from a [`GroundAnchoredRod`].
+fn hanging_rods(n: usize) -> Batch {
+    let mut t = SystemTemplate::new();
+    let bar = t.add_free_body("bar");
+    t.add_constraint(GroundAnchoredRod {
+        bodies: [GROUND, bar],
+    })
+    .unwrap();
+    let mut b = Batch::new(t, n).unwrap();
+    for i in 0..n {
+        let mut r = simbatch::scenarios::Rng::for_instance(5, i);
+        let mut x = |lo: f64, hi: f64| lo + (hi - lo) * r.unit();
+        b.set_q(
+            bar,
+            i,
+            [1.0, x(-0.2, 0.2), x(-0.2, 0.2), 0.0, 0.0, 0.0, -0.8],
+        )
+        .unwrap();
+        b.set_u(
+            bar,
+            i,
+            [x(-1.0, 1.0), x(-1.0, 1.0), 0.0, x(-0.5, 0.5), 0.0, 0.0],
+        )
+        .unwrap();
+    }
+    b
+}
+
+/// The batches whose results the kept-buffers test compares: the general lane path (two free
+/// bodies, four rows), the one-constraint kernel and a user's constraint on Ground.
+fn kept_buffer_targets() -> Vec<Batch> {
+    use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch};
+    vec![
+        random_batch(37).0,
+        contact_batch(ContactKind::RollingSphere, PlaneBody::Ground, 37, 3)
+            .unwrap()
+            .0,
+        hanging_rods(37),
+    ]
+}
+
+/// Bits of `batch`'s every-output evaluation, then of its evaluation after 10 steps of RK4
+/// with projection and 10 of RKM, each call made on the current thread.
+fn evaluated_and_stepped(mut batch: Batch) -> Vec<u64> {
+    let mut out = bits(&batch.evaluate_sequential());
+    for integrator in [
+        Integrator::Rk4 { step: 1e-3 },
+        Integrator::RungeKuttaMerson {
+            accuracy: 1e-6,
+            max_step: 1e-3,
+        },
+    ] {
+        let options = StepOptions {
+            integrator,
+            stabilization: Stabilization::Projection { tolerance: 1e-7 },
+        };
+        Stepper::new(options).unwrap().step(&mut batch, 10).unwrap();
+        out.extend(bits(&batch.evaluate_sequential()));
+        out.extend(batch.time().iter().map(|t| t.to_bits()));
+    }
+    out
+}
+
+/// The lane path's buffers that a thread keeps from one call to the next (`cpu::lanes::kept`)
+/// carry nothing into the next call: each target gives the same bits on a fresh thread (no
+/// spare yet) as on a thread whose spares other templates — more rows, more bodies, driven
+/// planes, redundant rows, unilateral corners' bilateral twins — have just filled.
+#[test]
+fn buffers_kept_between_calls_change_no_result() {
+    use simbatch::scenarios::{ContactKind, PlaneBody, contact_batch, point_to_ground_batch};
+    let one_thread = || {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+    };
+    let fresh: Vec<Vec<u64>> = kept_buffer_targets()
+        .into_iter()
+        .map(|batch| one_thread().install(|| evaluated_and_stepped(batch)))
+        .collect();
+    let used = one_thread();
+    let others = || -> Vec<Batch> {
+        let mut v = vec![
+            point_to_ground_batch(41, 7, 3, true, true).unwrap().0,
+            contact_batch(ContactKind::Point, PlaneBody::Polynomial, 41, 8)
+                .unwrap()
+                .0,
+            contact_batch(ContactKind::SlidingSphere, PlaneBody::Free, 41, 9)
+                .unwrap()
+                .0,
+            simbatch::scenarios::sliding_bricks(41).unwrap().0,
+        ];
+        v.extend(kept_buffer_targets().into_iter().rev());
+        v
+    };
+    let after: Vec<Vec<u64>> = used.install(|| {
+        for batch in others() {
+            evaluated_and_stepped(batch);
+        }
+        kept_buffer_targets()
+            .into_iter()
+            .map(evaluated_and_stepped)
+            .collect()
+    });
+    for (k, (fresh, after)) in fresh.iter().zip(&after).enumerate() {
+        assert_eq!(fresh.len(), after.len(), "target {k}");
+        let first = fresh.iter().zip(after).position(|(a, b)| a != b);
+        assert_eq!(first, None, "target {k}: first different value");
+    }
+}

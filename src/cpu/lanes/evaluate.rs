@@ -10,6 +10,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::dynamics::{Dynamics, dot6};
+use super::kept::Kept;
 use super::{BodyLanes, Chunk, LanePlan, MAX_BODIES, MAX_Y, Scratch, all_finite};
 use crate::batch::{Batch, status};
 use crate::constraints::{MAX_ROWS, ParamLanes};
@@ -135,7 +136,8 @@ fn put_slots<const W: usize>(
 /// What a rayon job of an evaluation keeps across its blocks.
 pub(crate) struct Buffers<'a> {
     pub(super) chunk: Chunk<'a>,
-    pub(super) scratch: Box<Scratch>,
+    /// The thread's kept scratch ([`kept`](super::kept)).
+    pub(super) scratch: Kept<Scratch>,
     pub(super) y: [Lane; MAX_Y],
 }
 
@@ -144,7 +146,7 @@ impl<'a> Buffers<'a> {
     pub(crate) fn new(batch: &'a Batch, plan: &'a LanePlan) -> Self {
         Self {
             chunk: Chunk::new(batch, plan),
-            scratch: Scratch::new(),
+            scratch: Kept::take(),
             y: [splat(0.0); MAX_Y],
         }
     }

@@ -42,6 +42,7 @@
 mod adaptive;
 mod dynamics;
 pub(crate) mod evaluate;
+mod kept;
 mod kinematics;
 mod load;
 mod reduce;
@@ -49,7 +50,8 @@ mod single;
 mod solve;
 pub(crate) mod step;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::thread::LocalKey;
 
 use simba::simd::SimdValue;
 
@@ -60,6 +62,7 @@ use crate::math::lanes::{
 };
 use crate::model::{BodyKind, SystemTemplate};
 use dynamics::Dynamics;
+use kept::Keep;
 use kinematics::LawEntry;
 
 /// Most free bodies a template may have on the lane path.
@@ -327,6 +330,27 @@ impl Scratch {
             l: [[zero; MAX_M]; MAX_M],
             dynamics: Dynamics::new(),
         })
+    }
+}
+
+thread_local! {
+    /// This thread's spare [`Scratch`] ([`kept`]).
+    static SPARE_SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
+}
+
+impl Keep for Scratch {
+    fn spare() -> &'static LocalKey<Cell<Option<Box<Self>>>> {
+        &SPARE_SCRATCH
+    }
+
+    fn fresh() -> Box<Self> {
+        Self::new()
+    }
+
+    /// The kinematics as [`new`](Self::new) sets them: Ground's entry is read and never
+    /// written (every other body's is written by each derivative before it is read).
+    fn renew(&mut self) {
+        self.kin = [BodyLanes::ground(); MAX_BODIES];
     }
 }
 

@@ -11,9 +11,13 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
+use std::cell::Cell;
+use std::thread::LocalKey;
+
 use rayon::prelude::*;
 use simba::simd::{SimdPartialOrd, SimdValue};
 
+use super::kept::{Keep, Kept};
 use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, adaptive, all_finite};
 use crate::batch::{Batch, StateRows, split_at_bounds, status};
 use crate::cpu::integrate::{Workspace, baumgarte_mode, derivative, project};
@@ -387,9 +391,11 @@ pub(super) struct Stages {
 
 /// Everything a chunk's call works in, reused from chunk to chunk.
 pub(super) struct Buffers {
-    pub(super) stages: Box<Stages>,
+    /// The thread's kept stage arrays ([`kept`](super::kept)).
+    pub(super) stages: Kept<Stages>,
     pub(super) work: Workspace,
-    pub(super) scratch: Box<Scratch>,
+    /// The thread's kept scratch.
+    pub(super) scratch: Kept<Scratch>,
 }
 
 /// A chunk's state and trial state during a call, reused from chunk to chunk rather than
@@ -413,14 +419,31 @@ impl States {
 impl Buffers {
     fn new() -> Self {
         Self {
-            stages: Box::new(Stages {
-                k: [[splat(0.0); MAX_Y]; 5],
-                stage: [splat(0.0); MAX_Y],
-                third_order: [splat(0.0); MAX_Y],
-            }),
+            stages: Kept::take(),
             work: Workspace::new(),
-            scratch: Scratch::new(),
+            scratch: Kept::take(),
         }
+    }
+}
+
+thread_local! {
+    /// This thread's spare [`Stages`] ([`kept`](super::kept)).
+    static SPARE_STAGES: Cell<Option<Box<Stages>>> = const { Cell::new(None) };
+}
+
+/// A step writes each stage's first `ny` values before it reads them and reads no others, so
+/// a spare needs nothing set again.
+impl Keep for Stages {
+    fn spare() -> &'static LocalKey<Cell<Option<Box<Self>>>> {
+        &SPARE_STAGES
+    }
+
+    fn fresh() -> Box<Self> {
+        Box::new(Stages {
+            k: [[splat(0.0); MAX_Y]; 5],
+            stage: [splat(0.0); MAX_Y],
+            third_order: [splat(0.0); MAX_Y],
+        })
     }
 }
 
