@@ -183,8 +183,8 @@ impl ConstraintEvaluation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum OutputStores {
     /// Streaming stores for outputs larger than 6 MiB (more than the caches hold for whoever
-    /// reads them next) on x86-64 CPUs where they were measured to pay (AMD's); ordinary
-    /// stores otherwise.
+    /// reads them next) on x86-64 CPUs where they were measured to pay (AMD's Zen 5 and
+    /// later; not Zen 3, nor an Intel Xeon); ordinary stores otherwise.
     #[default]
     Auto,
     /// Ordinary stores, whatever the size.

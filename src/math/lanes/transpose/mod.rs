@@ -232,15 +232,20 @@ const fn tiles(n: usize) -> bool {
     n == 1 || n == 3
 }
 
-/// Whether streaming stores (module doc) pay on this CPU, as far as measured: on x86-64 CPUs
-/// of AMD (and Hygon, the same cores), yes; elsewhere no. An every-output evaluation of 10⁵
+/// Whether streaming stores (module doc) pay on this CPU, as far as measured: on AMD's Zen 5
+/// and later (x86-64 family 0x1A and up), yes; elsewhere no. An every-output evaluation of 10⁵
 /// rolling spheres, one thread, ran 1.5× as fast streamed on a Zen 5 VM but 0.33× on a Xeon
 /// VM (2026-11-28, 260 MB of last-level cache): there the core's dozen write-combining
 /// buffers, which gather a line's streaming stores, are evicted half written when a chunk
 /// writes a few values into each of a dozen columns, and a partial line goes out as slow
 /// partial writes (whole lines streamed 22 GB/s in a test, 32-byte pieces into 16 columns
 /// 0.4 GB/s, ordinary stores 8–12 GB/s). Staging a block and streaming whole lines did not
-/// pay there either (0.90–0.93× ordinary stores, at 10⁵ to 3·10⁶ instances). Read once (CPUID).
+/// pay there either (0.90–0.93× ordinary stores, at 10⁵ to 3·10⁶ instances). On a Zen 3 VM
+/// (family 0x19, AMD EPYC, 2026-12-07, three rounds alternated) streamed stores ran 0.55–0.85×
+/// ordinary ones on one thread (every output of 10⁵ and 10⁶ rolling spheres 3.2–5.1e6
+/// evaluations/s against 5.9–7.0e6, u̇ and λ 5.5–9.5e6 against 0.98–1.29e7), so the older
+/// families (Zen 1–4, Hygon's Zen 1) write ordinary stores; Zen 4 is not measured and shares
+/// Zen 3's family. Read once (CPUID leaves 0 and 1).
 pub(crate) fn streaming_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -254,11 +259,56 @@ pub(crate) fn streaming_pays() -> bool {
             vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
             vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
             vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
-            &vendor == b"AuthenticAMD" || &vendor == b"HygonGenuine"
+            // Leaf 1 (every x86-64 CPU has it): the family in EAX.
+            #[allow(unused_unsafe)]
+            // SAFETY: as above; leaf 1 only reads identification.
+            let signature = unsafe { std::arch::x86_64::__cpuid(1) }.eax;
+            streaming_pays_on(&vendor, cpu_family(signature))
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// The x86 family of a CPUID leaf 1 signature (EAX): the base family, plus the extended family
+/// when the base is 0xF (as every AMD family since the K8's is).
+#[cfg(any(target_arch = "x86_64", test))]
+fn cpu_family(signature: u32) -> u32 {
+    let base = (signature >> 8) & 0xF;
+    if base == 0xF {
+        base + ((signature >> 20) & 0xFF)
+    } else {
+        base
+    }
+}
+
+/// [`streaming_pays`] for a vendor string and family: AMD from family 0x1A (Zen 5) on.
+#[cfg(any(target_arch = "x86_64", test))]
+fn streaming_pays_on(vendor: &[u8; 12], family: u32) -> bool {
+    vendor == b"AuthenticAMD" && family >= 0x1A
+}
+
+#[cfg(test)]
+mod family_tests {
+    use super::{cpu_family, streaming_pays_on};
+
+    /// Signatures of the CPUs measured (Zen 3 EPYC 7003, Zen 5 EPYC 9005, an Emerald Rapids
+    /// Xeon) and a Zen 4's, decoded and decided.
+    #[test]
+    fn streaming_pays_on_zen_5_and_later_only() {
+        let (zen3, zen4, zen5, xeon) = (0x00A0_0F11, 0x00A1_0F11, 0x00B0_0F21, 0x000C_06F2);
+        assert_eq!(cpu_family(zen3), 0x19);
+        assert_eq!(cpu_family(zen4), 0x19);
+        assert_eq!(cpu_family(zen5), 0x1A);
+        assert_eq!(cpu_family(xeon), 6);
+        let amd = b"AuthenticAMD";
+        assert!(!streaming_pays_on(amd, cpu_family(zen3)));
+        assert!(!streaming_pays_on(amd, cpu_family(zen4)));
+        assert!(streaming_pays_on(amd, cpu_family(zen5)));
+        assert!(streaming_pays_on(amd, 0x1B));
+        assert!(!streaming_pays_on(b"GenuineIntel", cpu_family(xeon)));
+        assert!(!streaming_pays_on(b"HygonGenuine", 0x18));
+    }
 }
 
 /// Makes this thread's streaming stores (module doc) ordered before whatever it does next;
