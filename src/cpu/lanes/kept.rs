@@ -1,6 +1,6 @@
 //! Working buffers a thread keeps from one call to the next.
 //!
-//! A lane call's large buffers — the derivative's [`Scratch`](super::Scratch) (some 28 KiB of
+//! A lane call's large buffers — the derivative's [`Scratch`] (some 28 KiB of
 //! lane arrays) and stepping's stage arrays (18 KiB) — were allocated, built on the stack and
 //! copied to the heap at every evaluation or stepping call, then freed. On a batch of a few
 //! hundred instances that is most of a call: on the 2-core AMD EPYC (Zen 3) VM an evaluation of
@@ -23,6 +23,11 @@ use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::thread::LocalKey;
+
+use super::step::Stages;
+use super::{MAX_BODIES, MAX_Y, Scratch};
+use crate::constraints::BodyLanes;
+use crate::math::lanes::splat;
 
 /// A buffer kind that threads keep a spare of.
 pub(crate) trait Keep: Sized + 'static {
@@ -79,5 +84,47 @@ impl<T: Keep> Drop for Kept<T> {
         // While the thread is being torn down the slot is gone: the buffer is freed with the
         // closure that would have kept it. A spare already there is freed by `set`.
         let _ = T::spare().try_with(move |spare| spare.set(Some(buffer)));
+    }
+}
+
+thread_local! {
+    /// This thread's spare [`Scratch`] (this module).
+    static SPARE_SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
+}
+
+impl Keep for Scratch {
+    fn spare() -> &'static LocalKey<Cell<Option<Box<Self>>>> {
+        &SPARE_SCRATCH
+    }
+
+    fn fresh() -> Box<Self> {
+        Self::new()
+    }
+
+    /// The kinematics as [`new`](Self::new) sets them: Ground's entry is read and never
+    /// written (every other body's is written by each derivative before it is read).
+    fn renew(&mut self) {
+        self.kin = [BodyLanes::ground(); MAX_BODIES];
+    }
+}
+
+thread_local! {
+    /// This thread's spare [`Stages`] (this module).
+    static SPARE_STAGES: Cell<Option<Box<Stages>>> = const { Cell::new(None) };
+}
+
+/// A step writes each stage's first `ny` values before it reads them and reads no others, so
+/// a spare needs nothing set again.
+impl Keep for Stages {
+    fn spare() -> &'static LocalKey<Cell<Option<Box<Self>>>> {
+        &SPARE_STAGES
+    }
+
+    fn fresh() -> Box<Self> {
+        Box::new(Stages {
+            k: [[splat(0.0); MAX_Y]; 5],
+            stage: [splat(0.0); MAX_Y],
+            third_order: [splat(0.0); MAX_Y],
+        })
     }
 }

@@ -50,19 +50,17 @@ mod single;
 mod solve;
 pub(crate) mod step;
 
-use std::cell::{Cell, RefCell};
-use std::thread::LocalKey;
+use std::cell::RefCell;
 
 use simba::simd::SimdValue;
 
 use crate::batch::{Batch, InstanceState, StateLayout};
 use crate::constraints::{BodyLanes, MAX_ROWS, PREPARED_LANES, PreparedLanes, RowLanes, RowLevel};
 use crate::math::lanes::{
-    LANES, Lane, LaneInstances, LaneMask, LaneMat3, LaneVec3, is_finite, splat,
+    LANES, Lane, LaneInstances, LaneMask, LaneMat3, LaneVec3, identity3, is_finite, splat,
 };
 use crate::model::{BodyKind, SystemTemplate};
 use dynamics::Dynamics;
-use kept::Keep;
 use kinematics::LawEntry;
 
 /// Most free bodies a template may have on the lane path.
@@ -333,27 +331,6 @@ impl Scratch {
     }
 }
 
-thread_local! {
-    /// This thread's spare [`Scratch`] ([`kept`]).
-    static SPARE_SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
-}
-
-impl Keep for Scratch {
-    fn spare() -> &'static LocalKey<Cell<Option<Box<Self>>>> {
-        &SPARE_SCRATCH
-    }
-
-    fn fresh() -> Box<Self> {
-        Self::new()
-    }
-
-    /// The kinematics as [`new`](Self::new) sets them: Ground's entry is read and never
-    /// written (every other body's is written by each derivative before it is read).
-    fn renew(&mut self) {
-        self.kin = [BodyLanes::ground(); MAX_BODIES];
-    }
-}
-
 /// Lanes where every value of `values` is finite: their sum is, since a NaN or an infinity
 /// makes the sum NaN or infinite (an overflowing sum of finite values only sends the lane to
 /// the reference path).
@@ -436,8 +413,8 @@ impl<'a> Chunk<'a> {
             mass: splat(1.0),
             inverse_mass: splat(1.0),
             com: LaneVec3::repeat(splat(0.0)),
-            inertia: LaneMat3::identity(),
-            inverse_inertia: LaneMat3::identity(),
+            inertia: identity3(),
+            inverse_inertia: identity3(),
             force: LaneVec3::repeat(splat(0.0)),
             torque: LaneVec3::repeat(splat(0.0)),
         };

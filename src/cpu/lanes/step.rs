@@ -11,13 +11,10 @@
 // Index loops over rows, lanes and slots mirror the reference formulas they are held against.
 #![allow(clippy::needless_range_loop)]
 
-use std::cell::Cell;
-use std::thread::LocalKey;
-
 use rayon::prelude::*;
 use simba::simd::{SimdPartialOrd, SimdValue};
 
-use super::kept::{Keep, Kept};
+use super::kept::Kept;
 use super::{ALL_LANES, Chunk, LanePlan, MAX_Y, Scratch, adaptive, all_finite};
 use crate::batch::{Batch, StateRows, split_at_bounds, status};
 use crate::cpu::integrate::{Workspace, baumgarte_mode, derivative, project};
@@ -423,27 +420,6 @@ impl Buffers {
             work: Workspace::new(),
             scratch: Kept::take(),
         }
-    }
-}
-
-thread_local! {
-    /// This thread's spare [`Stages`] ([`kept`](super::kept)).
-    static SPARE_STAGES: Cell<Option<Box<Stages>>> = const { Cell::new(None) };
-}
-
-/// A step writes each stage's first `ny` values before it reads them and reads no others, so
-/// a spare needs nothing set again.
-impl Keep for Stages {
-    fn spare() -> &'static LocalKey<Cell<Option<Box<Self>>>> {
-        &SPARE_STAGES
-    }
-
-    fn fresh() -> Box<Self> {
-        Box::new(Stages {
-            k: [[splat(0.0); MAX_Y]; 5],
-            stage: [splat(0.0); MAX_Y],
-            third_order: [splat(0.0); MAX_Y],
-        })
     }
 }
 

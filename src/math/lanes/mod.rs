@@ -290,6 +290,15 @@ pub fn rotation_from_quaternion(q: &[Lane; 4]) -> LaneMat3 {
     )
 }
 
+/// The identity in every lane, entry by entry: nalgebra's `identity` (`from_diagonal_element`)
+/// stayed a call, which took a twentieth of a small batch's evaluation call (building a chunk
+/// and the kinematics' Ground entries).
+#[inline(always)]
+pub fn identity3() -> LaneMat3 {
+    let (one, zero) = (splat(1.0), splat(0.0));
+    LaneMat3::new(one, zero, zero, zero, one, zero, zero, zero, one)
+}
+
 /// `q̇ = ½ E(e) w`: the lane twin of [`quaternion_rate`](crate::math::quaternion_rate).
 #[inline(always)]
 pub fn quaternion_rate(e: &[Lane; 4], w: &LaneVec3) -> [Lane; 4] {

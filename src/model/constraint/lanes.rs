@@ -108,7 +108,7 @@ impl BodyLanes {
     pub fn ground() -> Self {
         let zero = LaneVec3::repeat(splat(0.0));
         Self {
-            rotation: LaneMat3::from_diagonal_element(splat(1.0)),
+            rotation: crate::math::lanes::identity3(),
             origin: zero,
             ang_vel: zero,
             lin_vel: zero,
