@@ -1,23 +1,24 @@
 //! Working buffers a thread keeps from one call to the next.
 //!
-//! A lane call's large buffers — the derivative's [`Scratch`] (some 28 KiB of
-//! lane arrays) and stepping's stage arrays (18 KiB) — were allocated, built on the stack and
-//! copied to the heap at every evaluation or stepping call, then freed. On a batch of a few
-//! hundred instances that is most of a call: on the 2-core AMD EPYC (Zen 3) VM an evaluation of
-//! four rolling spheres took 4.7 µs, of which the kernel took 0.4 and the buffers some 2.5
-//! (`docs/performance-log.md`, 2026-12-07). A [`Kept`] buffer comes from its thread's spare
-//! when there is one and goes back to it when dropped, so a thread that calls again (a
+//! A lane call's large buffers — the derivative's [`Scratch`] (some 28 KiB of lane arrays) and
+//! stepping's stage arrays (18 KiB) — were allocated, built on the stack and copied to the heap
+//! at every evaluation or stepping call, then freed. On a batch of a few instances that was most
+//! of a call: on the 2-core AMD EPYC (Zen 3) VM an every-output evaluation of four rolling
+//! spheres took 3.7–4.5 µs, the kernel itself some 0.4, and about half of the samples fell in
+//! building, copying and freeing the scratch; kept, the call takes 2.2–2.6 µs
+//! (`docs/performance-log.md`, 2026-12-07). A [`Kept`] buffer comes from its thread's spare when
+//! there is one and goes back to it when dropped, so a thread that calls again (a
 //! reinforcement-learning loop stepping its batch, a study evaluating one) builds its buffers
-//! once. A thread keeps at most one spare of each kind; one more buffer in use at a time on
-//! the same thread (a rayon job that steals another) is built anew, and on its drop the later
-//! of the two stays.
+//! once, and keeps their 46 KiB until it ends. A thread keeps at most one spare of each kind;
+//! one more buffer in use at a time on the same thread (a rayon job that steals another) is
+//! built anew, and of the two the one dropped last stays.
 //!
 //! Reuse changes no result: every entry a call reads in these buffers it has written first in
 //! the same call (the buffers' own invariant, which chunks of one call already rely on when
 //! they hand the buffers on), and what a call takes for granted without writing it is set again
-//! when a spare is taken ([`Keep::renew`]). `tests/cpu` holds it: a batch evaluated and stepped
-//! after other templates have used the thread's spares gives the bits it gives on a fresh
-//! thread.
+//! when a spare is taken ([`Keep::renew`]). `tests/cpu/determinism.rs` holds it: batches
+//! evaluated and stepped after other templates have used the thread's spares give the bits they
+//! give on a fresh thread.
 
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
