@@ -41,13 +41,19 @@ fn sin_cos_real(x: f64) -> vec2<f64> {
         let nan = (x - x) / (x - x);
         return vec2<f64>(nan, nan);
     }
+    // k = x · 2/π rounded half away from zero, in f64 (`floor` of the magnitude): not through
+    // a conversion to i32 of values up to 2³¹, which lavapipe on an AMD Zen 3 VM (AVX2, no
+    // AVX-512; 2026-12-07) got wrong at 3.3e9 rad, where the Xeon's and Zen 5's lavapipe did
+    // not. The quadrant k mod 4 (in [0, 4) for a negative k too) is exact: k / 4, its floor
+    // and 4 times it are.
     let half: f64 = 0.5;
-    let n = i32(x * TWO_OVER_PI + select(-half, half, x >= 0.0));
-    let k = f64(n);
+    let one: f64 = 1.0;
+    let k = select(-one, one, x >= 0.0) * floor(abs(x) * TWO_OVER_PI + half);
+    let quadrant = i32(k - 4.0 * floor(k * 0.25));
     let r = (((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3) - k * PIO2_4 - k * PIO2_5;
     let s = kernel_sin(r);
     let c = kernel_cos(r);
-    switch n & 3 {
+    switch quadrant {
         case 0: { return vec2<f64>(s, c); }
         case 1: { return vec2<f64>(c, -s); }
         case 2: { return vec2<f64>(-s, -c); }
