@@ -498,7 +498,7 @@ impl Batch {
 
     /// The time and status columns, for storing read-back clocks and flags a block of instances
     /// at a time (with the state columns, [`state_column_mut`](Self::state_column_mut)); then
-    /// [`refresh_driven`](Self::refresh_driven) for each instance stored so, when
+    /// [`refresh_driven_span`](Self::refresh_driven_span) for the instances stored so, when
     /// [`has_driven_bodies`](Self::has_driven_bodies).
     pub(crate) fn clock_columns_mut(&mut self) -> (&mut [f64], &mut [u32]) {
         (&mut self.time, &mut self.status)
@@ -508,12 +508,6 @@ impl Batch {
     /// at each instance's time).
     pub(crate) fn has_driven_bodies(&self) -> bool {
         self.prescribed.iter().any(|c| c.motion.is_some())
-    }
-
-    /// Instance `i`'s driven bodies from their laws at its time (the last part of
-    /// [`store_values`](Self::store_values)).
-    pub(crate) fn refresh_driven(&mut self, i: usize) {
-        self.refresh_motion_of(i);
     }
 
     /// Marks every state column changed (time, work, q, u, poses, velocities and driven

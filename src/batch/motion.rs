@@ -9,6 +9,7 @@ use crate::model::BodyId;
 use crate::model::MotionLaw;
 use crate::model::motion::motion_columns;
 use crate::model::{BodyKinematics, Params};
+use rayon::prelude::*;
 
 /// Parameter columns of a law for `len` instances, every value at its (checked) default.
 pub(super) fn law_columns(law: &dyn MotionLaw, body: &str, len: usize) -> Result<MotionColumns> {
@@ -216,19 +217,7 @@ impl Batch {
             &mut heap
         };
         checked.copy_from_slice(values);
-        let mut at = 0;
-        for (k, w) in m.widths.iter().enumerate() {
-            let spec = &m.specs[k];
-            if !spec.check.accept(&mut checked[at..at + w]) {
-                return Err(invalid(
-                    format!("body[{}].motion.{}", body.index(), spec.name),
-                    instance,
-                    format!("{:?}", &values[at..at + w]),
-                    spec.check.accepted(),
-                ));
-            }
-            at += w;
-        }
+        check_law_row(m, body, instance, values, checked)?;
         let mut params = 0;
         if let Some(m) = self.prescribed[slot].motion.as_mut() {
             let mut at = 0;
@@ -243,6 +232,96 @@ impl Batch {
             self.touch(Column::Motion { slot, param });
         }
         self.refresh_motion_of(instance);
+        Ok(())
+    }
+
+    /// Every parameter of a driven body's law for many instances in one call: row `i` of
+    /// `values` (`len × width` values, `width` the law's parameters flat in its order, as
+    /// [`set_motion_params`](Self::set_motion_params) takes one instance's) for each instance `i`
+    /// that `apply` selects (every instance when `None`; the other rows are not read). Every
+    /// selected row is checked before anything is written (the error names the lowest instance
+    /// whose row is invalid); the selected instances' pose, velocity and acceleration follow.
+    /// The checks and the law's motion are computed on rayon's pool for batches of 256
+    /// instances or more (when the pool has several threads): the same columns, bit for bit, as `set_motion_params`
+    /// called for each selected instance in turn, at a fraction of the time on several threads
+    /// (what an RL environment sets for every environment at every control step).
+    pub fn set_motion_params_rows(
+        &mut self,
+        body: BodyId,
+        values: &[f64],
+        apply: Option<&[bool]>,
+    ) -> Result<()> {
+        let slot = self.prescribed_slot(body)?;
+        let m = self.prescribed[slot]
+            .motion
+            .as_ref()
+            .ok_or_else(|| self.no_law(slot))?;
+        let total: usize = m.widths.iter().sum();
+        let field = |what: &str| format!("body[{}].motion{what}", body.index());
+        if values.len() != total * self.len {
+            return Err(Error::ColumnLength {
+                field: field(""),
+                got: values.len(),
+                expected: total * self.len,
+            });
+        }
+        if let Some(a) = apply
+            && a.len() != self.len
+        {
+            return Err(Error::ColumnLength {
+                field: field(" (rows to apply)"),
+                got: a.len(),
+                expected: self.len,
+            });
+        }
+        let selected = |i: usize| apply.is_none_or(|a| a[i]);
+        if total > 0 {
+            // Checked (and normalised where a check does so) in one copy of the rows.
+            let mut checked = Vec::new();
+            checked
+                .try_reserve_exact(values.len())
+                .map_err(|_| Error::OutOfMemory {
+                    what: field(" rows"),
+                    count: self.len.to_string(),
+                    bytes: values.len() as u128 * 8,
+                    where_: "host",
+                })?;
+            checked.extend_from_slice(values);
+            let check = |(i, row): (usize, &mut [f64])| match selected(i) {
+                true => check_law_row(m, body, i, &values[i * total..(i + 1) * total], row),
+                false => Ok(()),
+            };
+            let first_error = if in_parallel(self.len) {
+                checked
+                    .par_chunks_mut(total)
+                    .enumerate()
+                    .with_min_len(PARALLEL_MIN_INSTANCES / 4)
+                    .map(check)
+                    .find_first(Result::is_err)
+            } else {
+                checked
+                    .chunks_mut(total)
+                    .enumerate()
+                    .map(check)
+                    .find(Result::is_err)
+            };
+            first_error.unwrap_or(Ok(()))?;
+            let mut params = 0;
+            if let Some(m) = self.prescribed[slot].motion.as_mut() {
+                let mut at = 0;
+                for k in 0..m.params.len() {
+                    let (w, name) = (m.widths[k], m.specs[k].name);
+                    let row = |i: usize| &checked[i * total + at..i * total + at + w];
+                    m.params[k].set_rows(apply, row, &|| name.to_string())?;
+                    at += w;
+                }
+                params = m.params.len();
+            }
+            for param in 0..params {
+                self.touch(Column::Motion { slot, param });
+            }
+        }
+        self.refresh_motion_where(apply);
         Ok(())
     }
 
@@ -282,13 +361,109 @@ impl Batch {
 
     /// [`refresh_motion_of`](Self::refresh_motion_of) for every instance.
     pub(super) fn refresh_motion_all(&mut self) {
-        if self.prescribed.iter().all(|p| p.motion.is_none()) {
-            return;
+        self.refresh_motion_where(None);
+    }
+
+    /// [`refresh_motion_of`](Self::refresh_motion_of) for every instance `apply` selects (all
+    /// when `None`).
+    pub(super) fn refresh_motion_where(&mut self, apply: Option<&[bool]>) {
+        self.refresh_driven_span(0, self.len, |i| apply.is_none_or(|a| a[i]));
+    }
+
+    /// [`refresh_motion_of`](Self::refresh_motion_of) for the instances `first + k`,
+    /// `k < count`, that `selected(k)` picks, the laws evaluated on rayon's pool for spans of
+    /// 256 instances or more: each instance's columns are its own law at its own time, so the
+    /// same bits as one instance at a time. What a stepping call does after storing a block of
+    /// states (one instance at a time on the caller's thread, this was a quarter of a
+    /// `BallOnPlate-v0` step on two threads, the other thread waiting).
+    pub(crate) fn refresh_driven_span(
+        &mut self,
+        first: usize,
+        count: usize,
+        selected: impl Fn(usize) -> bool + Sync,
+    ) {
+        let parallel = in_parallel(count);
+        let (template, time) = (&self.template, &self.time);
+        let span = first..first + count;
+        let mut refreshed = Vec::new();
+        for (slot, cols) in self.prescribed.iter_mut().enumerate() {
+            let id = template.prescribed_bodies()[slot];
+            let law = template.bodies()[id.index()].motion.as_deref();
+            let (Some(law), Some(motion)) = (law, cols.motion.as_ref()) else {
+                continue;
+            };
+            let refresh = |(k, ((pose, velocity), acceleration)): MotionRow<'_>| {
+                if selected(k) {
+                    let i = first + k;
+                    let kinematics = law.evaluate(&Params::of(&motion.params, i), time[i]);
+                    (*pose, *velocity, *acceleration) = motion_columns(&kinematics);
+                }
+            };
+            let pose = &mut cols.pose[span.clone()];
+            let velocity = &mut cols.velocity[span.clone()];
+            let acceleration = &mut cols.acceleration[span.clone()];
+            if parallel {
+                pose.par_iter_mut()
+                    .zip(velocity.par_iter_mut())
+                    .zip(acceleration.par_iter_mut())
+                    .enumerate()
+                    .with_min_len(PARALLEL_MIN_INSTANCES / 4)
+                    .for_each(refresh);
+            } else {
+                pose.iter_mut()
+                    .zip(velocity.iter_mut())
+                    .zip(acceleration.iter_mut())
+                    .enumerate()
+                    .for_each(refresh);
+            }
+            refreshed.push(slot);
         }
-        for i in 0..self.len {
-            self.refresh_motion_of(i);
+        for slot in refreshed {
+            for field in PrescribedField::ALL {
+                self.touch(Column::Prescribed { slot, field });
+            }
         }
     }
+}
+
+/// One instance's entries of a driven body's pose, velocity and acceleration columns, with its
+/// index in the span refreshed.
+type MotionRow<'c> = (
+    usize,
+    ((&'c mut [f64; 7], &'c mut [f64; 6]), &'c mut [f64; 6]),
+);
+
+/// Batches from this many instances check and refresh their motion laws on rayon's pool (when
+/// it has more than one thread): below, handing the work out costs more than the laws do (a
+/// polynomial law with gimbal turns is a few hundred nanoseconds an instance).
+const PARALLEL_MIN_INSTANCES: usize = 256;
+
+fn in_parallel(len: usize) -> bool {
+    len >= PARALLEL_MIN_INSTANCES && rayon::current_num_threads() > 1
+}
+
+/// Checks (and normalises where a check does so) one instance's parameters of law columns
+/// `m`, flat in the law's order, in place; an error shows the values `given`.
+fn check_law_row(
+    m: &MotionColumns,
+    body: BodyId,
+    instance: usize,
+    given: &[f64],
+    row: &mut [f64],
+) -> Result<()> {
+    let mut at = 0;
+    for (spec, &w) in m.specs.iter().zip(&m.widths) {
+        if !spec.check.accept(&mut row[at..at + w]) {
+            return Err(invalid(
+                format!("body[{}].motion.{}", body.index(), spec.name),
+                instance,
+                format!("{:?}", &given[at..at + w]),
+                spec.check.accepted(),
+            ));
+        }
+        at += w;
+    }
+    Ok(())
 }
 
 fn names(cols: &MotionColumns) -> String {

@@ -252,7 +252,7 @@ impl Batch {
     /// (increasing, the last at most `len`): piece `k` holds instances `bounds[k]..bounds[k + 1]`,
     /// so that a stepping call stores each piece's states on its own thread. The pieces hold
     /// the driven bodies' pose and velocity too, as a stored state does: call
-    /// [`refresh_driven`](Self::refresh_driven) for each instance stored when
+    /// [`refresh_driven_span`](Self::refresh_driven_span) for the instances stored when
     /// [`has_driven_bodies`](Self::has_driven_bodies), and
     /// [`touch_state_columns`](Self::touch_state_columns) once at the end.
     pub(crate) fn state_rows_mut(&mut self, bounds: &[usize]) -> Vec<StateRows<'_>> {

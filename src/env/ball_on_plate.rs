@@ -25,14 +25,15 @@
 //! truncated after `max_episode_steps`.
 
 use nalgebra::Vector3;
+use rayon::prelude::*;
 
 use super::{
     BoxSpace, CommonSettings, Draws, EnvSpec, Task, check_common_settings, check_setting,
-    fixed_setting, reset_solid_ball, unknown_setting,
+    fixed_setting, parallel_envs, reset_solid_ball, unknown_setting,
 };
 use crate::batch::Batch;
 use crate::constraints::SphereOnPlaneContact;
-use crate::error::Result;
+use crate::error::{Result, try_filled};
 use crate::math::{quaternion_from_rotation_vector, rotation_from_quaternion};
 use crate::model::{BodyId, ConstraintId, SystemTemplate};
 use crate::motion::PolynomialMotion;
@@ -195,11 +196,15 @@ impl BallOnPlateConfig {
     }
 }
 
+/// Parameters of the plate's law ([`PolynomialMotion`] of degree 2: start time, base
+/// quaternion, three position and three gimbal-angle polynomials of three coefficients).
+const LAW_WIDTH: usize = 23;
+
 /// The plate's quadratic law from time `t0`: base rotation `base` (the pose at `t0`), gimbal
 /// angles about x, y, z with rates `w` and accelerations `b` at `t0` (the chain starts at the
 /// identity, so these are Ground components there), origin fixed at the Ground origin.
-fn plate_law(t0: f64, base: &[f64], w: [f64; 3], b: [f64; 3]) -> [f64; 23] {
-    let mut law = [0.0; 23];
+fn plate_law(t0: f64, base: &[f64], w: [f64; 3], b: [f64; 3]) -> [f64; LAW_WIDTH] {
+    let mut law = [0.0; LAW_WIDTH];
     law[0] = t0;
     law[1..5].copy_from_slice(&base[..4]);
     // law[5..14]: the position polynomials, all zero.
@@ -230,6 +235,26 @@ fn build_template() -> Result<(SystemTemplate, BodyId, BodyId, ConstraintId)> {
 }
 
 impl BallOnPlate {
+    /// The plate's law for the next control interval from `t0`, at pose `pose` and angular
+    /// velocity `w` (the first three of the velocity), for a clipped `action`: the angular
+    /// velocity ramps to the commanded tilt rates over the interval, with no spin about z.
+    fn commanded_law(
+        &self,
+        t0: f64,
+        pose: &[f64; 7],
+        w: &[f64; 6],
+        action: &[f32],
+    ) -> [f64; LAW_WIDTH] {
+        let dt = self.config.control_dt;
+        let rate = self.config.max_tilt_rate;
+        let b = [
+            (rate * f64::from(action[0]) - w[0]) / dt,
+            (rate * f64::from(action[1]) - w[1]) / dt,
+            -w[2] / dt,
+        ];
+        plate_law(t0, &pose[..4], [w[0], w[1], w[2]], b)
+    }
+
     /// The task with validated settings.
     pub fn new(config: BallOnPlateConfig) -> Result<Self> {
         config.validate()?;
@@ -380,19 +405,44 @@ impl Task for BallOnPlate {
         action: &[f32],
         _task: &[f64],
     ) -> Result<()> {
-        let w = batch.velocity(self.plate)?[env];
-        let pose = batch.pose(self.plate)?[env];
-        let dt = self.config.control_dt;
-        let rate = self.config.max_tilt_rate;
-        // Ramp the angular velocity to the command over the interval; no spin about z.
-        let b = [
-            (rate * f64::from(action[0]) - w[0]) / dt,
-            (rate * f64::from(action[1]) - w[1]) / dt,
-            -w[2] / dt,
-        ];
-        let t0 = batch.time()[env];
-        let law = plate_law(t0, &pose[..4], [w[0], w[1], w[2]], b);
+        let (w, pose) = (
+            batch.velocity(self.plate)?[env],
+            batch.pose(self.plate)?[env],
+        );
+        let law = self.commanded_law(batch.time()[env], &pose, &w, action);
         batch.set_motion_params(self.plate, env, &law)
+    }
+
+    /// Every stepped environment's law at once: the laws computed (and then checked and
+    /// evaluated by [`Batch::set_motion_params_rows`]) on rayon's pool for large batches, the
+    /// same bits as [`apply_action`](Task::apply_action) for each in turn.
+    fn apply_actions(
+        &self,
+        batch: &mut Batch,
+        actions: &[f32],
+        _tasks: &[f64],
+        stepped: &[bool],
+    ) -> Result<()> {
+        let n = stepped.len();
+        let ad = self.spec.action.dim();
+        let (velocity, pose) = (batch.velocity(self.plate)?, batch.pose(self.plate)?);
+        let time = batch.time();
+        let mut laws = try_filled(0.0, n * LAW_WIDTH, "num_envs (plate laws)")?;
+        let law_of = |(i, law): (usize, &mut [f64])| {
+            if stepped[i] {
+                let action = &actions[i * ad..(i + 1) * ad];
+                law.copy_from_slice(&self.commanded_law(time[i], &pose[i], &velocity[i], action));
+            }
+        };
+        if parallel_envs(n) {
+            laws.par_chunks_mut(LAW_WIDTH)
+                .enumerate()
+                .with_min_len(64)
+                .for_each(law_of);
+        } else {
+            laws.chunks_mut(LAW_WIDTH).enumerate().for_each(law_of);
+        }
+        batch.set_motion_params_rows(self.plate, &laws, Some(stepped))
     }
 
     fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]) {

@@ -29,6 +29,7 @@ pub mod brick_push;
 mod render;
 mod vector;
 
+use vector::parallel_envs;
 pub use vector::{EnvOptions, StepOut, VectorEnv};
 
 use crate::batch::Batch;
@@ -213,6 +214,29 @@ pub trait Task: Send + Sync {
         action: &[f32],
         task: &[f64],
     ) -> Result<()>;
+
+    /// Sets the controls of every environment that `stepped` selects (true: it steps in this
+    /// control interval) from its row of `actions` (`num_envs × act_dim`, checked finite and
+    /// clipped) and of `tasks` (`num_envs × task_width`). The default calls
+    /// [`apply_action`](Self::apply_action) for each in turn; a task whose controls cost more
+    /// than a few column writes overrides it to compute them for all environments at once, on
+    /// rayon's pool (`BallOnPlate-v0`: its plate's motion law, checked and evaluated for every
+    /// environment at every control step). An override must leave the batch as the default
+    /// does, bit for bit.
+    fn apply_actions(
+        &self,
+        batch: &mut Batch,
+        actions: &[f32],
+        tasks: &[f64],
+        stepped: &[bool],
+    ) -> Result<()> {
+        let (ad, width) = (self.spec().action.dim(), self.task_width());
+        for (i, _) in stepped.iter().enumerate().filter(|(_, s)| **s) {
+            let action = &actions[i * ad..(i + 1) * ad];
+            self.apply_action(batch, i, action, &tasks[i * width..(i + 1) * width])?;
+        }
+        Ok(())
+    }
 
     /// Writes environment `env`'s observation.
     fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]);

@@ -66,6 +66,8 @@ pub struct VectorEnv {
     /// Scratch of `step`: the environments that start their next episode in it (kept, so a
     /// step allocates nothing per environment).
     starting: Vec<bool>,
+    /// Scratch of `step`: the environments that step in it (the complement of `starting`).
+    stepped: Vec<bool>,
     task_values: Vec<f64>,
     actions: Vec<f32>,
     /// Per environment with unilateral contacts, what its last step left them in (modes, slip
@@ -109,7 +111,7 @@ type EnvRow<'a> = (
 );
 
 /// Whether the host work of `n` environments goes to rayon's pool ([`PARALLEL_MIN_ENVS`]).
-fn parallel_envs(n: usize) -> bool {
+pub(super) fn parallel_envs(n: usize) -> bool {
     n >= PARALLEL_MIN_ENVS && rayon::current_num_threads() > 1
 }
 
@@ -191,6 +193,7 @@ impl VectorEnv {
             elapsed: try_filled(0, num_envs, "num_envs (elapsed steps)")?,
             ended: try_filled(false, num_envs, "num_envs (ended flags)")?,
             starting: try_filled(false, num_envs, "num_envs (step scratch)")?,
+            stepped: try_filled(false, num_envs, "num_envs (step scratch)")?,
             task_values: try_filled(0.0, width * num_envs, "num_envs (task values)")?,
             actions: try_filled(0.0, num_envs * spec.action.dim(), "num_envs (actions)")?,
             contact_records: try_filled(None, num_envs, "num_envs (contact records)")?,
@@ -392,17 +395,14 @@ impl VectorEnv {
             }
         }
 
-        let width = self.task.task_width();
-        for (i, pending) in pending.iter().enumerate() {
-            if !pending {
-                self.task.apply_action(
-                    &mut self.batch,
-                    i,
-                    &self.actions[i * ad..(i + 1) * ad],
-                    &self.task_values[i * width..(i + 1) * width],
-                )?;
-            }
-        }
+        let mut stepped = std::mem::take(&mut self.stepped);
+        stepped.clear();
+        stepped.extend(pending.iter().map(|p| !p));
+        let applied =
+            self.task
+                .apply_actions(&mut self.batch, &self.actions, &self.task_values, &stepped);
+        self.stepped = stepped;
+        applied?;
         let width = self.task.task_width();
         if self
             .task

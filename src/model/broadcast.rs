@@ -152,6 +152,37 @@ impl<T: Pod> Broadcast<T> {
         Ok(())
     }
 
+    /// Writes the rows of the instances `apply` selects (every instance when `None`), instance
+    /// `i`'s from `row(i)` (`width` values, already validated): the column that
+    /// [`set_row`](Self::set_row) for each such instance in turn leaves, bit for bit, in one pass
+    /// (a shared column stays shared when every row written is the one it shares; otherwise it is
+    /// expanded once).
+    pub fn set_rows<'r>(
+        &mut self,
+        apply: Option<&[bool]>,
+        row: impl Fn(usize) -> &'r [T],
+        what: What<'_>,
+    ) -> Result<()>
+    where
+        T: 'r,
+    {
+        let selected = |i: usize| apply.is_none_or(|a| a[i]);
+        if self.shared && (0..self.len).all(|i| !selected(i) || same_bits(&self.data, row(i))) {
+            return Ok(());
+        }
+        self.expand(what)?;
+        self.expanded = OnceLock::new();
+        let w = self.width;
+        for (i, stored) in self.data.chunks_exact_mut(w).enumerate() {
+            if selected(i) {
+                let r = row(i);
+                debug_assert_eq!(r.len(), w);
+                stored.copy_from_slice(r);
+            }
+        }
+        Ok(())
+    }
+
     /// Shares the column again when every instance holds the same row, bit for bit (a scan
     /// that stops at the first differing row); returns whether it is shared now. The expanded
     /// storage is released, unless the column proved volatile: expanded again after an earlier
@@ -295,6 +326,54 @@ impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Broadcast<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_set_at_once_leave_what_rows_set_one_at_a_time_leave() {
+        let what = || "c".to_string();
+        let rows: Vec<[f64; 2]> = (0..6).map(|i| [i as f64, -(i as f64)]).collect();
+        let apply = [true, false, true, true, false, true];
+        for start in [Broadcast::shared(6, &[9.0, 9.0]), {
+            let mut c = Broadcast::shared(6, &[9.0, 9.0]);
+            c.set_row(4, &[1.5, 2.5], &what).unwrap();
+            c
+        }] {
+            for mask in [None, Some(&apply[..])] {
+                let mut one = start.clone();
+                for (i, row) in rows.iter().enumerate() {
+                    if mask.is_none_or(|m| m[i]) {
+                        one.set_row(i, row, &what).unwrap();
+                    }
+                }
+                let mut all = start.clone();
+                all.set_rows(mask, |i| &rows[i][..], &what).unwrap();
+                assert_eq!(all, one);
+                assert_eq!(all.is_shared(), one.is_shared());
+                assert_eq!(all.row(1), one.row(1));
+                if mask.is_some() {
+                    assert_eq!(all.row(1), start.row(1), "a row not selected is kept");
+                }
+            }
+        }
+        // The value it shares, written to every selected row, leaves it shared.
+        let mut c = Broadcast::shared(6, &[9.0, 9.0]);
+        c.set_rows(Some(&apply[..]), |_| &[9.0, 9.0][..], &what)
+            .unwrap();
+        assert!(c.is_shared());
+        // Another value in a row not selected does not expand it either.
+        c.set_rows(
+            Some(&apply[..]),
+            |i| {
+                if apply[i] {
+                    &[9.0, 9.0][..]
+                } else {
+                    &[1.0, 1.0][..]
+                }
+            },
+            &what,
+        )
+        .unwrap();
+        assert!(c.is_shared());
+    }
 
     #[test]
     fn shared_until_an_instance_differs_and_shared_again_on_equal_rows() {

@@ -340,6 +340,108 @@ fn ball_on(law: Arc<dyn MotionLaw>, n: usize, values: impl Fn(&mut Rng) -> Vec<f
     batch
 }
 
+/// Every parameter of a plate's tilting law and its pose, velocity and acceleration columns,
+/// as bits: what two batches must agree on after the same writes.
+fn law_bits(batch: &Batch, plate: BodyId) -> Vec<u64> {
+    let names: Vec<&str> = TiltingMotion.params().iter().map(|s| s.name).collect();
+    let mut bits = Vec::new();
+    for name in names {
+        bits.extend(
+            batch
+                .motion_param(plate, name)
+                .unwrap()
+                .0
+                .iter()
+                .map(|x| x.to_bits()),
+        );
+    }
+    let columns = [
+        batch.pose(plate).unwrap().as_flattened(),
+        batch.velocity(plate).unwrap().as_flattened(),
+        batch.acceleration(plate).unwrap().as_flattened(),
+    ];
+    bits.extend(columns.iter().flat_map(|c| c.iter().map(|x| x.to_bits())));
+    bits
+}
+
+#[test]
+fn laws_set_for_many_instances_at_once_match_one_instance_at_a_time() {
+    // Past the batch's parallel threshold (256), on pools of one and three threads.
+    let n = 700;
+    let start = ball_on(Arc::new(TiltingMotion), n, random_tilting);
+    let plate = start.template().prescribed_bodies()[0];
+    let width = random_tilting(&mut Rng::for_instance(5, 0)).len();
+    let apply: Vec<bool> = (0..n).map(|i| i % 3 != 1).collect();
+    let mut rows = Vec::with_capacity(n * width);
+    for (i, &selected) in apply.iter().enumerate() {
+        if selected {
+            rows.extend(random_tilting(&mut Rng::for_instance(77, i)));
+        } else {
+            // Rows not selected are not read: not even checked.
+            rows.extend(std::iter::repeat_n(f64::NAN, width));
+        }
+    }
+    for mask in [Some(&apply[..]), None] {
+        let mut rows = rows.clone();
+        if mask.is_none() {
+            for i in (1..n).step_by(3) {
+                let row = random_tilting(&mut Rng::for_instance(78, i));
+                rows[i * width..(i + 1) * width].copy_from_slice(&row);
+            }
+        }
+        let mut one = start.clone();
+        for i in (0..n).filter(|&i| mask.is_none_or(|m| m[i])) {
+            one.set_motion_params(plate, i, &rows[i * width..(i + 1) * width])
+                .unwrap();
+        }
+        assert_ne!(law_bits(&one, plate), law_bits(&start, plate));
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut all = start.clone();
+            pool.install(|| all.set_motion_params_rows(plate, &rows, mask))
+                .unwrap();
+            assert!(
+                law_bits(&all, plate) == law_bits(&one, plate),
+                "{threads} threads, mask {}",
+                mask.is_some()
+            );
+        }
+    }
+
+    // An invalid row anywhere refuses the call, names the lowest such instance and writes
+    // nothing; so do wrong lengths.
+    let mut bad = rows.clone();
+    for i in [650, 401] {
+        bad[i * width..i * width + 3].copy_from_slice(&[0.0; 3]); // axis1 = 0
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let mut all = start.clone();
+    let err = pool
+        .install(|| all.set_motion_params_rows(plate, &bad, Some(&apply)))
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("axis1") && text.contains("401"), "{text}");
+    assert!(law_bits(&all, plate) == law_bits(&start, plate));
+    let err = all
+        .set_motion_params_rows(plate, &rows[width..], Some(&apply))
+        .unwrap_err();
+    assert!(matches!(err, Error::ColumnLength { .. }), "{err}");
+    let err = all
+        .set_motion_params_rows(plate, &rows, Some(&apply[1..]))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::ColumnLength { expected: 700, .. }),
+        "{err}"
+    );
+    assert!(law_bits(&all, plate) == law_bits(&start, plate));
+}
+
 #[test]
 fn driven_columns_follow_the_law_and_refuse_writes() {
     let mut batch = ball_on(Arc::new(TiltingMotion), 8, random_tilting);

@@ -139,6 +139,7 @@ pub(crate) fn run_goal(
     let mut report = StepReport::default();
     let block = block_size(batch.len());
     let mut active: Vec<usize> = Vec::with_capacity(batch.len().min(block));
+    let mut stepped: Vec<bool> = Vec::new();
     let mut outcomes: Vec<Outcome> = Vec::new();
     // Each chunk's states, `ny` lane values a chunk: written in place, not returned in its
     // outcome (a `MAX_Y`-lane array moved per chunk was most of a one-step call's overhead).
@@ -243,9 +244,13 @@ pub(crate) fn run_goal(
         };
         report.add(&stored);
         if batch.has_driven_bodies() {
+            // The block's stepped instances (`active`, increasing), as a mask of the block.
+            stepped.clear();
+            stepped.resize(end - start, false);
             for &i in &active {
-                batch.refresh_driven(i);
+                stepped[i - start] = true;
             }
+            batch.refresh_driven_span(start, end - start, |k| stepped[k]);
         }
     }
     batch.touch_state_columns();

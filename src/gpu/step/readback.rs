@@ -263,11 +263,7 @@ pub(super) fn store_states(
         report.add(&part);
         // Driven bodies: their laws at the new times.
         if batch.has_driven_bodies() {
-            for (local, h) in halted.iter().enumerate() {
-                if !h {
-                    batch.refresh_driven(start + local);
-                }
-            }
+            batch.refresh_driven_span(start, halted.len(), |local| !halted[local]);
         }
     }
     batch.touch_state_columns();

@@ -314,3 +314,94 @@ fn normal_draws_have_the_declared_mean_and_spread() {
     }
     assert!(masses.iter().all(|m| [1.0, 2.0, 4.0].contains(m)));
 }
+
+/// `BallOnPlate-v0` with the trait's default `apply_actions`: its `apply_action` for one
+/// environment after another, the reference the task's own all-at-once controls are held to.
+struct OneAtATime(BallOnPlate);
+
+impl Task for OneAtATime {
+    fn spec(&self) -> &simbatch::env::EnvSpec {
+        self.0.spec()
+    }
+    fn template(&self) -> Result<SystemTemplate> {
+        self.0.template()
+    }
+    fn task_width(&self) -> usize {
+        self.0.task_width()
+    }
+    fn reset_env(
+        &self,
+        batch: &mut Batch,
+        env: usize,
+        draws: &simbatch::env::Draws,
+        task: &mut [f64],
+    ) -> Result<()> {
+        self.0.reset_env(batch, env, draws, task)
+    }
+    fn apply_action(
+        &self,
+        batch: &mut Batch,
+        env: usize,
+        action: &[f32],
+        task: &[f64],
+    ) -> Result<()> {
+        self.0.apply_action(batch, env, action, task)
+    }
+    fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]) {
+        self.0.observe(batch, env, task, obs)
+    }
+    fn outcome(&self, batch: &Batch, env: usize, task: &[f64], action: &[f32]) -> (f32, bool) {
+        self.0.outcome(batch, env, task, action)
+    }
+}
+
+#[test]
+fn plate_controls_set_all_at_once_match_one_environment_at_a_time() {
+    // Past the parallel thresholds (256 instances), on three threads; short episodes, so that
+    // next-step autoresets leave environments out of some steps' controls.
+    let n = 300;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let options = EnvOptions {
+            autoreset: AutoReset::NextStep,
+            ..EnvOptions::default()
+        };
+        let task = || BallOnPlate::new(short(4)).unwrap();
+        let mut all = VectorEnv::new(Box::new(task()), n, options).unwrap();
+        let mut one = VectorEnv::new(Box::new(OneAtATime(task())), n, options).unwrap();
+        assert_eq!(
+            reset(&mut all, Some(9), None),
+            reset(&mut one, Some(9), None)
+        );
+        let mut skipped = 0;
+        for k in 0..9 {
+            let a = actions(&all, k);
+            let (x, y) = (step(&mut all, &a), step(&mut one, &a));
+            let bits = |o: &Outcome| {
+                let floats = o.obs.iter().chain(&o.reward).chain(&o.final_obs);
+                let f: Vec<u32> = floats.map(|v| v.to_bits()).collect();
+                (
+                    f,
+                    o.terminated.clone(),
+                    o.truncated.clone(),
+                    o.flags.clone(),
+                )
+            };
+            assert!(bits(&x) == bits(&y), "step {k}");
+            skipped += x.flags.iter().filter(|f| **f & flags::RESET != 0).count();
+            for i in 0..n {
+                assert!(
+                    instance_bits(&all, i) == instance_bits(&one, i),
+                    "step {k}, env {i}"
+                );
+            }
+        }
+        assert!(
+            skipped > 0,
+            "some steps reset environments instead of controlling them"
+        );
+    });
+}
