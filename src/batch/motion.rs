@@ -276,31 +276,23 @@ impl Batch {
         }
         let selected = |i: usize| apply.is_none_or(|a| a[i]);
         if total > 0 {
-            // Checked (and normalised where a check does so) in one copy of the rows.
-            let mut checked = Vec::new();
-            checked
-                .try_reserve_exact(values.len())
-                .map_err(|_| Error::OutOfMemory {
-                    what: field(" rows"),
-                    count: self.len.to_string(),
-                    bytes: values.len() as u128 * 8,
-                    where_: "host",
-                })?;
-            checked.extend_from_slice(values);
-            let check = |(i, row): (usize, &mut [f64])| match selected(i) {
-                true => check_law_row(m, body, i, &values[i * total..(i + 1) * total], row),
+            // Checked on `values` (a quaternion or a direction normalised in a copy of its few
+            // values), then written from them, normalised as they are stored: an environment
+            // setting every law at every step allocates nothing here for its rows.
+            let check = |(i, row): (usize, &[f64])| match selected(i) {
+                true => look_at_law_row(m, body, i, row),
                 false => Ok(()),
             };
             let first_error = if in_parallel(self.len) {
-                checked
-                    .par_chunks_mut(total)
+                values
+                    .par_chunks(total)
                     .enumerate()
                     .with_min_len(PARALLEL_MIN_INSTANCES / 4)
                     .map(check)
                     .find_first(Result::is_err)
             } else {
-                checked
-                    .chunks_mut(total)
+                values
+                    .chunks(total)
                     .enumerate()
                     .map(check)
                     .find(Result::is_err)
@@ -310,9 +302,19 @@ impl Batch {
             if let Some(m) = self.prescribed[slot].motion.as_mut() {
                 let mut at = 0;
                 for k in 0..m.params.len() {
-                    let (w, name) = (m.widths[k], m.specs[k].name);
-                    let row = |i: usize| &checked[i * total + at..i * total + at + w];
-                    m.params[k].set_rows(apply, row, &|| name.to_string())?;
+                    let (w, name, check) = (m.widths[k], m.specs[k].name, m.specs[k].check);
+                    let row = |i: usize| &values[i * total + at..i * total + at + w];
+                    let what = || name.to_string();
+                    if check.normalises() {
+                        let fill = |i: usize, out: &mut [f64]| {
+                            out.copy_from_slice(row(i));
+                            // Accepted: checked above.
+                            check.accept(out);
+                        };
+                        m.params[k].set_rows_with(apply, fill, &what)?;
+                    } else {
+                        m.params[k].set_rows(apply, row, &what)?;
+                    }
                     at += w;
                 }
                 params = m.params.len();
@@ -458,6 +460,36 @@ fn check_law_row(
                 format!("body[{}].motion.{}", body.index(), spec.name),
                 instance,
                 format!("{:?}", &given[at..at + w]),
+                spec.check.accepted(),
+            ));
+        }
+        at += w;
+    }
+    Ok(())
+}
+
+/// Checks one instance's parameters of law columns `m`, flat in the law's order, without
+/// changing them: a check that normalises runs on a copy of its values (on the stack, for the
+/// few values of a quaternion, frame or direction).
+fn look_at_law_row(m: &MotionColumns, body: BodyId, instance: usize, row: &[f64]) -> Result<()> {
+    let mut at = 0;
+    for (spec, &w) in m.specs.iter().zip(&m.widths) {
+        let values = &row[at..at + w];
+        let accepted = spec.check.holds(values).unwrap_or_else(|| {
+            let mut copy = [0.0; 8];
+            match copy.get_mut(..w) {
+                Some(copy) => {
+                    copy.copy_from_slice(values);
+                    spec.check.accept(copy)
+                }
+                None => spec.check.accept(&mut values.to_vec()),
+            }
+        });
+        if !accepted {
+            return Err(invalid(
+                format!("body[{}].motion.{}", body.index(), spec.name),
+                instance,
+                format!("{values:?}"),
                 spec.check.accepted(),
             ));
         }

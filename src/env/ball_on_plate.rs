@@ -24,6 +24,8 @@
 //! the plate (`|x|` or `|y|` > `half_size`) or the plate tilts more than `max_tilt` from level;
 //! truncated after `max_episode_steps`.
 
+use std::sync::{Mutex, TryLockError};
+
 use nalgebra::Vector3;
 use rayon::prelude::*;
 
@@ -33,7 +35,7 @@ use super::{
 };
 use crate::batch::Batch;
 use crate::constraints::SphereOnPlaneContact;
-use crate::error::{Result, try_filled};
+use crate::error::{Error, Result};
 use crate::math::{quaternion_from_rotation_vector, rotation_from_quaternion};
 use crate::model::{BodyId, ConstraintId, SystemTemplate};
 use crate::motion::PolynomialMotion;
@@ -222,6 +224,21 @@ pub struct BallOnPlate {
     plate: BodyId,
     ball: BodyId,
     contact: ConstraintId,
+    /// The laws `apply_actions` computes, kept between steps.
+    laws: LawRows,
+}
+
+/// Room for the plate laws of every environment (`num_envs × LAW_WIDTH`), kept by the task so
+/// a control step allocates nothing for them. Behind a lock because a task is shared: a call
+/// that finds it taken (another vector of environments stepping at the same time) uses rows
+/// of its own. A clone starts with no room.
+#[derive(Debug, Default)]
+struct LawRows(Mutex<Vec<f64>>);
+
+impl Clone for LawRows {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 /// The plate, the ball and the contact of the task's template, in the order
@@ -292,6 +309,7 @@ impl BallOnPlate {
             plate,
             ball,
             contact,
+            laws: LawRows::default(),
         })
     }
 
@@ -427,7 +445,25 @@ impl Task for BallOnPlate {
         let ad = self.spec.action.dim();
         let (velocity, pose) = (batch.velocity(self.plate)?, batch.pose(self.plate)?);
         let time = batch.time();
-        let mut laws = try_filled(0.0, n * LAW_WIDTH, "num_envs (plate laws)")?;
+        let mut own = Vec::new();
+        let mut kept = match self.laws.0.try_lock() {
+            Ok(kept) => Some(kept),
+            Err(TryLockError::Poisoned(kept)) => Some(kept.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let laws = kept.as_deref_mut().unwrap_or(&mut own);
+        // Rows `apply` does not select are not read: whatever they hold from an earlier step.
+        if laws.len() != n * LAW_WIDTH {
+            laws.clear();
+            laws.try_reserve_exact(n * LAW_WIDTH)
+                .map_err(|_| Error::OutOfMemory {
+                    what: "num_envs (plate laws)".into(),
+                    count: n.to_string(),
+                    bytes: (n * LAW_WIDTH * 8) as u128,
+                    where_: "host",
+                })?;
+            laws.resize(n * LAW_WIDTH, 0.0);
+        }
         let law_of = |(i, law): (usize, &mut [f64])| {
             if stepped[i] {
                 let action = &actions[i * ad..(i + 1) * ad];
@@ -442,7 +478,7 @@ impl Task for BallOnPlate {
         } else {
             laws.chunks_mut(LAW_WIDTH).enumerate().for_each(law_of);
         }
-        batch.set_motion_params_rows(self.plate, &laws, Some(stepped))
+        batch.set_motion_params_rows(self.plate, laws, Some(stepped))
     }
 
     fn observe(&self, batch: &Batch, env: usize, task: &[f64], obs: &mut [f32]) {

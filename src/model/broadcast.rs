@@ -166,18 +166,38 @@ impl<T: Pod> Broadcast<T> {
     where
         T: 'r,
     {
+        self.set_rows_with(apply, |i, out| out.copy_from_slice(row(i)), what)
+    }
+
+    /// [`set_rows`](Self::set_rows) with instance `i`'s row written by `fill(i, row)` into
+    /// `width` values (what a caller computes from its input, a normalised quaternion, without
+    /// a copy of every row first). `fill` must give the same row every time it is called for an
+    /// instance: it is called twice for some while the column is shared.
+    pub fn set_rows_with(
+        &mut self,
+        apply: Option<&[bool]>,
+        fill: impl Fn(usize, &mut [T]),
+        what: What<'_>,
+    ) -> Result<()> {
         let selected = |i: usize| apply.is_none_or(|a| a[i]);
-        if self.shared && (0..self.len).all(|i| !selected(i) || same_bits(&self.data, row(i))) {
-            return Ok(());
+        let w = self.width;
+        if self.shared {
+            let mut row = self.data[..w].to_vec();
+            let unchanged = (0..self.len).all(|i| {
+                !selected(i) || {
+                    fill(i, &mut row);
+                    same_bits(&self.data[..w], &row)
+                }
+            });
+            if unchanged {
+                return Ok(());
+            }
         }
         self.expand(what)?;
         self.expanded = OnceLock::new();
-        let w = self.width;
         for (i, stored) in self.data.chunks_exact_mut(w).enumerate() {
             if selected(i) {
-                let r = row(i);
-                debug_assert_eq!(r.len(), w);
-                stored.copy_from_slice(r);
+                fill(i, stored);
             }
         }
         Ok(())

@@ -440,6 +440,35 @@ fn laws_set_for_many_instances_at_once_match_one_instance_at_a_time() {
         "{err}"
     );
     assert!(law_bits(&all, plate) == law_bits(&start, plate));
+
+    // Rows that normalise to what a shared column holds leave it shared, as one instance at a
+    // time does: every instance given the default law with its axes and base rotation scaled.
+    let mut t = SystemTemplate::new();
+    let plate = t.add_driven_body("plate", TiltingMotion);
+    t.add_free_body("ball");
+    let fresh = Batch::new(t, n).unwrap();
+    let mut scaled: Vec<f64> = Vec::new();
+    for spec in TiltingMotion.params() {
+        let factor = match spec.name {
+            "axis1" => 2.0,
+            "axis2" => 4.0,
+            "base_rotation" => 0.5,
+            _ => 1.0,
+        };
+        scaled.extend(spec.default.iter().map(|x| x * factor));
+    }
+    let rows: Vec<f64> = scaled.iter().copied().cycle().take(n * width).collect();
+    let mut one = fresh.clone();
+    for i in 0..n {
+        one.set_motion_params(plate, i, &scaled).unwrap();
+    }
+    let mut all = fresh.clone();
+    pool.install(|| all.set_motion_params_rows(plate, &rows, None))
+        .unwrap();
+    assert!(law_bits(&all, plate) == law_bits(&fresh, plate));
+    assert!(law_bits(&one, plate) == law_bits(&fresh, plate));
+    assert_eq!(all.bytes(), fresh.bytes());
+    assert_eq!(one.bytes(), fresh.bytes());
 }
 
 #[test]

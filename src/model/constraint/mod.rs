@@ -78,15 +78,49 @@ impl Check {
         }
     }
 
+    /// Whether an accepted value is changed when stored (a quaternion or a direction is
+    /// normalised); the other checks only look.
+    pub fn normalises(&self) -> bool {
+        matches!(self, Check::Frame | Check::Direction | Check::Quaternion)
+    }
+
+    /// Whether `values` are accepted as they are, for a check that does not
+    /// [normalise](Self::normalises); `None` for one that does (its values must go through
+    /// [`accept`](Self::accept), which may change them).
+    pub fn holds(&self, values: &[f64]) -> Option<bool> {
+        if self.normalises() {
+            return None;
+        }
+        if !all_finite(values) {
+            return Some(false);
+        }
+        Some(match self {
+            Check::Positive => values.iter().all(|v| *v > 0.0),
+            Check::UnitOrthogonal => {
+                values.len().is_multiple_of(3)
+                    && values.chunks(3).enumerate().all(|(i, n)| {
+                        let n = vec3(n);
+                        (n.norm() - 1.0).abs() <= 1e-9
+                            && values
+                                .chunks(3)
+                                .skip(i + 1)
+                                .all(|m| n.dot(&vec3(m)).abs() <= 1e-9)
+                    })
+            }
+            _ => true,
+        })
+    }
+
     /// Checks `values` and normalises them where the check says so; `false` when they are not
     /// accepted, in which case `values` is left in an unspecified state (callers check a copy).
     pub fn accept(&self, values: &mut [f64]) -> bool {
+        if let Some(holds) = self.holds(values) {
+            return holds;
+        }
         if !all_finite(values) {
             return false;
         }
         match self {
-            Check::Finite => true,
-            Check::Positive => values.iter().all(|v| *v > 0.0),
             Check::Frame => values.len() == 7 && normalize_quaternion(&mut values[..4]),
             Check::Quaternion => values.len() == 4 && normalize_quaternion(values),
             Check::Direction => {
@@ -98,23 +132,8 @@ impl Check {
                     false
                 }
             }
-            Check::UnitOrthogonal => {
-                if !values.len().is_multiple_of(3) {
-                    return false;
-                }
-                let normals: Vec<Vec3> = values.chunks(3).map(vec3).collect();
-                for (i, n) in normals.iter().enumerate() {
-                    if (n.norm() - 1.0).abs() > 1e-9 {
-                        return false;
-                    }
-                    for m in &normals[i + 1..] {
-                        if n.dot(m).abs() > 1e-9 {
-                            return false;
-                        }
-                    }
-                }
-                true
-            }
+            // Every other check only looks: answered by `holds` above.
+            Check::Finite | Check::Positive | Check::UnitOrthogonal => true,
         }
     }
 }
@@ -487,5 +506,46 @@ mod tests {
         assert!(Check::UnitOrthogonal.accept(&mut [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]));
         assert!(!Check::UnitOrthogonal.accept(&mut [1.0, 0.0, 0.0, 0.6, 0.8, 0.0]));
         assert!(!Check::UnitOrthogonal.accept(&mut [1.1, 0.0, 0.0]));
+        assert!(!Check::UnitOrthogonal.accept(&mut [1.0, 0.0, 0.0, 0.0]));
+    }
+
+    /// `holds` answers as `accept` does for the checks that only look, leaves the values
+    /// alone, and declines for the ones that normalise.
+    #[test]
+    fn holds_is_accept_without_the_write() {
+        let rows: [&[f64]; 8] = [
+            &[0.1],
+            &[0.0],
+            &[f64::NAN, 1.0],
+            &[1.0, 0.0, 0.0],
+            &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+            &[1.0, 0.0, 0.0, 0.6, 0.8, 0.0],
+            &[0.0, 0.6, 0.8, 1.0, 0.0, 0.0, 0.0, 0.8, -0.6],
+            &[2.0, 0.0, 0.0, 0.0],
+        ];
+        let checks = [
+            Check::Finite,
+            Check::Positive,
+            Check::Frame,
+            Check::UnitOrthogonal,
+            Check::Direction,
+            Check::Quaternion,
+        ];
+        for check in checks {
+            for row in rows {
+                let mut copy = row.to_vec();
+                let accepted = check.accept(&mut copy);
+                match check.holds(row) {
+                    Some(holds) => {
+                        assert!(!check.normalises());
+                        assert_eq!(holds, accepted, "{check:?} {row:?}");
+                        if accepted {
+                            assert_eq!(copy, row, "{check:?} {row:?}");
+                        }
+                    }
+                    None => assert!(check.normalises()),
+                }
+            }
+        }
     }
 }
