@@ -1,4 +1,6 @@
-//! Shared by the GPU test suites.
+//! Shared by the test suites: the GPU adapter, and the counting allocator.
+
+pub mod allocations;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -1,68 +1,17 @@
 //! What a GPU step costs the host (issue 20): the state comes back through a staging buffer
 //! into vectors the stepper keeps and from there straight into the batch's columns, and
 //! uploads are converted straight into wgpu's staging memory, so the host allocations of a step
-//! do not grow with the number of instances. Counted by this binary's allocator, per thread:
-//! the tests here run their steps on one thread (a one-thread rayon pool for the
-//! environments), so every allocation of the step is seen and none of another test's.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+//! do not grow with the number of instances. Counted by the binary's allocator
+//! (`common::allocations`), per thread: the tests here run their steps on one thread (a
+//! one-thread rayon pool for the environments), so every allocation of the step is seen and
+//! none of another test's. The CPU path's count is `tests/cpu/env/allocations.rs`.
 
 use crate::common;
+use crate::common::allocations::allocations;
 
 use simbatch::env::ball_on_plate::{BallOnPlate, BallOnPlateConfig};
 use simbatch::env::{AutoReset, StepOut, VectorEnv};
 use simbatch::prelude::*;
-
-/// The system allocator, counting this thread's allocations (count, bytes).
-struct Counting;
-
-thread_local! {
-    static ALLOCATED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-}
-
-fn count(bytes: usize) {
-    // `try_with`: a thread being torn down has no counter left; its allocations are not ours.
-    let _ = ALLOCATED.try_with(|c| {
-        let (n, b) = c.get();
-        c.set((n + 1, b + bytes as u64));
-    });
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; counting touches only a
-// const-initialised thread-local `Cell`, which never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// This thread's allocations (count, bytes) while `f` runs.
-fn allocations(f: impl FnOnce()) -> (u64, u64) {
-    let (n0, b0) = ALLOCATED.with(Cell::get);
-    f();
-    let (n1, b1) = ALLOCATED.with(Cell::get);
-    (n1 - n0, b1 - b0)
-}
 
 /// Host allocations per step at a small and a large batch must be the same but for a fixed
 /// allowance: wgpu's own bookkeeping varies a little between submits, and a readback of more

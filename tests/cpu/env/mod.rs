@@ -104,6 +104,7 @@ fn short(steps: u32) -> BallOnPlateConfig {
     }
 }
 
+mod allocations;
 mod episodes;
 mod physics;
 mod settings;
