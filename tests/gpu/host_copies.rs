@@ -7,10 +7,10 @@
 //! none of another test's. The CPU path's count is `tests/cpu/env/allocations.rs`.
 
 use crate::common;
-use crate::common::allocations::allocations;
+use crate::common::allocations::{allocations, env_step_allocations};
 
 use simbatch::env::ball_on_plate::{BallOnPlate, BallOnPlateConfig};
-use simbatch::env::{AutoReset, StepOut, VectorEnv};
+use simbatch::env::{AutoReset, VectorEnv};
 use simbatch::prelude::*;
 
 /// Host allocations per step at a small and a large batch must be the same but for a fixed
@@ -87,39 +87,7 @@ fn gpu_environment_steps_allocate_on_the_host_independently_of_num_envs() {
             let mut env =
                 VectorEnv::on_device(task, n, AutoReset::NextStep, device.clone(), Precision::F32)
                     .unwrap();
-            let (od, ad) = (env.spec().observation.dim(), env.spec().action.dim());
-            let mut obs = vec![0.0f32; n * od];
-            env.reset(Some(7), None, &mut obs).unwrap();
-            // Actions differ between environments, as a policy's do (equal ones would make the
-            // plate's law column uniform, shared again at each step and expanded at the next).
-            let actions: Vec<f32> = (0..n * ad).map(|j| 0.05 * (j % 7) as f32 - 0.15).collect();
-            let mut reward = vec![0.0f32; n];
-            let (mut terminated, mut truncated) = (vec![false; n], vec![false; n]);
-            let mut flags = vec![0u32; n];
-            let mut step = |env: &mut VectorEnv| {
-                let out = StepOut {
-                    obs: &mut obs,
-                    reward: &mut reward,
-                    terminated: &mut terminated,
-                    truncated: &mut truncated,
-                    final_obs: None,
-                    flags: Some(&mut flags),
-                };
-                env.step(&actions, out).unwrap();
-            };
-            // Warm-up: pipelines and buffers, and the plate law's start-time column, which all
-            // environments set alike at each step: the stepper shares it again between steps,
-            // and from its second expansion on it keeps its room (`Broadcast::share_if_uniform`).
-            for _ in 0..3 {
-                step(&mut env);
-            }
-            let counted = allocations(|| {
-                for _ in 0..3 {
-                    step(&mut env);
-                }
-            });
-            assert!(obs.iter().all(|x| x.is_finite()));
-            (counted.0 / 3, counted.1 / 3)
+            env_step_allocations(&mut env, 7).0
         })
     };
     let n = 8_192;

@@ -6,19 +6,17 @@
 //! next to the block's hundreds of microseconds of RK4 substeps). Counted by the binary's allocator on the one thread of a one-thread
 //! rayon pool, on which the whole step runs.
 
-use crate::common::allocations::allocations;
+use crate::common::allocations::env_step_allocations;
 
 use simbatch::env::ball_on_plate::{BallOnPlate, BallOnPlateConfig};
 use simbatch::env::brick_push::{BrickPush, BrickPushConfig};
-use simbatch::env::{EnvOptions, StepOut, Task, VectorEnv};
+use simbatch::env::{EnvOptions, Task, VectorEnv};
 
 /// A built-in task, built afresh for each batch size.
 type MakeTask = dyn Fn() -> Box<dyn Task> + Sync;
 
-/// Allocations (count, bytes) of one step, averaged over three after three of warm-up
-/// (scratch, and columns that every environment sets alike and that keep their room from
-/// their second expansion on), for `n` environments of `task()` with actions that differ
-/// between environments, as a policy's do.
+/// Allocations (count, bytes) of one step for `n` environments of `task()`
+/// ([`env_step_allocations`]); no environment is flagged.
 fn per_step(task: &MakeTask, n: usize) -> (u64, u64) {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -26,35 +24,9 @@ fn per_step(task: &MakeTask, n: usize) -> (u64, u64) {
         .unwrap();
     pool.install(|| {
         let mut env = VectorEnv::new(task(), n, EnvOptions::default()).unwrap();
-        let (od, ad) = (env.spec().observation.dim(), env.spec().action.dim());
-        let mut obs = vec![0.0f32; n * od];
-        env.reset(Some(11), None, &mut obs).unwrap();
-        let actions: Vec<f32> = (0..n * ad).map(|j| 0.05 * (j % 7) as f32 - 0.15).collect();
-        let mut reward = vec![0.0f32; n];
-        let (mut terminated, mut truncated) = (vec![false; n], vec![false; n]);
-        let mut flags = vec![0u32; n];
-        let mut step = |env: &mut VectorEnv| {
-            let out = StepOut {
-                obs: &mut obs,
-                reward: &mut reward,
-                terminated: &mut terminated,
-                truncated: &mut truncated,
-                final_obs: None,
-                flags: Some(&mut flags),
-            };
-            env.step(&actions, out).unwrap();
-        };
-        for _ in 0..3 {
-            step(&mut env);
-        }
-        let counted = allocations(|| {
-            for _ in 0..3 {
-                step(&mut env);
-            }
-        });
-        assert!(obs.iter().all(|x| x.is_finite()));
+        let (counted, flags) = env_step_allocations(&mut env, 11);
         assert!(flags.iter().all(|f| *f == 0), "no environment flagged");
-        (counted.0 / 3, counted.1 / 3)
+        counted
     })
 }
 
