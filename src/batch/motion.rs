@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::model::BodyId;
 use crate::model::MotionLaw;
 use crate::model::motion::motion_columns;
-use crate::model::{BodyKinematics, Params};
+use crate::model::{BodyKinematics, ParamSpec, Params};
 use rayon::prelude::*;
 
 /// Parameter columns of a law for `len` instances, every value at its (checked) default.
@@ -385,10 +385,10 @@ impl Batch {
         selected: impl Fn(usize) -> bool + Sync,
     ) {
         let parallel = in_parallel(count);
-        let (template, time) = (&self.template, &self.time);
         let span = first..first + count;
-        let mut refreshed = Vec::new();
-        for (slot, cols) in self.prescribed.iter_mut().enumerate() {
+        for slot in 0..self.prescribed.len() {
+            let (template, time) = (&self.template, &self.time);
+            let cols = &mut self.prescribed[slot];
             let id = template.prescribed_bodies()[slot];
             let law = template.bodies()[id.index()].motion.as_deref();
             let (Some(law), Some(motion)) = (law, cols.motion.as_ref()) else {
@@ -418,9 +418,6 @@ impl Batch {
                     .enumerate()
                     .for_each(refresh);
             }
-            refreshed.push(slot);
-        }
-        for slot in refreshed {
             for field in PrescribedField::ALL {
                 self.touch(Column::Prescribed { slot, field });
             }
@@ -456,12 +453,7 @@ fn check_law_row(
     let mut at = 0;
     for (spec, &w) in m.specs.iter().zip(&m.widths) {
         if !spec.check.accept(&mut row[at..at + w]) {
-            return Err(invalid(
-                format!("body[{}].motion.{}", body.index(), spec.name),
-                instance,
-                format!("{:?}", &given[at..at + w]),
-                spec.check.accepted(),
-            ));
+            return Err(refused(spec, body, instance, &given[at..at + w]));
         }
         at += w;
     }
@@ -486,16 +478,22 @@ fn look_at_law_row(m: &MotionColumns, body: BodyId, instance: usize, row: &[f64]
             }
         });
         if !accepted {
-            return Err(invalid(
-                format!("body[{}].motion.{}", body.index(), spec.name),
-                instance,
-                format!("{values:?}"),
-                spec.check.accepted(),
-            ));
+            return Err(refused(spec, body, instance, values));
         }
         at += w;
     }
     Ok(())
+}
+
+/// The error for law parameter `spec` of `body` refused at `instance`, showing the values
+/// `given`.
+fn refused(spec: &ParamSpec, body: BodyId, instance: usize, given: &[f64]) -> Error {
+    invalid(
+        format!("body[{}].motion.{}", body.index(), spec.name),
+        instance,
+        format!("{given:?}"),
+        spec.check.accepted(),
+    )
 }
 
 fn names(cols: &MotionColumns) -> String {
